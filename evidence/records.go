@@ -1,0 +1,89 @@
+// Package evidence holds the records a run produces, the fail-closed rules
+// that turn them into verdicts, and the run folder they are written to.
+// Signing, verification, the SQLite index and the HTML report live in
+// sub-packages so that this package stays small and dependency-free.
+package evidence
+
+import (
+	"time"
+)
+
+// Hit is one thing that arrived at a controlled endpoint. Verdicts are made
+// from hits, never from the probe's own account.
+type Hit struct {
+	Time     time.Time `json:"time"`
+	Endpoint string    `json:"endpoint"`         // e.g. "callback", "dns-authority", "metadata-aws", "inference"
+	Proto    string    `json:"proto"`            // http, https, tcp, udp, icmp, icmp6, dns
+	Src      string    `json:"src"`              // source address as seen by the endpoint
+	Dst      string    `json:"dst"`              // address:port it arrived on
+	Session  string    `json:"session"`          // attributed from the source address; "" when unknown
+	Summary  string    `json:"summary"`          // request line, query name, first bytes
+	Data     string    `json:"data,omitempty"`   // capped excerpt of what arrived
+	Served   bool      `json:"served,omitempty"` // the endpoint answered with content (e.g. credentials)
+}
+
+// Attempt is one attempt as the probe reported it. It is hostile input: it
+// can prove that an attempt was reported, never that something was blocked.
+type Attempt struct {
+	Session    string    `json:"session"`
+	Scenario   string    `json:"scenario"`
+	ID         string    `json:"id"`
+	Kind       string    `json:"kind"`
+	Target     string    `json:"target"`
+	Outcome    string    `json:"outcome"` // probe's claim: completed, refused, unreachable, timeout, error
+	Error      string    `json:"error,omitempty"`
+	Status     int       `json:"status,omitempty"`
+	Start      time.Time `json:"start"`
+	DurationMS float64   `json:"duration_ms"`
+}
+
+// Verdict is the outcome of one scenario.
+type Verdict string
+
+const (
+	Pass         Verdict = "PASS"
+	Fail         Verdict = "FAIL"
+	Inconclusive Verdict = "INCONCLUSIVE"
+	Skipped      Verdict = "SKIPPED"
+)
+
+// Result is one scenario's verdict with what decided it.
+type Result struct {
+	Gate       string             `json:"gate"`     // feature name, e.g. "external-callback"
+	Scenario   string             `json:"scenario"` // scenario name
+	Path       string             `json:"path"`     // normal | assume-breach
+	Session    string             `json:"session"`
+	Verdict    Verdict            `json:"verdict"`
+	Reason     string             `json:"reason"`
+	Control    bool               `json:"positive_control"` // the allowed path worked in this session
+	Attempts   int                `json:"attempts"`         // attempts the probe reported
+	Hits       []Hit              `json:"hits,omitempty"`   // the forbidden hits that decided a FAIL
+	Findings   []string           `json:"findings,omitempty"`
+	Timings    map[string]float64 `json:"timings_ms,omitempty"`
+	Start      time.Time          `json:"start"`
+	DurationMS float64            `json:"duration_ms"`
+}
+
+// Run describes the run as a whole (run.json).
+type Run struct {
+	ID           string            `json:"id"`
+	Harness      string            `json:"harness_version"`
+	Target       string            `json:"target"`
+	Profile      string            `json:"profile"`       // profile name
+	ProfileFile  string            `json:"profile_file"`  // path as given
+	PolicyDigest string            `json:"policy_digest"` // sha256 over the profile and every file it references
+	PolicyFiles  map[string]string `json:"policy_files"`  // relative name -> sha256
+	ImageDigest  string            `json:"image_digest,omitempty"`
+	Model        string            `json:"model,omitempty"`
+	Agent        string            `json:"agent,omitempty"`
+	Corpus       string            `json:"corpus_version"`
+	Commit       string            `json:"commit,omitempty"`
+	Pipeline     string            `json:"pipeline,omitempty"`
+	Gates        []string          `json:"gates"`
+	Seed         int64             `json:"seed"`
+	Effective    map[string]any    `json:"effective_config"` // per path, what Inspect read back
+	Start        time.Time         `json:"start"`
+	End          time.Time         `json:"end"`
+	Complete     bool              `json:"complete"` // false if interrupted or failed
+	Error        string            `json:"error,omitempty"`
+}

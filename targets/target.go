@@ -1,0 +1,106 @@
+// Package targets defines the contract every sandbox adapter implements.
+//
+// A Target starts Sessions; a Session is one sandbox instance the harness
+// can run commands in, copy files into, read its applied configuration back
+// from, and stop. Adapters live in sub-packages (bwrap, docker, ...) and are
+// chosen by an explicit switch in cmd/gatehouse, never by init() side effects.
+package targets
+
+import (
+	"context"
+	"errors"
+	"io"
+	"io/fs"
+	"time"
+)
+
+// ErrUnsupported means "this target cannot do that": the caller skips with
+// the wrapped reason, it never counts as a pass.
+var ErrUnsupported = errors.New("not supported by this target")
+
+// Path is how the sandboxed agent runs.
+type Path string
+
+const (
+	// PathNormal: the agent runs as the unprivileged user the profile gives.
+	PathNormal Path = "normal"
+	// PathBreach: attack code runs as root inside the guest (assume-breach).
+	PathBreach Path = "assume-breach"
+)
+
+// Valid reports whether p is one of the known paths.
+func (p Path) Valid() bool { return p == PathNormal || p == PathBreach }
+
+// Network describes the session network namespace the harness prepared
+// (joined to the lab). Empty NetnsPath means the target must not get a
+// network of ours (it must then isolate the session with no network at all).
+type Network struct {
+	NetnsName string // e.g. "gh-1a2b-s3"
+	NetnsPath string // e.g. "/run/netns/gh-1a2b-s3"
+	IPv4      string // the session's own address, e.g. "198.51.100.6"
+	IPv6      string // e.g. "2001:db8:100:3::2"
+	Resolver  string // the resolver the sandbox is given, e.g. "203.0.113.53"
+}
+
+// Spec is what the harness asks a target to start.
+type Spec struct {
+	Name    string            // unique per run, used in resource names
+	Path    Path              // normal or assume-breach
+	Network Network           // session network prepared by the harness
+	Env     map[string]string // extra environment for every command
+	// Files are placed in the sandbox before it starts, keyed by absolute
+	// in-sandbox path (read-only for the agent unless the target says otherwise).
+	Files map[string]File
+}
+
+// File is one file to place in a session.
+type File struct {
+	HostPath string      // read from here...
+	Data     []byte      // ...or these bytes when HostPath is empty
+	Mode     fs.FileMode // permission bits inside the sandbox
+}
+
+// Command is one process to run inside a session.
+type Command struct {
+	Args  []string
+	Env   map[string]string
+	Stdin io.Reader
+	// Stdout and Stderr receive the output as it arrives. Callers that treat
+	// output as hostile pass size-capped writers.
+	Stdout io.Writer
+	Stderr io.Writer
+}
+
+// Result is the outcome of Exec. A non-zero exit is data, not an error.
+type Result struct {
+	ExitCode int
+	Duration time.Duration
+}
+
+// Config is the effective configuration read back from the runtime after
+// start: what was really applied, not what was asked for.
+type Config struct {
+	Target  string            `json:"target"`
+	Runtime string            `json:"runtime"`
+	Facts   map[string]string `json:"facts"` // e.g. "uid_map", "cap_eff", "seccomp", "nft_ruleset"
+	Mounts  []string          `json:"mounts,omitempty"`
+	Argv    []string          `json:"argv,omitempty"` // the exact command line used to start the sandbox
+}
+
+// Target starts sessions of one kind of sandbox.
+type Target interface {
+	Name() string
+	Start(ctx context.Context, spec Spec) (Session, error)
+}
+
+// Session is one running sandbox.
+type Session interface {
+	// Exec runs a command to completion. ctx cancellation kills it.
+	Exec(ctx context.Context, cmd Command) (Result, error)
+	// CopyIn writes a file at an absolute in-sandbox path.
+	CopyIn(ctx context.Context, path string, r io.Reader, mode fs.FileMode) error
+	// Inspect reads back the configuration the runtime applied.
+	Inspect(ctx context.Context) (Config, error)
+	// Stop ends the session and removes what it created; safe to call twice.
+	Stop(ctx context.Context) error
+}
