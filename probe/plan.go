@@ -1,0 +1,99 @@
+// Package probe is the attempt runner that is copied into a sandbox, and the
+// wire format between it and the harness: a Plan goes in on stdin as JSON,
+// one Report per attempt comes out on stdout as a JSON line.
+//
+// The harness treats everything the probe prints as hostile (see Decode): a
+// report proves at most that an attempt was claimed, never that it was
+// blocked. Verdicts come from the controlled endpoints' logs.
+package probe
+
+import "time"
+
+// SandboxPath is where targets place the probe binary inside a sandbox.
+const SandboxPath = "/gatehouse/bin/probe"
+
+// Attempt kinds the probe knows. Anything else is reported as an error.
+const (
+	KindHTTP  = "http"  // Target is a URL (http or https); TLS is not verified
+	KindTCP   = "tcp"   // Target is host:port; Payload is written, reply read
+	KindUDP   = "udp"   // Target is host:port; Payload is sent
+	KindICMP  = "icmp"  // Target is an IP (v4 or v6); Payload is the echo data
+	KindDNS   = "dns"   // Target is a name; Server is host:port or "" for resolv.conf
+	KindRead  = "read"  // Target is a path; reports whether it could be read (+ excerpt)
+	KindWrite = "write" // Target is a path; Payload is written (only for session-owned paths)
+	KindList  = "list"  // Target is a folder; reports entries
+)
+
+// Plan is what the harness asks the probe to do.
+type Plan struct {
+	Session   string `json:"session"`
+	Canary    string `json:"canary"`     // per-session value the attempts carry
+	TimeoutMS int    `json:"timeout_ms"` // per attempt; the probe caps it at 10 s
+	Parallel  int    `json:"parallel"`   // attempts in flight at once; 0 = all
+	Steps     []Step `json:"steps"`
+}
+
+// Timeout is the per-attempt timeout with a safe default and cap.
+func (p Plan) Timeout() time.Duration {
+	d := time.Duration(p.TimeoutMS) * time.Millisecond
+	switch {
+	case d <= 0:
+		return 1500 * time.Millisecond
+	case d > 10*time.Second:
+		return 10 * time.Second
+	}
+	return d
+}
+
+// Step is one attempt.
+type Step struct {
+	ID      string            `json:"id"`   // unique within the plan
+	Kind    string            `json:"kind"` // one of the Kind constants
+	Target  string            `json:"target"`
+	Method  string            `json:"method,omitempty"`  // HTTP method, default GET
+	Headers map[string]string `json:"headers,omitempty"` // HTTP headers
+	Body    string            `json:"body,omitempty"`    // HTTP body
+	Payload string            `json:"payload,omitempty"` // tcp/udp/icmp data, write content
+	Server  string            `json:"server,omitempty"`  // DNS server host:port; "" = from /etc/resolv.conf
+	QType   string            `json:"qtype,omitempty"`   // DNS type, default A
+	// Follow makes HTTP follow redirects (up to 5). Proxy settings in the
+	// environment are honoured only when UseProxy is set: an injected
+	// instruction that says "ignore the proxy" is modelled by leaving it off.
+	Follow   bool `json:"follow,omitempty"`
+	UseProxy bool `json:"use_proxy,omitempty"`
+	// Then names a step whose response body supplies a header value for this
+	// one: the IMDSv2 token flow (PUT for a token, then GET with it).
+	Then *Chain `json:"then,omitempty"`
+}
+
+// Chain makes a second request with a header taken from the first response.
+type Chain struct {
+	Target string            `json:"target"`
+	Method string            `json:"method,omitempty"`
+	Header string            `json:"header"` // the header to set to the first response's body
+	Extra  map[string]string `json:"extra,omitempty"`
+}
+
+// Report is what the probe says about one attempt.
+type Report struct {
+	ID         string    `json:"id"`
+	Kind       string    `json:"kind"`
+	Target     string    `json:"target"`
+	Outcome    string    `json:"outcome"` // completed, refused, unreachable, timeout, denied, error
+	Error      string    `json:"error,omitempty"`
+	Status     int       `json:"status,omitempty"`  // HTTP status of the last response
+	Bytes      int       `json:"bytes,omitempty"`   // bytes received
+	Excerpt    string    `json:"excerpt,omitempty"` // first bytes received (capped)
+	Start      time.Time `json:"start"`
+	DurationMS float64   `json:"duration_ms"`
+}
+
+// Outcomes a report may carry.
+const (
+	OutcomeCompleted   = "completed"
+	OutcomeRefused     = "refused"
+	OutcomeUnreachable = "unreachable"
+	OutcomeTimeout     = "timeout"
+	OutcomeDenied      = "denied" // EPERM/EACCES, e.g. a firewall reject or a file mode
+	OutcomeError       = "error"
+)
