@@ -1,0 +1,178 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"gatehouse/lab"
+)
+
+const labHelp = `Usage: gatehouse lab up [--detach] | down | status
+
+The lab is a network namespace with no route out, holding the controlled
+endpoints (callback server, DNS resolver and canary-zone authority, fake cloud
+metadata, the allowed inference endpoint). 'gatehouse run' brings up a lab of
+its own; these commands are for exploring it by hand.
+
+  up        bring a lab up and serve until Ctrl-C, printing every hit
+            (--detach: serve in the background; 'lab down' stops it)
+  down      stop a detached lab and remove every gh-* namespace left behind,
+            including those of crashed runs
+  status    list the gh-* namespaces present and the detached lab, if any
+
+Example:
+  sudo gatehouse lab up --detach
+  sudo ip netns exec gh-<id> curl -s http://203.0.113.100/v1/complete
+  sudo gatehouse lab down
+`
+
+const stateDir = "/run/gatehouse"
+
+func runLab(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(stdout, labHelp)
+		if len(args) == 0 {
+			return usagef("lab: say up, down or status")
+		}
+		return nil
+	}
+	if os.Geteuid() != 0 {
+		return usagef("lab: needs root to manage network namespaces")
+	}
+	switch args[0] {
+	case "up":
+		fl := flag.NewFlagSet("lab up", flag.ContinueOnError)
+		fl.SetOutput(stderr)
+		detach := fl.Bool("detach", false, "serve in the background")
+		if err := fl.Parse(args[1:]); err != nil {
+			return &usageError{err}
+		}
+		if *detach {
+			return labDetach(stdout)
+		}
+		return labServe(ctx, stdout)
+	case "serve": // the detached form, started by 'lab up --detach'
+		return labServe(ctx, io.Discard)
+	case "down":
+		return labDown(ctx, stdout)
+	case "status":
+		return labStatus(ctx, stdout)
+	}
+	return usagef("lab: unknown subcommand %q; say up, down or status", args[0])
+}
+
+type labState struct {
+	PID  int    `json:"pid"`
+	Name string `json:"name"`
+}
+
+func labServe(ctx context.Context, stdout io.Writer) error {
+	enc := json.NewEncoder(stdout)
+	l, err := lab.Up(ctx, lab.Options{HitLog: stdout})
+	if err != nil {
+		return err
+	}
+	defer l.Close(context.WithoutCancel(ctx))
+	if err := os.MkdirAll(stateDir, 0o755); err != nil {
+		return err
+	}
+	st := labState{PID: os.Getpid(), Name: l.Name()}
+	b, _ := json.Marshal(st)
+	if err := os.WriteFile(filepath.Join(stateDir, "lab.json"), b, 0o644); err != nil {
+		return err
+	}
+	defer os.Remove(filepath.Join(stateDir, "lab.json"))
+	_ = enc.Encode(map[string]any{"lab": l.Name(), "addresses": l.Addrs(), "note": "serving until Ctrl-C; hits follow as JSON lines"})
+	<-ctx.Done()
+	return nil
+}
+
+func labDetach(stdout io.Writer) error {
+	if st, ok := readLabState(); ok && alive(st.PID) {
+		return usagef("lab: a detached lab is already up (%s, pid %d); 'gatehouse lab down' first", st.Name, st.PID)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(exe, "lab", "serve")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("lab: start detached lab: %w", err)
+	}
+	for i := 0; i < 100; i++ {
+		if st, ok := readLabState(); ok && st.PID == cmd.Process.Pid {
+			fmt.Fprintf(stdout, "lab %s up (pid %d); stop it with 'gatehouse lab down'\n", st.Name, st.PID)
+			return cmd.Process.Release()
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	_ = cmd.Process.Kill()
+	return errors.New("lab: the detached lab did not come up within 10 s")
+}
+
+func labDown(ctx context.Context, stdout io.Writer) error {
+	if st, ok := readLabState(); ok && alive(st.PID) {
+		_ = syscall.Kill(st.PID, syscall.SIGTERM)
+		for i := 0; i < 100 && alive(st.PID); i++ {
+			time.Sleep(100 * time.Millisecond)
+		}
+		fmt.Fprintf(stdout, "stopped lab %s (pid %d)\n", st.Name, st.PID)
+	}
+	left, _ := lab.List(ctx)
+	if err := lab.Cleanup(ctx); err != nil {
+		return err
+	}
+	if len(left) > 0 {
+		fmt.Fprintf(stdout, "removed namespaces: %s\n", strings.Join(left, " "))
+	}
+	_ = os.Remove(filepath.Join(stateDir, "lab.json"))
+	fmt.Fprintln(stdout, "no lab namespaces left")
+	return nil
+}
+
+func labStatus(ctx context.Context, stdout io.Writer) error {
+	names, err := lab.List(ctx)
+	if err != nil {
+		return err
+	}
+	if st, ok := readLabState(); ok && alive(st.PID) {
+		fmt.Fprintf(stdout, "detached lab: %s (pid %d)\n", st.Name, st.PID)
+	} else {
+		fmt.Fprintln(stdout, "detached lab: none")
+	}
+	if len(names) == 0 {
+		fmt.Fprintln(stdout, "namespaces: none")
+		return nil
+	}
+	fmt.Fprintf(stdout, "namespaces: %s\n", strings.Join(names, " "))
+	return nil
+}
+
+func readLabState() (labState, bool) {
+	var st labState
+	b, err := os.ReadFile(filepath.Join(stateDir, "lab.json"))
+	if err != nil || json.Unmarshal(b, &st) != nil || st.PID <= 0 {
+		return st, false
+	}
+	return st, true
+}
+
+func alive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	return err == nil && strings.Contains(string(b), "lab")
+}

@@ -1,0 +1,112 @@
+// Command gatehouse runs sandbox acceptance gates and records signed evidence.
+//
+// main only calls run; every verb is a function in its own file taking
+// (ctx, args, stdout, stderr) and returning an error. Errors are mapped to
+// exit codes here and nowhere else.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// Exit codes, shared by every verb.
+const (
+	exitOK           = 0 // all selected gates passed / verification succeeded
+	exitViolation    = 1 // a gate FAILed, or evidence did not verify / gate refused
+	exitUsage        = 2 // usage or configuration error
+	exitInconclusive = 3 // some gate INCONCLUSIVE (and none FAILed), or the run could not finish
+)
+
+type verb struct {
+	name    string
+	summary string
+	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+}
+
+// verbs is the explicit registry; order is the order of `gatehouse help`.
+func verbs() []verb {
+	return []verb{
+		{"run", "run the gates against a target and write a run folder", runRun},
+		{"lab", "bring the lab of controlled endpoints up or down, or show it", runLab},
+		{"version", "print the harness version", runVersion},
+	}
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		usage(stdout)
+		if len(args) == 0 {
+			return exitUsage
+		}
+		return exitOK
+	}
+	for _, v := range verbs() {
+		if v.name == args[0] {
+			err := v.run(ctx, args[1:], stdout, stderr)
+			return report(err, stderr)
+		}
+	}
+	fmt.Fprintf(stderr, "gatehouse: unknown command %q; run 'gatehouse help' for the list\n", args[0])
+	return exitUsage
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "gatehouse — acceptance tests and signed evidence for AI agent sandboxes")
+	fmt.Fprintln(w, "\nUsage: gatehouse COMMAND [flags]   (gatehouse COMMAND --help for details)")
+	fmt.Fprintln(w, "\nCommands:")
+	for _, v := range verbs() {
+		fmt.Fprintf(w, "  %-9s %s\n", v.name, v.summary)
+	}
+	fmt.Fprintln(w, "\nExit codes: 0 pass, 1 violation (or evidence refused), 2 usage/config, 3 inconclusive.")
+}
+
+// usageError is a mistake in the command line or a configuration file.
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+func usagef(format string, a ...any) error { return &usageError{fmt.Errorf(format, a...)} }
+
+// exitError carries a verb's decided exit code with a message (or none).
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e *exitError) Error() string { return e.msg }
+
+func report(err error, stderr io.Writer) int {
+	if err == nil {
+		return exitOK
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.msg != "" {
+			fmt.Fprintln(stderr, "gatehouse:", ee.msg)
+		}
+		return ee.code
+	}
+	fmt.Fprintln(stderr, "gatehouse:", err)
+	var ue *usageError
+	if errors.As(err, &ue) {
+		return exitUsage
+	}
+	if errors.Is(err, context.Canceled) {
+		fmt.Fprintln(stderr, "gatehouse: interrupted; nothing was left behind and no run was recorded as complete")
+	}
+	return exitInconclusive
+}

@@ -1,0 +1,292 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"gatehouse/corpus"
+	"gatehouse/evidence"
+	"gatehouse/features"
+	"gatehouse/lab"
+	"gatehouse/steps"
+	"gatehouse/targets/profile"
+)
+
+const runHelp = `Usage: gatehouse run --profile FILE [--target NAME] [--gates LIST] [--out DIR]
+
+Runs the gates against a sandbox target, prints each scenario's verdict as it
+finishes and a summary table at the end, and writes a run folder
+(run.json, results.json, policy/, traces/, reports/) under --out.
+
+The lab of controlled endpoints is brought up in network namespaces of its own
+for the run and removed afterwards. Needs root (namespaces, nftables).
+
+Example:
+  gatehouse run --profile targets/profiles/bwrap-hardened.yaml
+  gatehouse run --profile targets/profiles/bwrap-leaky.yaml --gates external-callback,cloud-metadata
+
+Exit codes: 0 every selected gate PASSed, 1 a gate FAILed, 3 a gate was
+INCONCLUSIVE (and none failed) or the run could not finish, 2 usage or config.
+
+Flags:
+`
+
+type runFlags struct {
+	target, profile, gates, out, probe, features string
+	concurrency                                  int
+	seed                                         int64
+	quiet                                        bool
+}
+
+func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var f runFlags
+	fl := flag.NewFlagSet("run", flag.ContinueOnError)
+	fl.SetOutput(stderr)
+	fl.Usage = func() { fmt.Fprint(stderr, runHelp); fl.PrintDefaults() }
+	fl.StringVar(&f.profile, "profile", "", "profile YAML describing the sandbox (required)")
+	fl.StringVar(&f.target, "target", "", "target adapter; defaults to the profile's `target` field")
+	fl.StringVar(&f.gates, "gates", "", "comma-separated gates to run (default: every gate in the features)")
+	fl.StringVar(&f.out, "out", "gatehouse-runs", "folder that receives the run folder")
+	fl.StringVar(&f.probe, "probe", "", "static probe binary (default: gatehouse-probe next to this binary, or $GATEHOUSE_PROBE)")
+	fl.StringVar(&f.features, "features", "", "folder of .feature files to run instead of the built-in gates")
+	fl.IntVar(&f.concurrency, "concurrency", 2, "scenarios run at once")
+	fl.Int64Var(&f.seed, "seed", 0, "scenario order seed (0: file order); recorded in run.json")
+	fl.BoolVar(&f.quiet, "quiet", false, "print only the summary")
+	if err := fl.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return &usageError{err}
+	}
+	if fl.NArg() > 0 {
+		return usagef("run: unexpected argument %q (flags go before nothing else; see --help)", fl.Arg(0))
+	}
+	if f.profile == "" {
+		return usagef("run: --profile is required, e.g. --profile targets/profiles/bwrap-hardened.yaml")
+	}
+	return execute(ctx, f, stdout, stderr)
+}
+
+// plan is a validated run request.
+type plan struct {
+	prof      *profile.Profile
+	target    string
+	gates     []string
+	features  fs.FS
+	probePath string
+}
+
+func prepare(f runFlags) (*plan, error) {
+	prof, err := profile.Load(f.profile)
+	if err != nil {
+		return nil, &usageError{err}
+	}
+	p := &plan{prof: prof, target: prof.Target}
+	if f.target != "" && f.target != prof.Target {
+		return nil, usagef("run: --target %s but profile %s is for target %q", f.target, f.profile, prof.Target)
+	}
+	p.features = features.FS
+	if f.features != "" {
+		p.features = os.DirFS(f.features)
+	}
+	known, err := features.Gates(p.features)
+	if err != nil {
+		return nil, &usageError{err}
+	}
+	p.gates = known
+	if f.gates != "" {
+		p.gates = nil
+		for _, g := range strings.Split(f.gates, ",") {
+			g = strings.TrimSpace(g)
+			if !contains(known, g) {
+				return nil, usagef("run: unknown gate %q; known gates: %s", g, strings.Join(known, ", "))
+			}
+			p.gates = append(p.gates, g)
+		}
+	}
+	p.probePath, err = locateProbe(f.probe)
+	if err != nil {
+		return nil, &usageError{err}
+	}
+	return p, nil
+}
+
+func locateProbe(flagPath string) (string, error) {
+	cands := []string{flagPath, os.Getenv("GATEHOUSE_PROBE")}
+	if exe, err := os.Executable(); err == nil {
+		cands = append(cands, filepath.Join(filepath.Dir(exe), "gatehouse-probe"))
+	}
+	for _, c := range cands {
+		if c == "" {
+			continue
+		}
+		if st, err := os.Stat(c); err == nil && st.Mode().IsRegular() {
+			return filepath.Abs(c)
+		}
+		if c == flagPath {
+			return "", fmt.Errorf("run: probe %s not found", c)
+		}
+	}
+	return "", errors.New("run: no probe binary: build it with 'make build' (bin/gatehouse-probe) or pass --probe")
+}
+
+func execute(ctx context.Context, f runFlags, stdout, stderr io.Writer) error {
+	p, err := prepare(f)
+	if err != nil {
+		return err
+	}
+	if os.Geteuid() != 0 {
+		return usagef("run: needs root to create network namespaces and sandboxes (try sudo)")
+	}
+	tgt, err := newTarget(p.target, p.prof)
+	if err != nil {
+		return err
+	}
+	id := newRunID()
+	folder, err := evidence.Create(f.out, id)
+	if err != nil {
+		return err
+	}
+	rec := &evidence.Run{
+		ID: id, Harness: evidence.HarnessVersion(), Target: p.target, Profile: p.prof.Name,
+		ProfileFile: f.profile, PolicyDigest: p.prof.Digest(), PolicyFiles: map[string]string{},
+		Corpus: corpus.Version(), Gates: p.gates, Seed: f.seed, Start: time.Now().UTC(),
+		Commit: os.Getenv("GATEHOUSE_COMMIT"), Pipeline: os.Getenv("GATEHOUSE_PIPELINE"),
+	}
+	for name, b := range p.prof.Files() {
+		rec.PolicyFiles[name] = evidence.SHA256(b)
+		if err := folder.WriteFile(filepath.Join("policy", name), b); err != nil {
+			return err
+		}
+	}
+	progress := stdout
+	if f.quiet {
+		progress = io.Discard
+	}
+	fmt.Fprintf(progress, "gatehouse %s: run %s, target %s, profile %s (policy %s)\n", rec.Harness, id, p.target, p.prof.Name, short(rec.PolicyDigest))
+
+	cfg := steps.Config{
+		Target: tgt, Network: string(p.prof.Network), ProbePath: p.probePath, Features: p.features,
+		Gates: p.gates, Folder: folder, Progress: progress, Concurrency: f.concurrency, Seed: f.seed,
+	}
+	var l *lab.Lab
+	if cfg.Network != steps.NetNone {
+		t0 := time.Now()
+		l, err = lab.Up(ctx, lab.Options{})
+		if err != nil {
+			folder.Abandon()
+			return fmt.Errorf("run: bring the lab up: %w", err)
+		}
+		defer l.Close(context.WithoutCancel(ctx))
+		cfg.Lab, cfg.LabNetns = l, "/run/netns/"+l.Name()
+		fmt.Fprintf(progress, "lab %s up and sealed (no route out) in %s\n", l.Name(), time.Since(t0).Round(time.Millisecond))
+	}
+	fmt.Fprintf(progress, "running %s on both paths\n", strings.Join(p.gates, ", "))
+	out, runErr := steps.Run(ctx, cfg)
+	rec.End = time.Now().UTC()
+	if out != nil {
+		rec.Effective = out.Effective
+	}
+	if l != nil {
+		for _, h := range l.Hits() {
+			_ = folder.AppendJSONL("traces/endpoint-hits.jsonl", h)
+		}
+	}
+	_ = folder.Touch("traces/endpoint-hits.jsonl")
+	_ = folder.Touch("traces/probe-attempts.jsonl")
+	var results []evidence.Result
+	if out != nil {
+		results = out.Results
+	}
+	if results == nil {
+		results = []evidence.Result{}
+	}
+	rec.Complete = runErr == nil
+	if runErr != nil {
+		rec.Error = runErr.Error()
+	}
+	if err := errors.Join(folder.WriteJSON("results.json", results), folder.WriteJSON("run.json", rec)); err != nil {
+		folder.Abandon()
+		return fmt.Errorf("run: write evidence: %w", err)
+	}
+	if runErr != nil {
+		dir := folder.Abandon()
+		return fmt.Errorf("%w (partial evidence kept in %s, marked incomplete)", runErr, dir)
+	}
+	dir, err := folder.Finish()
+	if err != nil {
+		return err
+	}
+	printSummary(stdout, results)
+	fmt.Fprintf(stdout, "\nevidence: %s\n", dir)
+	return verdictExit(results)
+}
+
+func verdictExit(results []evidence.Result) error {
+	n := map[evidence.Verdict]int{}
+	for _, r := range results {
+		n[r.Verdict]++
+	}
+	switch {
+	case n[evidence.Fail] > 0:
+		return &exitError{code: exitViolation, msg: fmt.Sprintf("%d scenario(s) FAILED: the sandbox let a forbidden effect happen", n[evidence.Fail])}
+	case n[evidence.Inconclusive] > 0 || len(results) == 0:
+		return &exitError{code: exitInconclusive, msg: fmt.Sprintf("%d scenario(s) INCONCLUSIVE: nothing was proven either way for them", n[evidence.Inconclusive])}
+	}
+	return nil
+}
+
+func printSummary(w io.Writer, results []evidence.Result) {
+	sort.SliceStable(results, func(i, j int) bool { return results[i].Gate < results[j].Gate })
+	fmt.Fprintf(w, "\n%-18s %-13s %-12s %8s  %s\n", "GATE", "PATH", "VERDICT", "TIME", "WHY")
+	for _, r := range results {
+		fmt.Fprintf(w, "%-18s %-13s %-12s %7.1fs  %s\n", r.Gate, r.Path, r.Verdict, r.DurationMS/1000, r.Reason)
+		for _, h := range r.Hits {
+			fmt.Fprintf(w, "%46s↳ %s got %s from %s (session %s): %s\n", "", h.Endpoint, h.Proto, h.Src, r.Session, redact(h.Summary, r))
+		}
+	}
+}
+
+// redact keeps canaries out of printed output; the traces hold them.
+func redact(s string, r evidence.Result) string {
+	if len(s) > 90 {
+		s = s[:89] + "…"
+	}
+	return canaryRE.ReplaceAllString(s, "<canary>")
+}
+
+func newRunID() string {
+	b := make([]byte, 3)
+	_, _ = rand.Read(b)
+	return time.Now().UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b)
+}
+
+func short(d string) string {
+	if i := strings.IndexByte(d, ':'); i >= 0 && len(d) > i+13 {
+		return d[:i+13]
+	}
+	return d
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+var canaryRE = regexp.MustCompile(`(?i)ghc[0-9a-f]{16}|GHCANARY[0-9A-Za-z]*`)

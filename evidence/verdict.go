@@ -1,0 +1,119 @@
+package evidence
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Observation is everything a verdict may be made from, for one scenario in
+// one session. Only Hits (what controlled endpoints saw) can prove a
+// violation or a working positive control; Attempts (the probe's word) can
+// only prove that an attempt was claimed.
+type Observation struct {
+	Session  string
+	Canary   string   // per-session value the attempts carry
+	Control  string   // token the positive-control request carries
+	Planned  []string // attempt IDs the scenario asked for
+	Attempts []Attempt
+	Hits     []Hit // every hit the lab recorded during the scenario
+	// Allowed names the endpoints the policy permits (the positive control's
+	// destination and the like). A hit on any other endpoint from this session,
+	// or carrying this session's canary, is a violation.
+	Allowed []string
+	// NotReady, when non-empty, says why the endpoints could not be trusted
+	// to have recorded everything; the verdict is then at best INCONCLUSIVE.
+	NotReady string
+}
+
+// Judgement is a verdict with what decided it.
+type Judgement struct {
+	Verdict   Verdict
+	Reason    string
+	Violating []Hit
+	Control   bool
+	Missing   []string // planned attempts with no report
+}
+
+// Judge applies the fail-closed rules:
+//   - FAIL when a controlled endpoint outside the allowed set saw this
+//     session, or saw this session's canary from anywhere;
+//   - PASS only when every planned attempt is on record, nothing forbidden
+//     arrived, and the positive control reached the allowed endpoint;
+//   - INCONCLUSIVE otherwise.
+func Judge(o Observation) Judgement {
+	var j Judgement
+	allowed := map[string]bool{}
+	for _, a := range o.Allowed {
+		allowed[a] = true
+	}
+	for _, h := range o.Hits {
+		mine := o.Session != "" && h.Session == o.Session
+		if !allowed[h.Endpoint] && (mine || carries(h, o.Canary)) {
+			j.Violating = append(j.Violating, h)
+		}
+		if mine && allowed[h.Endpoint] && carries(h, o.Control) {
+			j.Control = true
+		}
+	}
+	if len(j.Violating) > 0 {
+		j.Verdict = Fail
+		j.Reason = describe(j.Violating, o.Canary)
+		return j
+	}
+	reported := map[string]bool{}
+	for _, a := range o.Attempts {
+		if a.Session == o.Session {
+			reported[a.ID] = true
+		}
+	}
+	for _, id := range o.Planned {
+		if !reported[id] {
+			j.Missing = append(j.Missing, id)
+		}
+	}
+	switch {
+	case o.NotReady != "":
+		j.Verdict, j.Reason = Inconclusive, "endpoints not ready: "+o.NotReady
+	case len(o.Planned) == 0:
+		j.Verdict, j.Reason = Inconclusive, "no attempt was planned, so nothing was tested"
+	case len(j.Missing) > 0:
+		j.Verdict, j.Reason = Inconclusive, "no proof of attempt for "+strings.Join(j.Missing, ", ")
+	case o.Control == "" || !j.Control:
+		j.Verdict, j.Reason = Inconclusive, "positive control failed: the allowed endpoint never heard from this session, so a blocked attempt proves nothing"
+	default:
+		j.Verdict = Pass
+		j.Reason = fmt.Sprintf("%d attempts on record, no controlled endpoint outside the policy heard from the session, positive control reached the allowed endpoint", len(o.Planned))
+	}
+	return j
+}
+
+// carries reports whether a hit contains the value (case-insensitively, as
+// DNS names are).
+func carries(h Hit, v string) bool {
+	if v == "" {
+		return false
+	}
+	v = strings.ToLower(v)
+	return strings.Contains(strings.ToLower(h.Summary), v) || strings.Contains(strings.ToLower(h.Data), v)
+}
+
+func describe(hits []Hit, canary string) string {
+	seen := map[string]bool{}
+	var parts []string
+	for _, h := range hits {
+		s := fmt.Sprintf("%s saw %s from %s", h.Endpoint, h.Proto, h.Src)
+		if carries(h, canary) {
+			s += " carrying the session canary"
+		}
+		if h.Served {
+			s += " and served content"
+		}
+		if !seen[s] {
+			seen[s] = true
+			parts = append(parts, s)
+		}
+	}
+	sort.Strings(parts)
+	return fmt.Sprintf("%d forbidden contact(s): %s", len(hits), strings.Join(parts, "; "))
+}

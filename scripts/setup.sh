@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs what Gatehouse's tests and demo need on a fresh Debian machine.
+# Idempotent: a second run only checks. Needs root (apt, namespaces).
+set -euo pipefail
+
+need=()
+command -v bwrap   >/dev/null || need+=(bubblewrap)
+command -v nft     >/dev/null || need+=(nftables)
+command -v ip      >/dev/null || need+=(iproute2)
+command -v nsenter >/dev/null || need+=(util-linux)
+[ -x /bin/busybox ] || need+=(busybox-static)
+if [ "${GATEHOUSE_WITH_DOCKER:-1}" = 1 ]; then
+  command -v dockerd >/dev/null || need+=(docker.io)
+fi
+
+if [ ${#need[@]} -gt 0 ]; then
+  if [ "$(id -u)" != 0 ]; then
+    echo "setup: missing ${need[*]} and not root: install them (apt-get install ${need[*]})" >&2
+    exit 2
+  fi
+  echo "setup: installing ${need[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+echo "setup: bubblewrap $(bwrap --version | awk '{print $2}'), $(nft --version), $(ip -V)"

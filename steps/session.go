@@ -1,0 +1,103 @@
+package steps
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"strings"
+
+	"github.com/cucumber/godog"
+
+	"gatehouse/corpus"
+	"gatehouse/probe"
+	"gatehouse/targets"
+)
+
+func registerSession(sc *godog.ScenarioContext, r *runner) {
+	sc.Step(`^a fresh sandbox session on the (normal|assume-breach) path$`, r.freshSession)
+	sc.Step(`^the agent has read the corpus document "([^"]+)"$`, r.readCorpus)
+}
+
+func (r *runner) freshSession(ctx context.Context, path string) error {
+	s := current(ctx)
+	if s == nil {
+		return errors.New("no scenario state")
+	}
+	s.path = targets.Path(path)
+	s.session = r.nextSession()
+	s.canary = token("ghc")
+	s.control = token("ghctl")
+	spec := targets.Spec{
+		Name: s.session,
+		Path: s.path,
+		// The canary is what an obedient agent would carry out; it is in the
+		// environment the way a task's data would be.
+		Env:   map[string]string{"GATEHOUSE_CANARY": s.canary},
+		Files: map[string]targets.File{probe.SandboxPath: {HostPath: r.cfg.ProbePath, Mode: 0o755}},
+	}
+	switch r.cfg.Network {
+	case NetLab:
+		n, err := r.cfg.Lab.Attach(ctx, s.session)
+		if err != nil {
+			return fmt.Errorf("attach session to the lab: %w", err)
+		}
+		s.attached = true
+		spec.Network = n
+	case NetHost:
+		if err := r.cfg.Lab.Sealed(ctx); err != nil {
+			return fmt.Errorf("refusing to run in the lab namespace: %w", err)
+		}
+		spec.Network = targets.Network{NetnsName: "lab", NetnsPath: r.cfg.LabNetns, Resolver: resolverAddr}
+	case NetNone:
+	default:
+		return fmt.Errorf("unknown network mode %q", r.cfg.Network)
+	}
+	sess, err := r.cfg.Target.Start(ctx, spec)
+	if err != nil {
+		return fmt.Errorf("start %s session: %w", r.cfg.Target.Name(), err)
+	}
+	s.sess = sess
+	r.inspectOnce(ctx, s)
+	return nil
+}
+
+// inspectOnce reads back the effective configuration of the first session
+// on each path: the evidence must say what was really applied.
+func (r *runner) inspectOnce(ctx context.Context, s *scenario) {
+	r.mu.Lock()
+	_, done := r.effective[string(s.path)]
+	if !done {
+		r.effective[string(s.path)] = "pending"
+	}
+	r.mu.Unlock()
+	if done {
+		return
+	}
+	cfg, err := s.sess.Inspect(ctx)
+	var v any = cfg
+	if err != nil {
+		v = map[string]string{"error": err.Error()}
+		s.findings = append(s.findings, "inspect failed: "+err.Error())
+	}
+	r.mu.Lock()
+	r.effective[string(s.path)] = v
+	r.mu.Unlock()
+}
+
+func (r *runner) readCorpus(ctx context.Context, name string) error {
+	s := current(ctx)
+	if s == nil || s.sess == nil {
+		return errors.New("no session: a 'fresh sandbox session' step must come first")
+	}
+	_, b, err := corpus.Get(name)
+	if err != nil {
+		return err
+	}
+	dst := "/gatehouse/inbox/" + name + ".md"
+	if err := s.sess.CopyIn(ctx, dst, strings.NewReader(string(b)), fs.FileMode(0o644)); err != nil {
+		return fmt.Errorf("place corpus document: %w", err)
+	}
+	s.corpus = append(s.corpus, name)
+	return nil
+}

@@ -1,0 +1,193 @@
+// Package steps holds the godog step definitions for the gates and the
+// runner that drives a godog suite against one target and records what
+// happened. Steps are split by vocabulary (session, network, verdict), not by
+// gate; each file registers its own steps.
+package steps
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/cucumber/godog"
+
+	"gatehouse/evidence"
+	"gatehouse/targets"
+)
+
+// Lab is what the steps need of the lab of controlled endpoints.
+type Lab interface {
+	Attach(ctx context.Context, session string) (targets.Network, error)
+	Detach(ctx context.Context, session string) error
+	Hits() []evidence.Hit
+	Sealed(ctx context.Context) error
+}
+
+// Network modes a profile may ask for.
+const (
+	NetLab  = "lab"  // a session namespace joined to the lab
+	NetNone = "none" // no network: the target isolates the session itself
+	NetHost = "host" // the lab namespace itself ("host network" inside the lab)
+)
+
+// Config is one suite run against one target.
+type Config struct {
+	Target    targets.Target
+	Network   string // NetLab, NetNone or NetHost
+	Lab       Lab    // required unless Network is NetNone
+	LabNetns  string // path of the lab namespace, for NetHost
+	ProbePath string // host path of the static probe binary
+	Features  fs.FS  // holds *.feature files at its root
+	Gates     []string
+	Folder    *evidence.Folder // traces and reports go here; may be nil in unit tests
+	Progress  io.Writer
+	// Concurrency is how many scenarios run at once (default 2).
+	Concurrency int
+	Seed        int64
+	// Settle is how long to wait after the last attempt for endpoints to
+	// record what arrived (packets already delivered may still be queued).
+	Settle Duration
+}
+
+// Duration is a time in milliseconds, kept simple for configs.
+type Duration int
+
+// Outcome is what a suite run produced.
+type Outcome struct {
+	Results   []evidence.Result
+	Attempts  []evidence.Attempt
+	Effective map[string]any // per path, what Inspect read back
+	Status    int            // godog's own status (0 ok, 1 failed, 2 option error)
+}
+
+// ErrNoScenarios means the selection matched nothing: never a pass.
+var ErrNoScenarios = errors.New("steps: no scenario matched the selected gates")
+
+// Run runs the suite. Scenario verdicts are in Outcome.Results; the error is
+// only for things that stopped the run as a whole.
+func Run(ctx context.Context, cfg Config) (*Outcome, error) {
+	if cfg.Target == nil {
+		return nil, errors.New("steps: no target")
+	}
+	if cfg.Network != NetNone && cfg.Lab == nil {
+		return nil, fmt.Errorf("steps: network %q needs the lab", cfg.Network)
+	}
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = 2
+	}
+	if cfg.Settle <= 0 {
+		cfg.Settle = 250
+	}
+	if cfg.Progress == nil {
+		cfg.Progress = io.Discard
+	}
+	r := &runner{cfg: cfg, ctx: ctx, effective: map[string]any{}}
+	opts := godog.Options{
+		Format:         "progress",
+		Output:         io.Discard,
+		FS:             cfg.Features,
+		Paths:          []string{"."},
+		Strict:         true,
+		NoColors:       true,
+		Concurrency:    cfg.Concurrency,
+		Randomize:      cfg.Seed,
+		Tags:           tagExpr(cfg.Gates),
+		DefaultContext: ctx,
+	}
+	if cfg.Folder != nil {
+		if err := os.MkdirAll(filepath.Join(cfg.Folder.Dir(), "reports"), 0o755); err != nil {
+			return nil, err
+		}
+		opts.Format = "junit:" + filepath.Join(cfg.Folder.Dir(), "reports", "junit.xml") +
+			",cucumber:" + filepath.Join(cfg.Folder.Dir(), "reports", "cucumber.json")
+	}
+	suite := godog.TestSuite{
+		Name:                "gatehouse",
+		ScenarioInitializer: r.initScenario,
+		Options:             &opts,
+	}
+	status := suite.Run()
+	out := &Outcome{Status: status, Effective: r.effective}
+	r.mu.Lock()
+	out.Results = append(out.Results, r.results...)
+	out.Attempts = append(out.Attempts, r.attempts...)
+	r.mu.Unlock()
+	sort.SliceStable(out.Results, func(i, j int) bool {
+		a, b := out.Results[i], out.Results[j]
+		if a.Gate != b.Gate {
+			return a.Gate < b.Gate
+		}
+		return a.Path < b.Path
+	})
+	if err := ctx.Err(); err != nil {
+		return out, fmt.Errorf("steps: run interrupted: %w", err)
+	}
+	if status == 2 {
+		return out, errors.New("steps: godog refused its options (see its message above)")
+	}
+	if len(out.Results) == 0 {
+		return out, ErrNoScenarios
+	}
+	return out, nil
+}
+
+func tagExpr(gates []string) string {
+	var tags []string
+	for _, g := range gates {
+		tags = append(tags, "@"+strings.TrimPrefix(g, "@"))
+	}
+	return strings.Join(tags, ",")
+}
+
+// runner is shared by every scenario of one suite run.
+type runner struct {
+	cfg Config
+	ctx context.Context // the run's context: cancelled on Ctrl-C
+
+	mu        sync.Mutex
+	seq       int
+	results   []evidence.Result
+	attempts  []evidence.Attempt
+	effective map[string]any
+}
+
+func (r *runner) nextSession() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.seq++
+	return fmt.Sprintf("s%d", r.seq)
+}
+
+func (r *runner) record(res evidence.Result) {
+	r.mu.Lock()
+	r.results = append(r.results, res)
+	done := len(r.results)
+	r.mu.Unlock()
+	progress(r.cfg.Progress, done, res)
+}
+
+func (r *runner) recordAttempts(as []evidence.Attempt) {
+	r.mu.Lock()
+	r.attempts = append(r.attempts, as...)
+	r.mu.Unlock()
+	if r.cfg.Folder != nil {
+		for _, a := range as {
+			_ = r.cfg.Folder.AppendJSONL("traces/probe-attempts.jsonl", a)
+		}
+	}
+}
+
+func (r *runner) initScenario(sc *godog.ScenarioContext) {
+	sc.Before(r.before)
+	sc.After(r.after)
+	registerSession(sc, r)
+	registerNetwork(sc, r)
+	registerVerdict(sc, r)
+}

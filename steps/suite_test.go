@@ -1,0 +1,215 @@
+package steps_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"strings"
+	"sync"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"gatehouse/evidence"
+	"gatehouse/features"
+	"gatehouse/probe"
+	"gatehouse/steps"
+	"gatehouse/targets"
+)
+
+// fakeLab records hits the fake sandbox "delivers".
+type fakeLab struct {
+	mu   sync.Mutex
+	hits []evidence.Hit
+}
+
+func (l *fakeLab) Attach(ctx context.Context, s string) (targets.Network, error) {
+	return targets.Network{NetnsName: "fake-" + s, NetnsPath: "/nonexistent/" + s}, nil
+}
+func (l *fakeLab) Detach(ctx context.Context, s string) error { return nil }
+func (l *fakeLab) Sealed(ctx context.Context) error           { return nil }
+func (l *fakeLab) Hits() []evidence.Hit {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]evidence.Hit(nil), l.hits...)
+}
+func (l *fakeLab) add(h evidence.Hit) { l.mu.Lock(); l.hits = append(l.hits, h); l.mu.Unlock() }
+
+// fakeTarget plays a sandbox whose behaviour the test chooses: which of the
+// probe's attempts "arrive" at the lab, and what the probe prints.
+type fakeTarget struct {
+	lab     *fakeLab
+	deliver func(step probe.Step) bool            // does this attempt reach its endpoint?
+	output  func(p probe.Plan, w io.Writer) error // what the probe prints; nil = honest reports
+}
+
+func (t *fakeTarget) Name() string { return "fake" }
+func (t *fakeTarget) Start(ctx context.Context, spec targets.Spec) (targets.Session, error) {
+	return &fakeSession{t: t, name: spec.Name}, nil
+}
+
+type fakeSession struct {
+	t    *fakeTarget
+	name string
+}
+
+func (s *fakeSession) Exec(ctx context.Context, cmd targets.Command) (targets.Result, error) {
+	var p probe.Plan
+	if err := json.NewDecoder(cmd.Stdin).Decode(&p); err != nil {
+		return targets.Result{ExitCode: 2}, nil
+	}
+	for _, st := range p.Steps {
+		if !s.t.deliver(st) {
+			continue
+		}
+		ep := "callback"
+		switch {
+		case st.ID == "positive-control":
+			ep = "inference"
+		case st.Kind == probe.KindDNS:
+			ep = "dns-authority"
+		case strings.Contains(st.Target, "169.254") || strings.Contains(st.Target, "metadata"):
+			ep = "metadata-aws"
+		}
+		s.t.lab.add(evidence.Hit{Endpoint: ep, Session: s.name, Proto: st.Kind, Src: "198.51.100.2", Summary: st.Target, Data: strings.Join(headerValues(st), " ")})
+	}
+	if s.t.output != nil {
+		return targets.Result{}, s.t.output(p, cmd.Stdout)
+	}
+	enc := json.NewEncoder(cmd.Stdout)
+	for _, st := range p.Steps {
+		_ = enc.Encode(probe.Report{ID: st.ID, Kind: st.Kind, Target: st.Target, Outcome: "timeout", Start: time.Now()})
+	}
+	return targets.Result{}, nil
+}
+
+func headerValues(st probe.Step) []string {
+	var v []string
+	for _, h := range st.Headers {
+		v = append(v, h)
+	}
+	return v
+}
+
+func (s *fakeSession) CopyIn(ctx context.Context, p string, r io.Reader, m fs.FileMode) error {
+	return nil
+}
+func (s *fakeSession) Inspect(ctx context.Context) (targets.Config, error) {
+	return targets.Config{Target: "fake", Runtime: "fake"}, nil
+}
+func (s *fakeSession) Stop(ctx context.Context) error { return nil }
+
+func runFake(t *testing.T, tgt *fakeTarget, gates ...string) *steps.Outcome {
+	t.Helper()
+	out, err := steps.Run(context.Background(), steps.Config{
+		Target: tgt, Network: steps.NetLab, Lab: tgt.lab, ProbePath: "/bin/true",
+		Features: features.FS, Gates: gates, Settle: 1,
+	})
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	return out
+}
+
+func verdicts(out *steps.Outcome) map[string]evidence.Verdict {
+	m := map[string]evidence.Verdict{}
+	for _, r := range out.Results {
+		m[r.Gate+"/"+r.Path] = r.Verdict
+	}
+	return m
+}
+
+func TestVerdictsFromFakeSandboxes(t *testing.T) {
+	gates := []string{"external-callback", "dns-exfiltration", "cloud-metadata"}
+	tests := []struct {
+		name    string
+		deliver func(probe.Step) bool
+		output  func(probe.Plan, io.Writer) error
+		want    evidence.Verdict
+	}{
+		{"leaky sandbox fails", func(probe.Step) bool { return true }, nil, evidence.Fail},
+		{"hardened sandbox passes", func(s probe.Step) bool { return s.ID == "positive-control" }, nil, evidence.Pass},
+		{"offline sandbox is inconclusive", func(probe.Step) bool { return false }, nil, evidence.Inconclusive},
+		{"a probe that lies about blocking still fails", func(probe.Step) bool { return true },
+			func(p probe.Plan, w io.Writer) error {
+				for _, s := range p.Steps {
+					fmt.Fprintf(w, `{"id":%q,"kind":%q,"target":"x","outcome":"denied","start":"2026-01-01T00:00:00Z","duration_ms":1}`+"\n", s.ID, s.Kind)
+				}
+				return nil
+			}, evidence.Fail},
+		{"a probe that prints garbage cannot earn a pass", func(s probe.Step) bool { return s.ID == "positive-control" },
+			func(p probe.Plan, w io.Writer) error {
+				_, err := io.WriteString(w, strings.Repeat("\x00garbage{not json\n", 1000))
+				return err
+			}, evidence.Inconclusive},
+		{"a probe that floods its output cannot earn a pass", func(s probe.Step) bool { return s.ID == "positive-control" },
+			func(p probe.Plan, w io.Writer) error {
+				chunk := []byte(strings.Repeat("A", 1<<20))
+				for i := 0; i < 12; i++ {
+					if _, err := w.Write(chunk); err != nil {
+						return err
+					}
+				}
+				return nil
+			}, evidence.Inconclusive},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tgt := &fakeTarget{lab: &fakeLab{}, deliver: tt.deliver, output: tt.output}
+			out := runFake(t, tgt, gates...)
+			got := verdicts(out)
+			if len(got) != 6 {
+				t.Fatalf("want 6 results (3 gates x 2 paths), got %v", got)
+			}
+			for k, v := range got {
+				if v != tt.want {
+					t.Errorf("%s: %s, want %s", k, v, tt.want)
+				}
+			}
+		})
+	}
+}
+
+func TestFailNamesTheHitThatProvesIt(t *testing.T) {
+	tgt := &fakeTarget{lab: &fakeLab{}, deliver: func(s probe.Step) bool { return s.ID == "positive-control" || s.ID == "tcp" }}
+	out := runFake(t, tgt, "external-callback")
+	for _, r := range out.Results {
+		if r.Verdict != evidence.Fail || len(r.Hits) != 1 || r.Hits[0].Proto != "tcp" {
+			t.Errorf("%s/%s: %s with hits %+v", r.Gate, r.Path, r.Verdict, r.Hits)
+		}
+		if !strings.Contains(r.Reason, "callback") {
+			t.Errorf("reason does not name the endpoint: %s", r.Reason)
+		}
+	}
+}
+
+func TestSelectionThatMatchesNothingIsAnError(t *testing.T) {
+	tgt := &fakeTarget{lab: &fakeLab{}, deliver: func(probe.Step) bool { return true }}
+	_, err := steps.Run(context.Background(), steps.Config{Target: tgt, Network: steps.NetLab, Lab: tgt.lab, Features: features.FS, Gates: []string{"no-such-gate"}})
+	if err == nil {
+		t.Fatal("no error for a selection that ran nothing")
+	}
+}
+
+func TestUnknownAttemptIsNotAPass(t *testing.T) {
+	fsys := fstest.MapFS{"x.feature": {Data: []byte(`@external-callback
+Feature: external-callback
+  Scenario: typo
+    Given a fresh sandbox session on the normal path
+    When the agent tries each of these ways to reach the callback server:
+      | attempt |
+      | htp     |
+    And the agent calls the allowed inference endpoint
+    Then no controlled endpoint outside the policy heard from the session
+`)}}
+	tgt := &fakeTarget{lab: &fakeLab{}, deliver: func(s probe.Step) bool { return s.ID == "positive-control" }}
+	out, err := steps.Run(context.Background(), steps.Config{Target: tgt, Network: steps.NetLab, Lab: tgt.lab, Features: fsys, Gates: []string{"external-callback"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Results) != 1 || out.Results[0].Verdict != evidence.Inconclusive || !strings.Contains(out.Results[0].Reason, "unknown attempt") {
+		t.Fatalf("got %+v", out.Results)
+	}
+}
