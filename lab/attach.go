@@ -1,0 +1,175 @@
+package lab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"regexp"
+	"strings"
+
+	"gatehouse/targets"
+)
+
+var sessionRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,31}$`)
+
+// attachment is one session namespace joined to the lab.
+type attachment struct {
+	n        int
+	netns    string
+	labVeth  string // in the lab namespace
+	peerVeth string // in the session namespace
+	link     link
+	v4, v6   netip.Addr
+	created  bool // the session namespace is ours to delete
+}
+
+// Attach creates the session's network namespace, joins it to the lab with a
+// veth pair and routes everything it sends into the lab. It refuses with an
+// *UnsealedError when the lab is not sealed, before creating anything.
+func (l *Lab) Attach(ctx context.Context, session string) (targets.Network, error) {
+	if !sessionRE.MatchString(session) {
+		return targets.Network{}, fmt.Errorf("lab: attach session: name %q is not [a-z0-9-]{1,32}", session)
+	}
+	if err := l.Sealed(ctx); err != nil {
+		return targets.Network{}, fmt.Errorf("lab: attach session %s: %w", session, err)
+	}
+	a, err := l.reserve(session)
+	if err != nil {
+		return targets.Network{}, fmt.Errorf("lab: attach session %s: %w", session, err)
+	}
+	if err := l.plumb(ctx, a); err != nil {
+		if derr := l.Detach(context.WithoutCancel(ctx), session); derr != nil {
+			err = errors.Join(err, derr)
+		}
+		return targets.Network{}, fmt.Errorf("lab: attach session %s: %w", session, err)
+	}
+	l.logf("lab %s: session %s attached as %s (%s, %s)", l.name, session, a.netns, a.v4, a.v6)
+	return targets.Network{
+		NetnsName: a.netns,
+		NetnsPath: NetnsPath(a.netns),
+		IPv4:      a.v4.String(),
+		IPv6:      a.v6.String(),
+		Resolver:  ResolverV4,
+	}, nil
+}
+
+// reserve takes the lowest free session index and records the addresses so
+// that hits can be attributed as soon as the link is up.
+func (l *Lab) reserve(session string) (*attachment, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, ok := l.sessions[session]; ok {
+		return nil, errors.New("already attached")
+	}
+	used := map[int]bool{}
+	for _, a := range l.sessions {
+		used[a.n] = true
+	}
+	n := 1
+	for used[n] {
+		n++
+	}
+	lk, err := linkFor(n)
+	if err != nil {
+		return nil, err
+	}
+	a := &attachment{
+		n:        n,
+		netns:    l.name + "-" + session,
+		labVeth:  fmt.Sprintf("gh%ss%dl", l.id, n),
+		peerVeth: fmt.Sprintf("gh%ss%dp", l.id, n),
+		link:     lk,
+		v4:       netip.MustParsePrefix(lk.SessionV4).Addr(),
+		v6:       netip.MustParsePrefix(lk.SessionV6).Addr(),
+	}
+	l.sessions[session] = a
+	l.bySrc[a.v4] = session
+	l.bySrc[a.v6] = session
+	return a, nil
+}
+
+func (l *Lab) plumb(ctx context.Context, a *attachment) error {
+	s := a.netns
+	if _, err := ip(ctx, "netns", "add", s); err != nil {
+		return err // exists already: not ours, leave it alone
+	}
+	l.mu.Lock()
+	a.created = true
+	l.mu.Unlock()
+	steps := [][]string{
+		{"-n", s, "link", "set", "lo", "up"},
+		// Created inside the lab namespace with its peer moved straight into
+		// the session namespace: no end ever exists in the host namespace.
+		{"-n", l.name, "link", "add", a.labVeth, "type", "veth", "peer", "name", a.peerVeth, "netns", s},
+		{"-n", l.name, "addr", "add", a.link.LabV4, "dev", a.labVeth},
+		{"-n", l.name, "-6", "addr", "add", a.link.LabV6, "dev", a.labVeth, "nodad"},
+		{"-n", l.name, "link", "set", a.labVeth, "up"},
+		{"-n", s, "addr", "add", a.link.SessionV4, "dev", a.peerVeth},
+		{"-n", s, "-6", "addr", "add", a.link.SessionV6, "dev", a.peerVeth, "nodad"},
+		{"-n", s, "link", "set", a.peerVeth, "up"},
+		{"-n", s, "route", "add", "default", "via", strings.TrimSuffix(a.link.LabV4, "/30")},
+		{"-n", s, "-6", "route", "add", "default", "via", strings.TrimSuffix(a.link.LabV6, "/64")},
+	}
+	for _, args := range steps {
+		if _, err := ip(ctx, args...); err != nil {
+			return err
+		}
+	}
+	// As on a typical host, where unprivileged users may send ICMP echo
+	// through datagram sockets: an unprivileged sandbox must be able to try
+	// ping, or the ICMP callback attempt would be blocked by our namespace
+	// rather than by the sandbox under test.
+	return setSysctl(NetnsPath(s), "net.ipv4.ping_group_range", "0 2147483647")
+}
+
+// Detach removes the session's namespace (which destroys its veth pair).
+// Detaching an unknown session is not an error.
+func (l *Lab) Detach(ctx context.Context, session string) error {
+	if err := l.detach(ctx, session); err != nil {
+		return fmt.Errorf("lab: detach session %s: %w", session, err)
+	}
+	return nil
+}
+
+func (l *Lab) detach(ctx context.Context, session string) error {
+	l.mu.Lock()
+	a, ok := l.sessions[session]
+	l.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	// Delete the lab end first: that removes the pair at once, whereas a
+	// deleted namespace is torn down asynchronously by the kernel.
+	var err error
+	if _, serr := os.Stat(NetnsPath(l.name)); serr == nil {
+		if _, derr := ip(ctx, "-n", l.name, "link", "del", a.labVeth); derr != nil && !strings.Contains(derr.Error(), "Cannot find device") {
+			err = derr
+		}
+	}
+	l.mu.Lock()
+	created := a.created
+	l.mu.Unlock()
+	if created {
+		err = errors.Join(err, deleteNetns(ctx, a.netns))
+	}
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	delete(l.sessions, session)
+	delete(l.bySrc, a.v4)
+	delete(l.bySrc, a.v6)
+	l.mu.Unlock()
+	return nil
+}
+
+// deleteNetns removes a named namespace if it exists.
+func deleteNetns(ctx context.Context, name string) error {
+	if _, err := os.Stat(NetnsPath(name)); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	_, err := ip(ctx, "netns", "del", name)
+	return err
+}

@@ -1,0 +1,165 @@
+package lab
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/netip"
+	"sort"
+	"strings"
+	"time"
+
+	"gatehouse/evidence"
+)
+
+// startEndpoints starts every controlled endpoint inside the lab namespace.
+// Each start registers its stop in l.stops, so a partial start is undone by
+// Close.
+func (l *Lab) startEndpoints(ctx context.Context) error {
+	for _, start := range []func(context.Context) error{
+		l.startCallback, l.startInference, l.startDNS, l.startMetadata,
+	} {
+		if err := start(ctx); err != nil {
+			return fmt.Errorf("start endpoints: %w", err)
+		}
+	}
+	return nil
+}
+
+// family returns "4" or "6" for an "ip:port" address.
+func family(addr string) (string, error) {
+	ap, err := netip.ParseAddrPort(addr)
+	if err != nil {
+		return "", err
+	}
+	if ap.Addr().Is4() {
+		return "4", nil
+	}
+	return "6", nil
+}
+
+// listenTCP opens a TCP listener on addr inside the lab namespace.
+func (l *Lab) listenTCP(ctx context.Context, addr string) (net.Listener, error) {
+	fam, err := family(addr)
+	if err != nil {
+		return nil, err
+	}
+	var ln net.Listener
+	err = InNetns(NetnsPath(l.name), func() (err error) {
+		ln, err = (&net.ListenConfig{}).Listen(ctx, "tcp"+fam, addr)
+		return err
+	})
+	return ln, err
+}
+
+// listenUDP opens a UDP socket on addr inside the lab namespace.
+func (l *Lab) listenUDP(ctx context.Context, addr string) (net.PacketConn, error) {
+	fam, err := family(addr)
+	if err != nil {
+		return nil, err
+	}
+	var pc net.PacketConn
+	err = InNetns(NetnsPath(l.name), func() (err error) {
+		pc, err = (&net.ListenConfig{}).ListenPacket(ctx, "udp"+fam, addr)
+		return err
+	})
+	return pc, err
+}
+
+// serveHTTP serves h on a new listener at addr (TLS when conf is set) and
+// registers a stop that waits for requests in flight.
+func (l *Lab) serveHTTP(ctx context.Context, addr string, h http.Handler, conf *tls.Config) error {
+	ln, err := l.listenTCP(ctx, addr)
+	if err != nil {
+		return err
+	}
+	if conf != nil {
+		ln = tls.NewListener(ln, conf)
+	}
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		WriteTimeout:      10 * time.Second,
+		ErrorLog:          log.New(logWriter(l.logf), "lab http "+addr+": ", 0),
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			l.logf("lab %s: http %s: %v", l.name, addr, err)
+		}
+	}()
+	l.stops = append(l.stops, func(ctx context.Context) error {
+		err := srv.Shutdown(ctx)
+		if err != nil {
+			err = errors.Join(err, srv.Close())
+		}
+		<-done
+		if err != nil {
+			return fmt.Errorf("http %s: %w", addr, err)
+		}
+		return nil
+	})
+	return nil
+}
+
+// httpHit describes a request as a hit: the request line as summary, the
+// headers and the first bytes of the body as data.
+func httpHit(endpoint string, r *http.Request, body []byte) evidence.Hit {
+	proto := "http"
+	if r.TLS != nil {
+		proto = "https"
+	}
+	dst := ""
+	if a, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {
+		dst = a.String()
+	}
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "%s %s %s\r\nHost: %s\r\n", r.Method, r.URL.RequestURI(), r.Proto, r.Host)
+	keys := make([]string, 0, len(r.Header))
+	for k := range r.Header {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		for _, v := range r.Header[k] {
+			fmt.Fprintf(&sb, "%s: %s\r\n", k, v)
+		}
+	}
+	sb.WriteString("\r\n")
+	sb.WriteString(printable(body))
+	return evidence.Hit{
+		Endpoint: endpoint,
+		Proto:    proto,
+		Src:      r.RemoteAddr,
+		Dst:      dst,
+		Summary:  fmt.Sprintf("%s %s host=%s", r.Method, r.URL.RequestURI(), r.Host),
+		Data:     sb.String(),
+	}
+}
+
+// readBody reads at most maxData bytes of the request body.
+func readBody(r *http.Request) []byte {
+	b, _ := io.ReadAll(io.LimitReader(r.Body, maxData))
+	return b
+}
+
+// hostPort joins an address and a port, bracketing IPv6.
+func hostPort(host string, port int) string {
+	return net.JoinHostPort(host, fmt.Sprint(port))
+}
+
+// logWriter sends the standard logger's lines (TLS handshake failures from
+// probes that do not trust our certificate, mostly) to Options.Logf.
+type logWriter func(format string, a ...any)
+
+func (w logWriter) Write(p []byte) (int, error) {
+	w("%s", strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}

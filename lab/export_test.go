@@ -1,0 +1,4 @@
+package lab
+
+// ReadSysctl lets the black-box tests read a namespace's sysctl back.
+var ReadSysctl = readSysctl

@@ -1,0 +1,223 @@
+package lab
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"gatehouse/evidence"
+)
+
+// Options configure Up.
+type Options struct {
+	ID      string    // 4-6 lowercase hex chars; random when empty
+	HitLog  io.Writer // optional: every hit is also appended here as a JSON line
+	Logf    func(format string, a ...any)
+	MaxHits int // hits kept in memory; DefaultMaxHits when zero
+}
+
+var idRE = regexp.MustCompile(`^[0-9a-f]{4,6}$`)
+
+// Lab is a running lab namespace with its endpoints and attached sessions.
+type Lab struct {
+	id, name string
+	logf     func(format string, a ...any)
+	hits     *hitLog
+	canaries Canaries
+	stops    []func(ctx context.Context) error // endpoint shutdowns, in start order
+
+	mu       sync.Mutex
+	sessions map[string]*attachment // by session name
+	bySrc    map[netip.Addr]string  // session address -> session name
+
+	created   bool // the lab namespace is ours to delete (never another run's)
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Up creates the lab namespace, puts the lab addresses on its lo, starts
+// every endpoint inside it, and then proves the namespace sealed. On any
+// failure it removes what it made.
+func Up(ctx context.Context, opts Options) (*Lab, error) {
+	id := opts.ID
+	if id == "" {
+		var err error
+		if id, err = freeID(); err != nil {
+			return nil, fmt.Errorf("lab: up: %w", err)
+		}
+	}
+	if !idRE.MatchString(id) {
+		return nil, fmt.Errorf("lab: up: id %q is not 4-6 lowercase hex chars", id)
+	}
+	logf := opts.Logf
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	canaries, err := newCanaries()
+	if err != nil {
+		return nil, fmt.Errorf("lab: up: %w", err)
+	}
+	l := &Lab{
+		id: id, name: "gh-" + id, logf: logf,
+		hits:     newHitLog(opts.MaxHits, opts.HitLog),
+		canaries: canaries,
+		sessions: map[string]*attachment{},
+		bySrc:    map[netip.Addr]string{},
+	}
+	if err := l.up(ctx); err != nil {
+		if cerr := l.Close(context.WithoutCancel(ctx)); cerr != nil {
+			err = errors.Join(err, cerr)
+		}
+		return nil, fmt.Errorf("lab: up: %w", err)
+	}
+	logf("lab %s up", l.name)
+	return l, nil
+}
+
+func (l *Lab) up(ctx context.Context) error {
+	// `ip netns add` fails when the name exists, so a namespace we did not
+	// make is never adopted, and never deleted by our Close.
+	if _, err := ip(ctx, "netns", "add", l.name); err != nil {
+		return err
+	}
+	l.created = true
+	if _, err := ip(ctx, "-n", l.name, "link", "set", "lo", "up"); err != nil {
+		return err
+	}
+	for _, a := range loAddrs() {
+		args := []string{"-n", l.name, "addr", "add", a, "dev", "lo"}
+		if strings.Contains(a, ":") {
+			// Without nodad an IPv6 address stays "tentative" for a moment,
+			// even on lo, and binding to it fails with EADDRNOTAVAIL.
+			args = append(args, "nodad")
+		}
+		if _, err := ip(ctx, args...); err != nil {
+			return err
+		}
+	}
+	// The lab routes between sessions (the cross-session gate needs that to
+	// be possible, so the sandbox's own policy is what is tested).
+	for _, kv := range [][2]string{{"net.ipv4.ip_forward", "1"}, {"net.ipv6.conf.all.forwarding", "1"}} {
+		if err := setSysctl(NetnsPath(l.name), kv[0], kv[1]); err != nil {
+			return err
+		}
+	}
+	if err := l.startEndpoints(ctx); err != nil {
+		return err
+	}
+	return l.Sealed(ctx)
+}
+
+// freeID picks a random id whose namespace does not exist yet.
+func freeID() (string, error) {
+	b := make([]byte, 2)
+	for range 8 {
+		if _, err := rand.Read(b); err != nil {
+			return "", fmt.Errorf("random id: %w", err)
+		}
+		id := hex.EncodeToString(b)
+		if _, err := os.Stat(NetnsPath("gh-" + id)); errors.Is(err, os.ErrNotExist) {
+			return id, nil
+		}
+	}
+	return "", errors.New("no free lab id after 8 tries")
+}
+
+// Name is the lab's network namespace name.
+func (l *Lab) Name() string { return l.name }
+
+// Addrs returns the lab's addresses.
+func (l *Lab) Addrs() Addrs { return DefaultAddrs() }
+
+// Canaries returns the fake credentials this lab's metadata services hand out.
+func (l *Lab) Canaries() Canaries { return l.canaries }
+
+// Hits returns a copy of every hit kept, in arrival order.
+func (l *Lab) Hits() []evidence.Hit { return l.hits.all(nil) }
+
+// HitsFor returns the hits attributed to one session.
+func (l *Lab) HitsFor(session string) []evidence.Hit {
+	return l.hits.all(func(h evidence.Hit) bool { return h.Session == session })
+}
+
+// Dropped is how many hits arrived after the in-memory cap was reached.
+func (l *Lab) Dropped() int {
+	n, _ := l.hits.stats()
+	return n
+}
+
+// record stores a hit, stamping the time and attributing the session from
+// the address `from` (normally the hit's own source).
+func (l *Lab) record(h evidence.Hit, from string) {
+	h.Time = time.Now().UTC()
+	if h.Session == "" {
+		h.Session = l.sessionOf(from)
+	}
+	l.hits.add(h)
+}
+
+// sessionOf maps a source address ("ip" or "ip:port") to an attached session.
+func (l *Lab) sessionOf(src string) string {
+	a, err := netip.ParseAddr(src)
+	if err != nil {
+		ap, perr := netip.ParseAddrPort(src)
+		if perr != nil {
+			return ""
+		}
+		a = ap.Addr()
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.bySrc[a.Unmap().WithZone("")]
+}
+
+// Close stops every endpoint (waiting for requests in flight), removes every
+// session namespace and the lab namespace. It is safe to call twice.
+func (l *Lab) Close(ctx context.Context) error {
+	l.closeOnce.Do(func() { l.closeErr = l.close(ctx) })
+	return l.closeErr
+}
+
+func (l *Lab) close(ctx context.Context) error {
+	var errs []error
+	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	for i := len(l.stops) - 1; i >= 0; i-- {
+		if err := l.stops[i](sctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	l.mu.Lock()
+	names := make([]string, 0, len(l.sessions))
+	for n := range l.sessions {
+		names = append(names, n)
+	}
+	l.mu.Unlock()
+	for _, n := range names {
+		if err := l.detach(ctx, n); err != nil {
+			errs = append(errs, fmt.Errorf("session %s: %w", n, err))
+		}
+	}
+	if l.created {
+		if err := deleteNetns(ctx, l.name); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if _, werr := l.hits.stats(); werr != nil {
+		errs = append(errs, fmt.Errorf("hit log: %w", werr))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("lab: close %s: %w", l.name, err)
+	}
+	l.logf("lab %s closed", l.name)
+	return nil
+}
