@@ -1,0 +1,126 @@
+package docker
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/moby/moby/api/pkg/stdcopy"
+	"github.com/moby/moby/client"
+
+	"gatehouse/targets"
+)
+
+// Exec runs cmd through the exec API (testcontainers-go's Exec buffers the
+// output and takes no stdin, and the probe needs both). The normal path
+// runs as the profile's user, the assume-breach path as root.
+func (s *Session) Exec(ctx context.Context, cmd targets.Command) (targets.Result, error) {
+	if len(cmd.Args) == 0 {
+		return targets.Result{}, fmt.Errorf("docker: exec: no command")
+	}
+	start := time.Now()
+	opts := client.ExecCreateOptions{
+		Cmd:          cmd.Args,
+		Env:          envList(cmd.Env),
+		AttachStdin:  cmd.Stdin != nil,
+		AttachStdout: true,
+		AttachStderr: true,
+	}
+	if s.path == targets.PathBreach {
+		opts.User = "0:0"
+	}
+	created, err := s.cli.ExecCreate(ctx, s.c.GetContainerID(), opts)
+	if err != nil {
+		return targets.Result{}, fmt.Errorf("docker: exec: %w", err)
+	}
+	att, err := s.cli.ExecAttach(ctx, created.ID, client.ExecAttachOptions{})
+	if err != nil {
+		return targets.Result{}, fmt.Errorf("docker: exec: %w", err)
+	}
+	defer att.Close()
+	if cmd.Stdin != nil {
+		go func() {
+			_, _ = io.Copy(att.Conn, cmd.Stdin)
+			// Half-close so the process sees EOF on stdin.
+			if cw, ok := att.Conn.(interface{ CloseWrite() error }); ok {
+				_ = cw.CloseWrite()
+			}
+		}()
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := stdcopy.StdCopy(orDiscard(cmd.Stdout), orDiscard(cmd.Stderr), att.Reader)
+		done <- err
+	}()
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		s.killExec(context.WithoutCancel(ctx), created.ID)
+		att.Close()
+		return targets.Result{Duration: time.Since(start)}, fmt.Errorf("docker: exec: %w", ctx.Err())
+	}
+	if err != nil {
+		return targets.Result{}, fmt.Errorf("docker: exec: output: %w", err)
+	}
+	code, err := s.exitCode(ctx, created.ID)
+	if err != nil {
+		return targets.Result{}, fmt.Errorf("docker: exec: %w", err)
+	}
+	return targets.Result{ExitCode: code, Duration: time.Since(start)}, nil
+}
+
+// exitCode waits for the daemon to mark the exec finished: it closes the
+// stream slightly before it records the exit code.
+func (s *Session) exitCode(ctx context.Context, id string) (int, error) {
+	for i := 0; ; i++ {
+		res, err := s.cli.ExecInspect(ctx, id, client.ExecInspectOptions{})
+		if err != nil {
+			return 0, err
+		}
+		if !res.Running {
+			return res.ExitCode, nil
+		}
+		if i > 200 {
+			return 0, fmt.Errorf("exec %s still running after its output closed", id)
+		}
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// killExec ends a cancelled exec. Docker has no API for it; the exec's pid
+// is a host pid when the daemon is on this machine (the lab), so it is
+// signalled directly. On a remote daemon the process lives until Stop.
+func (s *Session) killExec(ctx context.Context, id string) {
+	if !strings.HasPrefix(s.t.host, "unix://") {
+		return
+	}
+	res, err := s.cli.ExecInspect(ctx, id, client.ExecInspectOptions{})
+	if err != nil || !res.Running || res.PID <= 1 {
+		return
+	}
+	_ = syscall.Kill(res.PID, syscall.SIGKILL)
+}
+
+func envList(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k, v := range m {
+		out = append(out, k+"="+v)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func orDiscard(w io.Writer) io.Writer {
+	if w == nil {
+		return io.Discard
+	}
+	return w
+}

@@ -1,0 +1,108 @@
+package docker_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+
+	"gatehouse/targets/docker"
+)
+
+// One lab daemon per test binary: testcontainers-go talks to one Docker
+// host per process. It runs in a namespace made here, with only lo up and
+// no route out.
+var (
+	labNetns  string // e.g. /run/netns/gh-d1a2b3c4
+	labDaemon *docker.Daemon
+	skipWhy   string
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(runMain(m))
+}
+
+func runMain(m *testing.M) int {
+	skipWhy = prerequisites()
+	if skipWhy != "" {
+		return m.Run()
+	}
+	ctx := context.Background()
+	name, err := addNetns(ctx)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "docker test: netns:", err)
+		return 1
+	}
+	defer func() { _ = exec.Command("ip", "netns", "del", name).Run() }()
+	labNetns = "/run/netns/" + name
+	state, err := os.MkdirTemp("", "ghd")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "docker test:", err)
+		return 1
+	}
+	defer os.RemoveAll(state)
+	startCtx, cancel := context.WithTimeout(ctx, 90*time.Second)
+	defer cancel()
+	labDaemon, err = docker.StartDaemon(startCtx, labNetns, state)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "docker test:", err)
+		return 1
+	}
+	code := m.Run()
+	if err := labDaemon.Stop(context.WithoutCancel(ctx)); err != nil {
+		fmt.Fprintln(os.Stderr, "docker test: stop daemon:", err)
+		return 1
+	}
+	return code
+}
+
+// prerequisites names what is missing to run a lab daemon, or "".
+func prerequisites() string {
+	if os.Geteuid() != 0 {
+		return "needs root to create a network namespace and run dockerd"
+	}
+	for _, tool := range []string{"dockerd", "nsenter", "ip"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			return tool + " not installed (scripts/docker-lab.sh installs docker.io)"
+		}
+	}
+	if _, err := os.Stat(docker.BusyboxPath); err != nil {
+		return "busybox-static not installed: " + err.Error()
+	}
+	return ""
+}
+
+func addNetns(ctx context.Context) (string, error) {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	name := "gh-d" + hex.EncodeToString(b)
+	if out, err := exec.CommandContext(ctx, "ip", "netns", "add", name).CombinedOutput(); err != nil {
+		return "", fmt.Errorf("ip netns add: %v: %s", err, out)
+	}
+	if out, err := exec.CommandContext(ctx, "ip", "-n", name, "link", "set", "lo", "up").CombinedOutput(); err != nil {
+		_ = exec.Command("ip", "netns", "del", name).Run()
+		return "", fmt.Errorf("lo up: %v: %s", err, out)
+	}
+	return name, nil
+}
+
+// needLab skips a test that needs the lab daemon, with the reason.
+func needLab(t testing.TB) {
+	t.Helper()
+	if skipWhy != "" {
+		t.Skip(skipWhy)
+	}
+}
+
+// needRunsc skips unless the lab daemon declared the runsc runtime.
+func needRunsc(t testing.TB) {
+	t.Helper()
+	needLab(t)
+	if _, err := os.Stat(docker.RunscPath); err != nil {
+		t.Skip("runsc not installed (scripts/runsc.sh builds it): " + err.Error())
+	}
+}

@@ -1,0 +1,119 @@
+package docker
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/docker/go-units"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/mount"
+)
+
+// Spec is the docker section of a profile: the run options a team really
+// uses, applied as given and read back by Inspect.
+type Spec struct {
+	Image       string            `yaml:"image"`        // "" = Gatehouse's probe base image
+	Runtime     string            `yaml:"runtime"`      // runc, runsc, or any runtime the daemon knows; "" = daemon default
+	User        string            `yaml:"user"`         // user of the normal path, e.g. "1000:1000"
+	CapAdd      []string          `yaml:"cap_add"`      // e.g. [NET_ADMIN]
+	CapDrop     []string          `yaml:"cap_drop"`     // e.g. [ALL]
+	Privileged  bool              `yaml:"privileged"`   // --privileged
+	ReadOnly    bool              `yaml:"read_only"`    // read-only root filesystem
+	Seccomp     string            `yaml:"seccomp"`      // "" daemon default, "unconfined", a JSON file's path, or JSON
+	SecurityOpt []string          `yaml:"security_opt"` // raw --security-opt values, e.g. no-new-privileges
+	Mounts      []Mount           `yaml:"mounts"`
+	Env         map[string]string `yaml:"env"`
+	Network     string            `yaml:"network"` // none | lab | host
+	PID         string            `yaml:"pid"`     // "" private, "host"
+	IPC         string            `yaml:"ipc"`     // "" daemon default, private, shareable, host, none
+	Memory      string            `yaml:"memory"`  // e.g. "256m"
+	CPUs        float64           `yaml:"cpus"`    // e.g. 0.5
+	PidsLimit   int64             `yaml:"pids_limit"`
+}
+
+// Mount is one --mount: bind (a host path), volume (a named volume) or tmpfs.
+type Mount struct {
+	Type     string `yaml:"type"`   // bind | volume | tmpfs
+	Source   string `yaml:"source"` // host path or volume name; empty for tmpfs
+	Target   string `yaml:"target"`
+	ReadOnly bool   `yaml:"read_only"`
+}
+
+// Network modes a profile can ask for.
+const (
+	NetworkNone = "none"
+	NetworkLab  = "lab"  // the lab daemon's default bridge, routed to the lab namespace
+	NetworkHost = "host" // the daemon's own namespace: the lab namespace in the lab
+)
+
+// Validate reports the first option Gatehouse cannot apply faithfully.
+func (s Spec) Validate() error {
+	switch s.Network {
+	case "", NetworkNone, NetworkLab, NetworkHost:
+	default:
+		return fmt.Errorf("docker: spec: network %q is not none, lab or host", s.Network)
+	}
+	for _, m := range s.Mounts {
+		switch m.Type {
+		case "bind", "volume", "tmpfs":
+		default:
+			return fmt.Errorf("docker: spec: mount %q: type %q is not bind, volume or tmpfs", m.Target, m.Type)
+		}
+		if !strings.HasPrefix(m.Target, "/") {
+			return fmt.Errorf("docker: spec: mount target %q is not absolute", m.Target)
+		}
+	}
+	if s.Memory != "" {
+		if _, err := units.RAMInBytes(s.Memory); err != nil {
+			return fmt.Errorf("docker: spec: memory: %w", err)
+		}
+	}
+	return nil
+}
+
+// hostConfig turns the spec into the daemon's HostConfig. netMode is
+// decided by the caller (it depends on the session network too).
+func (s Spec) hostConfig(netMode string) (*container.HostConfig, error) {
+	hc := &container.HostConfig{
+		Runtime:        s.Runtime,
+		Privileged:     s.Privileged,
+		ReadonlyRootfs: s.ReadOnly,
+		CapAdd:         s.CapAdd,
+		CapDrop:        s.CapDrop,
+		SecurityOpt:    append([]string(nil), s.SecurityOpt...),
+		NetworkMode:    container.NetworkMode(netMode),
+		PidMode:        container.PidMode(s.PID),
+		IpcMode:        container.IpcMode(s.IPC),
+	}
+	if s.Seccomp != "" {
+		// The API takes the profile's JSON itself (the CLI reads the file).
+		v := s.Seccomp
+		if v != "unconfined" && !strings.HasPrefix(strings.TrimSpace(v), "{") {
+			b, err := os.ReadFile(v)
+			if err != nil {
+				return nil, fmt.Errorf("seccomp profile: %w", err)
+			}
+			v = string(b)
+		}
+		hc.SecurityOpt = append(hc.SecurityOpt, "seccomp="+v)
+	}
+	if s.Memory != "" {
+		b, err := units.RAMInBytes(s.Memory)
+		if err != nil {
+			return nil, err
+		}
+		hc.Resources.Memory = b
+	}
+	if s.CPUs > 0 {
+		hc.Resources.NanoCPUs = int64(s.CPUs * 1e9)
+	}
+	if s.PidsLimit > 0 {
+		limit := s.PidsLimit
+		hc.Resources.PidsLimit = &limit
+	}
+	for _, m := range s.Mounts {
+		hc.Mounts = append(hc.Mounts, mount.Mount{Type: mount.Type(m.Type), Source: m.Source, Target: m.Target, ReadOnly: m.ReadOnly})
+	}
+	return hc, nil
+}
