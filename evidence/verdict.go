@@ -99,21 +99,50 @@ func carries(h Hit, v string) bool {
 }
 
 func describe(hits []Hit, canary string) string {
-	seen := map[string]bool{}
-	var parts []string
+	type agg struct {
+		protos map[string]int
+		canary int
+		served int
+	}
+	by := map[string]*agg{}
 	for _, h := range hits {
-		s := fmt.Sprintf("%s saw %s from %s", h.Endpoint, h.Proto, h.Src)
+		a := by[h.Endpoint]
+		if a == nil {
+			a = &agg{protos: map[string]int{}}
+			by[h.Endpoint] = a
+		}
+		a.protos[h.Proto]++
 		if carries(h, canary) {
-			s += " carrying the session canary"
+			a.canary++
 		}
 		if h.Served {
-			s += " and served content"
-		}
-		if !seen[s] {
-			seen[s] = true
-			parts = append(parts, s)
+			a.served++
 		}
 	}
-	sort.Strings(parts)
+	var eps []string
+	for ep := range by {
+		eps = append(eps, ep)
+	}
+	sort.Strings(eps)
+	var parts []string
+	for _, ep := range eps {
+		a := by[ep]
+		var ps []string
+		for p, n := range a.protos {
+			if n > 1 {
+				p = fmt.Sprintf("%s×%d", p, n)
+			}
+			ps = append(ps, p)
+		}
+		sort.Strings(ps)
+		s := ep + " heard " + strings.Join(ps, " ")
+		if a.canary > 0 {
+			s += fmt.Sprintf(", %d carrying the session canary", a.canary)
+		}
+		if a.served > 0 {
+			s += fmt.Sprintf(", served content %d time(s)", a.served)
+		}
+		parts = append(parts, s)
+	}
 	return fmt.Sprintf("%d forbidden contact(s): %s", len(hits), strings.Join(parts, "; "))
 }

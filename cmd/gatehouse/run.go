@@ -253,19 +253,33 @@ func printSummary(w io.Writer, results []evidence.Result) {
 	fmt.Fprintf(w, "\n%-18s %-13s %-12s %8s  %s\n", "GATE", "PATH", "VERDICT", "TIME", "WHY")
 	for _, r := range results {
 		fmt.Fprintf(w, "%-18s %-13s %-12s %7.1fs  %s\n", r.Gate, r.Path, r.Verdict, r.DurationMS/1000, r.Reason)
-		for _, h := range r.Hits {
-			fmt.Fprintf(w, "%46s↳ %s got %s from %s (session %s): %s\n", "", h.Endpoint, h.Proto, h.Src, r.Session, redact(h.Summary, r))
+		for i, h := range r.Hits {
+			if i == maxHitLines {
+				fmt.Fprintf(w, "%46s↳ … %d more in traces/endpoint-hits.jsonl\n", "", len(r.Hits)-i)
+				break
+			}
+			fmt.Fprintf(w, "%46s↳ %s got %s from %s (session %s): %s\n", "", h.Endpoint, h.Proto, h.Src, r.Session, redact(h.Summary))
 		}
 	}
 }
 
 // redact keeps canaries out of printed output; the traces hold them.
-func redact(s string, r evidence.Result) string {
+func redact(s string) string {
+	s = canaryRE.ReplaceAllString(s, "<canary>")
+	s = strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, s)
 	if len(s) > 90 {
 		s = s[:89] + "…"
 	}
-	return canaryRE.ReplaceAllString(s, "<canary>")
+	return s
 }
+
+// maxHitLines bounds the hits printed per scenario; the trace has them all.
+const maxHitLines = 6
 
 func newRunID() string {
 	b := make([]byte, 3)

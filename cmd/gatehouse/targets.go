@@ -10,7 +10,7 @@ import (
 func newTarget(name string, prof *profile.Profile) (targets.Target, error) {
 	switch name {
 	case "bwrap":
-		return bwrap.New(prof), nil
+		return bwrap.New(bwrap.Options{Profile: prof}), nil
 	default:
 		return nil, usagef("unknown target %q; known targets: bwrap", name)
 	}

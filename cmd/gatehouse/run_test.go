@@ -1,0 +1,134 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"gatehouse/evidence"
+	"gatehouse/lab"
+	"gatehouse/probe/probetest"
+)
+
+// needSandbox skips, with the reason, where real sandboxes cannot run.
+func needSandbox(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: real gates run bubblewrap in network namespaces of our own")
+	}
+	for _, tool := range []string{"bwrap", "nft", "ip", "nsenter"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("needs %s (run scripts/setup.sh)", tool)
+		}
+	}
+}
+
+func profilePath(name string) string {
+	return filepath.Join("..", "..", "targets", "profiles", name)
+}
+
+type runOutput struct {
+	code    int
+	stdout  string
+	stderr  string
+	dir     string
+	results []evidence.Result
+	run     evidence.Run
+}
+
+func gatehouse(t *testing.T, ctx context.Context, args ...string) runOutput {
+	t.Helper()
+	var so, se bytes.Buffer
+	code := run(ctx, args, &so, &se)
+	return runOutput{code: code, stdout: so.String(), stderr: se.String()}
+}
+
+func runProfile(t *testing.T, profile string, gates string) runOutput {
+	t.Helper()
+	out := t.TempDir()
+	args := []string{"run", "--profile", profilePath(profile), "--out", out, "--probe", probetest.Build(t)}
+	if gates != "" {
+		args = append(args, "--gates", gates)
+	}
+	r := gatehouse(t, context.Background(), args...)
+	dirs, _ := filepath.Glob(filepath.Join(out, "*"))
+	if len(dirs) == 1 {
+		r.dir = dirs[0]
+		b, err := os.ReadFile(filepath.Join(r.dir, "results.json"))
+		if err == nil {
+			_ = json.Unmarshal(b, &r.results)
+		}
+		b, err = os.ReadFile(filepath.Join(r.dir, "run.json"))
+		if err == nil {
+			_ = json.Unmarshal(b, &r.run)
+		}
+	}
+	return r
+}
+
+// The network gates, each on both paths, must FAIL on the leaky profile with
+// the hit that proves it, PASS on the hardened one, and be INCONCLUSIVE on
+// the offline one.
+func TestNetworkGatesOnBwrapProfiles(t *testing.T) {
+	needSandbox(t)
+	gates := "external-callback,dns-exfiltration,cloud-metadata"
+	tests := []struct {
+		profile string
+		code    int
+		want    evidence.Verdict
+	}{
+		{"bwrap-hardened.yaml", exitOK, evidence.Pass},
+		{"bwrap-leaky.yaml", exitViolation, evidence.Fail},
+		{"bwrap-offline.yaml", exitInconclusive, evidence.Inconclusive},
+	}
+	for _, tt := range tests {
+		t.Run(strings.TrimSuffix(tt.profile, ".yaml"), func(t *testing.T) {
+			r := runProfile(t, tt.profile, gates)
+			if r.code != tt.code {
+				t.Errorf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", r.code, tt.code, r.stdout, r.stderr)
+			}
+			if len(r.results) != 6 {
+				t.Fatalf("want 6 results (3 gates x 2 paths), got %d; stdout:\n%s\nstderr:\n%s", len(r.results), r.stdout, r.stderr)
+			}
+			for _, res := range r.results {
+				if res.Verdict != tt.want {
+					t.Errorf("%s/%s: %s (%s), want %s", res.Gate, res.Path, res.Verdict, res.Reason, tt.want)
+				}
+				if tt.want == evidence.Fail && len(res.Hits) == 0 {
+					t.Errorf("%s/%s: FAIL without the hit that proves it", res.Gate, res.Path)
+				}
+				if tt.want == evidence.Pass && !res.Control {
+					t.Errorf("%s/%s: PASS without a positive control", res.Gate, res.Path)
+				}
+			}
+			if !r.run.Complete || r.run.PolicyDigest == "" || len(r.run.Effective) == 0 {
+				t.Errorf("run.json incomplete: %+v", r.run)
+			}
+			for _, f := range []string{"traces/endpoint-hits.jsonl", "traces/probe-attempts.jsonl", "reports/junit.xml", "reports/cucumber.json"} {
+				if _, err := os.Stat(filepath.Join(r.dir, f)); err != nil {
+					t.Errorf("run folder lacks %s", f)
+				}
+			}
+			assertNothingLeft(t)
+		})
+	}
+}
+
+func assertNothingLeft(t *testing.T) {
+	t.Helper()
+	left, err := lab.List(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left) > 0 {
+		t.Errorf("namespaces left behind: %v", left)
+	}
+	if b, _ := exec.Command("pgrep", "-f", "gatehouse/bin/probe").Output(); len(b) > 0 {
+		t.Errorf("probe processes left behind: %s", b)
+	}
+}

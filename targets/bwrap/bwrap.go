@@ -1,0 +1,122 @@
+// Package bwrap is the bubblewrap target, Gatehouse's default sandbox.
+//
+// A session is a staging folder on the host, bound read-only at /gatehouse
+// inside (with a writable /gatehouse/work), plus the session network
+// namespace the harness prepared. Each Exec is a fresh
+//
+//	nsenter --net=NETNS bwrap PROFILE-ARGS --uid U --gid G ... -- ARGS
+//
+// so what runs is exactly the team's bubblewrap arguments, with only the
+// identity, environment and the session's own files added by us.
+package bwrap
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+
+	"gatehouse/targets"
+	"gatehouse/targets/profile"
+)
+
+// Options configure the target.
+type Options struct {
+	Profile *profile.Profile // required: the arguments, paths, egress, env and resolver
+	Root    string           // where staging folders go; "" means os.TempDir()
+	Bwrap   string           // bubblewrap binary; "" means "bwrap" from PATH
+}
+
+// Target starts bubblewrap sessions for one profile.
+type Target struct {
+	opts Options
+}
+
+var _ targets.Target = (*Target)(nil)
+
+// New returns a bwrap target for the profile in opts.
+func New(opts Options) *Target {
+	if opts.Bwrap == "" {
+		opts.Bwrap = "bwrap"
+	}
+	return &Target{opts: opts}
+}
+
+// Name is "bwrap".
+func (t *Target) Name() string { return "bwrap" }
+
+// hostEnv is the whole environment nsenter, nft and bwrap get: the
+// harness's own variables (tokens, cloud credentials) never reach a sandbox,
+// even one whose profile forgets --clearenv.
+var hostEnv = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
+
+// Start prepares the staging folder, applies the egress ruleset and checks
+// that the session cannot share the machine's network namespace.
+func (t *Target) Start(ctx context.Context, spec targets.Spec) (targets.Session, error) {
+	p := t.opts.Profile
+	if p == nil {
+		return nil, errors.New("bwrap: start: no profile")
+	}
+	if p.Target != "bwrap" {
+		return nil, fmt.Errorf("bwrap: start: profile %s is for target %q", p.Name, p.Target)
+	}
+	if !spec.Path.Valid() {
+		return nil, fmt.Errorf("bwrap: start: unknown path %q", spec.Path)
+	}
+	if err := checkNetwork(p, spec.Network); err != nil {
+		return nil, fmt.Errorf("bwrap: start %s: %w", spec.Name, err)
+	}
+	version, err := runtimeVersion(ctx, t.opts.Bwrap)
+	if err != nil {
+		return nil, fmt.Errorf("bwrap: start: %w", err)
+	}
+	s := &session{prof: p, spec: spec, runtime: version, running: map[int]struct{}{}}
+	if err := s.prepare(ctx, t.opts); err != nil {
+		cerr := s.cleanup(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("bwrap: start %s: %w", spec.Name, errors.Join(err, cerr))
+	}
+	return s, nil
+}
+
+func runtimeVersion(ctx context.Context, bin string) (string, error) {
+	cmd := exec.CommandContext(ctx, bin, "--version")
+	cmd.Env = hostEnv
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("%s --version: %w", bin, err)
+	}
+	v := strings.TrimSpace(string(out))
+	if !strings.HasPrefix(v, "bubblewrap") {
+		v = "bubblewrap " + v
+	}
+	return v, nil
+}
+
+// prepare builds everything a session needs; on error the caller cleans up.
+func (s *session) prepare(ctx context.Context, opts Options) error {
+	root := opts.Root
+	if root == "" {
+		root = os.TempDir()
+	}
+	st, err := newStage(root, s.spec.Name)
+	if err != nil {
+		return err
+	}
+	s.st = st
+	if s.cg, err = newCgroup("gatehouse-bwrap-" + st.id); err != nil {
+		return err
+	}
+	binds, err := st.placeAll(s.spec.Files)
+	if err != nil {
+		return err
+	}
+	if s.prof.Egress != "" {
+		if s.tables, err = applyEgress(ctx, s.spec.Network.NetnsPath, st, s.prof); err != nil {
+			return err
+		}
+	}
+	s.prefix, s.fdFiles, err = buildPrefix(opts.Bwrap, s.prof, s.spec, st, binds)
+	return err
+}

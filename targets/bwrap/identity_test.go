@@ -1,0 +1,69 @@
+package bwrap_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"gatehouse/targets"
+	"gatehouse/targets/profile"
+	"gatehouse/targets/profiles"
+)
+
+// status prints uid and CapEff as the sandboxed process sees them.
+const status = `while read -r k v rest; do case $k in Uid:|CapEff:) printf '%s%s ' "$k" "$v";; esac; done < /proc/self/status`
+
+func TestPathsSetIdentity(t *testing.T) {
+	needSandbox(t)
+	for _, tc := range []struct {
+		path targets.Path
+		want string
+	}{
+		{targets.PathNormal, "Uid:1000 CapEff:0000000000000000 "},
+		{targets.PathBreach, "Uid:0 CapEff:0000000000000000 "}, // cap_add: [] means none at all
+	} {
+		t.Run(string(tc.path), func(t *testing.T) {
+			s, _ := startSession(t, shipped(t, profiles.Hardened), targets.Spec{Name: "id", Path: tc.path, Network: newNetns(t)})
+			if got := shOut(t, s, status); got != tc.want {
+				t.Fatalf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// Files a profile names next to itself are what the sandbox gets, including
+// through descriptor options (--ro-bind-data), and the resolver is written.
+func TestProfileFilesReachSandbox(t *testing.T) {
+	needSandbox(t)
+	dir := t.TempDir()
+	base, _ := shipped(t, profiles.Hardened).File(profiles.Hardened)
+	y := strings.Replace(string(base), "    - --clearenv\n", "    - --clearenv\n    - --ro-bind-data\n    - ./hosts\n    - /etc/hosts\n", 1)
+	nft, _ := shipped(t, profiles.Hardened).File("bwrap-hardened.nft")
+	for name, body := range map[string]string{"p.yaml": y, "hosts": "203.0.113.100 inference\n", "bwrap-hardened.nft": string(nft)} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p, err := profile.Load(filepath.Join(dir, "p.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := startSession(t, p, targets.Spec{Name: "files", Path: targets.PathNormal, Network: newNetns(t)})
+	got := shOut(t, s, `while IFS= read -r l; do echo "$l"; done < /etc/hosts; while IFS= read -r l; do echo "$l"; done < /etc/resolv.conf`)
+	if got != "203.0.113.100 inference\nnameserver 203.0.113.53\n" {
+		t.Fatalf("sandbox sees %q", got)
+	}
+}
+
+func shOut(t *testing.T, s targets.Session, script string) string {
+	t.Helper()
+	var out, errb bytes.Buffer
+	res, err := s.Exec(context.Background(), targets.Command{Args: []string{"/bin/sh", "-c", script}, Stdout: &out, Stderr: &errb})
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("exit %d, err %v, stderr %q", res.ExitCode, err, errb.String())
+	}
+	return out.String()
+}

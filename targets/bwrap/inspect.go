@@ -1,0 +1,119 @@
+package bwrap
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"gatehouse/probe"
+	"gatehouse/targets"
+)
+
+// maxFacts caps what Inspect reads from the probe: it runs inside the
+// sandbox, so its output is not trusted to be small.
+const maxFacts = 1 << 20
+
+// Inspect reads back what is in force: the exact argv, the nftables ruleset
+// of the session namespace, and, when the probe was placed, what the probe
+// sees from inside (uid map, capabilities, seccomp, namespaces, mounts).
+func (s *session) Inspect(ctx context.Context) (targets.Config, error) {
+	s.mu.Lock()
+	stopped := s.stopped
+	s.mu.Unlock()
+	if stopped {
+		return targets.Config{}, fmt.Errorf("bwrap: inspect: %w", errStopped)
+	}
+	cfg := targets.Config{
+		Target:  "bwrap",
+		Runtime: s.runtime,
+		Argv:    append(append([]string(nil), s.prefix...), "--"),
+		Facts: map[string]string{
+			"profile":        s.prof.Name,
+			"profile_digest": s.prof.Digest(),
+			"path":           string(s.spec.Path),
+			"netns":          s.spec.Network.NetnsPath,
+			"nft_ruleset":    "",
+		},
+	}
+	if netns := s.spec.Network.NetnsPath; netns != "" {
+		rules, err := nft(ctx, netns, "list", "ruleset")
+		if err != nil {
+			return cfg, fmt.Errorf("bwrap: inspect: %w", err)
+		}
+		cfg.Facts["nft_ruleset"] = rules
+	}
+	if _, ok := s.spec.Files[probe.SandboxPath]; !ok {
+		return cfg, nil
+	}
+	f, err := s.probeFacts(ctx)
+	if err != nil {
+		return cfg, fmt.Errorf("bwrap: inspect: %w", err)
+	}
+	mergeFacts(cfg.Facts, f)
+	cfg.Mounts = f.Mounts
+	return cfg, nil
+}
+
+func (s *session) probeFacts(ctx context.Context) (probe.Facts, error) {
+	var out, errb capped
+	out.max, errb.max = maxFacts, 4096
+	res, err := s.Exec(ctx, targets.Command{Args: []string{probe.SandboxPath, "facts"}, Stdout: &out, Stderr: &errb})
+	if err != nil {
+		return probe.Facts{}, err
+	}
+	if res.ExitCode != 0 {
+		return probe.Facts{}, fmt.Errorf("probe facts: exit %d: %s", res.ExitCode, strings.TrimSpace(errb.String()))
+	}
+	var f probe.Facts
+	if err := json.Unmarshal(out.Bytes(), &f); err != nil {
+		return probe.Facts{}, fmt.Errorf("probe facts: %w", err)
+	}
+	return f, nil
+}
+
+func mergeFacts(m map[string]string, f probe.Facts) {
+	m["uid"] = strconv.Itoa(f.UID)
+	m["gid"] = strconv.Itoa(f.GID)
+	m["uid_map"] = f.UIDMap
+	m["gid_map"] = f.GIDMap
+	m["cap_eff"] = f.CapEff
+	m["cap_bnd"] = f.CapBnd
+	m["seccomp"] = f.Seccomp
+	m["no_new_privs"] = f.NoNewPrivs
+	m["hostname"] = f.Hostname
+	m["kernel"] = f.Kernel
+	m["resolv_conf"] = f.Resolv
+	m["addrs"] = strings.Join(f.Addrs, ",")
+	names := make([]string, 0, len(f.Namespaces))
+	for k := range f.Namespaces {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		m["ns."+k] = f.Namespaces[k]
+	}
+	if len(f.Errors) > 0 {
+		m["probe_errors"] = strings.Join(f.Errors, "; ")
+	}
+}
+
+// capped keeps the first max bytes written and drops the rest.
+type capped struct {
+	bytes.Buffer
+	max int
+}
+
+func (c *capped) Write(p []byte) (int, error) {
+	if room := c.max - c.Len(); room > 0 {
+		if len(p) > room {
+			c.Buffer.Write(p[:room])
+		} else {
+			c.Buffer.Write(p)
+		}
+	}
+	return len(p), nil
+}

@@ -1,0 +1,110 @@
+package bwrap
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+
+	"gatehouse/targets"
+	"gatehouse/targets/profile"
+)
+
+// ErrSharedNetwork means the session would run in the machine's own network
+// namespace. It is never allowed: packets from there reach real networks.
+var ErrSharedNetwork = errors.New("refusing to run a sandbox in the machine's own network namespace")
+
+// checkNetwork decides, before anything is created, whether the profile and
+// the harness's network together keep the sandbox off the machine's network.
+func checkNetwork(p *profile.Profile, n targets.Network) error {
+	own := unsharesNet(p.Bwrap.Args)
+	switch {
+	case n.NetnsPath == "" && !own:
+		return fmt.Errorf("%w: no session namespace was given and the profile's bwrap args lack --unshare-net/--unshare-all", ErrSharedNetwork)
+	case n.NetnsPath == "" && p.Network != profile.NetworkNone:
+		return fmt.Errorf("profile %s wants network %s but no session namespace was given", p.Name, p.Network)
+	case n.NetnsPath != "":
+		// Our own namespace must be readable; pid 1's may be hidden from us
+		// (as on our CI machines), and is then compared only when it is not.
+		for _, machine := range []string{"/proc/self/ns/net", "/proc/1/ns/net"} {
+			same, err := sameNetns(n.NetnsPath, machine)
+			if err != nil && (machine == "/proc/self/ns/net" || !errors.Is(err, os.ErrPermission)) {
+				return fmt.Errorf("check network namespace: %w", err)
+			}
+			if same {
+				return fmt.Errorf("%w: %s is the same namespace as %s", ErrSharedNetwork, n.NetnsPath, machine)
+			}
+		}
+	}
+	if !unsharesUser(p.Bwrap.Args) {
+		return fmt.Errorf("profile %s: bwrap args need --unshare-user (or --unshare-all) so that paths can set the uid", p.Name)
+	}
+	return nil
+}
+
+// unsharesNet reports whether bwrap itself gives the sandbox a new, empty
+// network namespace.
+func unsharesNet(args []string) bool {
+	net, all, share := false, false, false
+	for _, a := range args {
+		switch a {
+		case "--unshare-net":
+			net = true
+		case "--unshare-all":
+			all = true
+		case "--share-net":
+			share = true
+		}
+	}
+	return net || (all && !share)
+}
+
+func unsharesUser(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "--unshare-user", "--unshare-user-try", "--unshare-all", "--userns":
+			return true
+		}
+	}
+	return false
+}
+
+func sameNetns(a, b string) (bool, error) {
+	var sa, sb syscall.Stat_t
+	if err := syscall.Stat(a, &sa); err != nil {
+		return false, err
+	}
+	if err := syscall.Stat(b, &sb); err != nil {
+		return false, err
+	}
+	return sa.Dev == sb.Dev && sa.Ino == sb.Ino, nil
+}
+
+// PidsInNetns lists the processes whose network namespace is the one at
+// path, as `ip netns pids` does.
+func PidsInNetns(path string) ([]int, error) {
+	var want syscall.Stat_t
+	if err := syscall.Stat(path, &want); err != nil {
+		return nil, fmt.Errorf("bwrap: netns pids: %w", err)
+	}
+	links, err := filepath.Glob("/proc/[0-9]*/ns/net")
+	if err != nil {
+		return nil, err
+	}
+	var pids []int
+	for _, l := range links {
+		var st syscall.Stat_t
+		if syscall.Stat(l, &st) != nil { // the process may be gone already
+			continue
+		}
+		if st.Dev == want.Dev && st.Ino == want.Ino {
+			pid, err := strconv.Atoi(filepath.Base(filepath.Dir(filepath.Dir(l))))
+			if err == nil && pid != os.Getpid() {
+				pids = append(pids, pid)
+			}
+		}
+	}
+	return pids, nil
+}

@@ -1,0 +1,124 @@
+package bwrap_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"gatehouse/targets"
+	"gatehouse/targets/bwrap"
+	"gatehouse/targets/profile"
+	"gatehouse/targets/profiles"
+)
+
+// A sandbox must never share the machine's own network namespace.
+func TestStartRefusesMachineNetwork(t *testing.T) {
+	hardened := shipped(t, profiles.Hardened) // no --unshare-net: relies on the session netns
+	offline := shipped(t, profiles.Offline)
+	for _, tc := range []struct {
+		name string
+		p    *profile.Profile
+		net  targets.Network
+		want error
+	}{
+		{"no netns and no unshare-net", hardened, targets.Network{}, bwrap.ErrSharedNetwork},
+		{"netns is our own", hardened, targets.Network{NetnsPath: "/proc/self/ns/net"}, bwrap.ErrSharedNetwork},
+		{"lab profile without netns", withNetwork(t, offline, "network: lab"), targets.Network{}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			s, err := bwrap.New(bwrap.Options{Profile: tc.p, Root: root}).Start(context.Background(),
+				targets.Spec{Name: "refuse", Path: targets.PathNormal, Network: tc.net})
+			if err == nil {
+				s.Stop(context.Background())
+				t.Fatal("Start succeeded; want a refusal")
+			}
+			if tc.want != nil && !errors.Is(err, tc.want) {
+				t.Fatalf("Start error %v, want %v", err, tc.want)
+			}
+			if left, _ := os.ReadDir(root); len(left) != 0 {
+				t.Fatalf("a refused Start left %d entries in the staging root", len(left))
+			}
+		})
+	}
+}
+
+// withNetwork reloads a shipped profile with one line replaced.
+func withNetwork(t *testing.T, p *profile.Profile, networkLine string) *profile.Profile {
+	t.Helper()
+	data, _ := p.File(p.Source())
+	dir := t.TempDir()
+	file := filepath.Join(dir, "p.yaml")
+	out := strings.Replace(string(data), "network: none", networkLine, 1)
+	if err := os.WriteFile(file, []byte(out), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	q, err := profile.Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return q
+}
+
+func TestCopyInOutsideGatehouseIsUnsupported(t *testing.T) {
+	needSandbox(t)
+	s, _ := startSession(t, shipped(t, profiles.Hardened), targets.Spec{Name: "cp", Path: targets.PathNormal, Network: newNetns(t)})
+	err := s.CopyIn(context.Background(), "/etc/passwd", strings.NewReader("x"), 0o644)
+	if !errors.Is(err, targets.ErrUnsupported) {
+		t.Fatalf("CopyIn(/etc/passwd) = %v, want ErrUnsupported", err)
+	}
+	err = s.CopyIn(context.Background(), "/gatehouse/../etc/passwd", strings.NewReader("x"), 0o644)
+	if !errors.Is(err, targets.ErrUnsupported) {
+		t.Fatalf("CopyIn(/gatehouse/../etc/passwd) = %v, want ErrUnsupported", err)
+	}
+}
+
+// The sandbox can write /gatehouse/work; a symlink it plants there must not
+// turn the harness's CopyIn (running as host root) into a write elsewhere.
+func TestCopyInDoesNotFollowPlantedSymlink(t *testing.T) {
+	needSandbox(t)
+	s, _ := startSession(t, shipped(t, profiles.Hardened), targets.Spec{Name: "ln", Path: targets.PathNormal, Network: newNetns(t)})
+	victim := filepath.Join(t.TempDir(), "victim")
+	res, err := s.Exec(context.Background(), targets.Command{Args: []string{"/bin/ln", "-s", victim, "/gatehouse/work/evil"}})
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("plant symlink: exit %d, %v", res.ExitCode, err)
+	}
+	if err := s.CopyIn(context.Background(), "/gatehouse/work/evil", strings.NewReader("owned"), 0o644); err == nil {
+		t.Fatal("CopyIn through a planted symlink succeeded")
+	}
+	if _, err := os.Stat(victim); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the symlink's target was written on the host (stat: %v)", err)
+	}
+}
+
+func TestInspectReadsBackArgvAndRuleset(t *testing.T) {
+	needSandbox(t)
+	n := newNetns(t)
+	s, _ := startSession(t, shipped(t, profiles.Hardened), targets.Spec{Name: "insp", Path: targets.PathNormal, Network: n})
+	cfg, err := s.Inspect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(cfg.Runtime, "bubblewrap ") {
+		t.Fatalf("Runtime = %q", cfg.Runtime)
+	}
+	if cfg.Argv[0] != "nsenter" || cfg.Argv[1] != "--net="+n.NetnsPath || cfg.Argv[len(cfg.Argv)-1] != "--" {
+		t.Fatalf("Argv = %q", cfg.Argv)
+	}
+	if i := slices.Index(cfg.Argv, "--uid"); i < 0 || cfg.Argv[i+1] != "1000" {
+		t.Fatalf("Argv lacks --uid 1000: %q", cfg.Argv)
+	}
+	rules := cfg.Facts["nft_ruleset"]
+	for _, want := range []string{"table inet gatehouse_egress", "policy drop", "203.0.113.100"} {
+		if !strings.Contains(rules, want) {
+			t.Fatalf("nft_ruleset lacks %q:\n%s", want, rules)
+		}
+	}
+	if cfg.Facts["profile_digest"] == "" {
+		t.Fatal("no profile_digest fact")
+	}
+}

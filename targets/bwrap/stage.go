@@ -1,0 +1,163 @@
+package bwrap
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+
+	"gatehouse/targets"
+)
+
+// Inside is where the staging folder appears in the sandbox. Not /tmp:
+// profiles mount a tmpfs there, which would hide it.
+const (
+	Inside     = "/gatehouse"
+	InsideWork = "/gatehouse/work" // writable, shared by every Exec of a session
+)
+
+// stage is a session's folder on the host:
+//
+//	fs/      bound read-only at /gatehouse (fs/work read-write at /gatehouse/work)
+//	policy/  profile files and the generated resolv.conf, never bound whole
+//	files/   spec files destined elsewhere, each bound read-only at its path
+type stage struct {
+	id, root, fs, policy, files string
+}
+
+var unsafeName = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
+
+func newStage(parent, name string) (*stage, error) {
+	b := make([]byte, 4)
+	if _, err := rand.Read(b); err != nil {
+		return nil, err
+	}
+	id := hex.EncodeToString(b)
+	root, err := os.MkdirTemp(parent, "gatehouse-bwrap-"+unsafeName.ReplaceAllString(name, "_")+"-"+id+"-")
+	if err != nil {
+		return nil, fmt.Errorf("stage: %w", err)
+	}
+	s := &stage{id: id, root: root, fs: filepath.Join(root, "fs"), policy: filepath.Join(root, "policy"), files: filepath.Join(root, "files")}
+	for _, d := range []string{s.fs, filepath.Join(s.fs, "work"), s.policy, s.files} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return s, fmt.Errorf("stage: %w", err)
+		}
+	}
+	return s, nil
+}
+
+// bind is one read-only bind the target adds: host path -> inside path.
+type bind struct{ host, inside string }
+
+// placeAll writes the spec's files; those outside /gatehouse become binds.
+func (s *stage) placeAll(files map[string]targets.File) ([]bind, error) {
+	names := make([]string, 0, len(files))
+	for n := range files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var binds []bind
+	for i, inside := range names {
+		f := files[inside]
+		data := f.Data
+		if f.HostPath != "" {
+			var err error
+			if data, err = os.ReadFile(f.HostPath); err != nil {
+				return nil, fmt.Errorf("stage %s: %w", inside, err)
+			}
+		}
+		mode := f.Mode.Perm()
+		if mode == 0 {
+			mode = 0o644
+		}
+		if rel, ok := underInside(inside); ok {
+			if err := s.write(rel, bytes.NewReader(data), mode); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if !path.IsAbs(inside) || path.Clean(inside) != inside {
+			return nil, fmt.Errorf("stage: %q is not a clean absolute path", inside)
+		}
+		host := filepath.Join(s.files, fmt.Sprintf("%03d-%s", i, path.Base(inside)))
+		if err := os.WriteFile(host, data, mode); err != nil {
+			return nil, fmt.Errorf("stage %s: %w", inside, err)
+		}
+		if err := os.Chmod(host, mode); err != nil {
+			return nil, fmt.Errorf("stage %s: %w", inside, err)
+		}
+		binds = append(binds, bind{host: host, inside: inside})
+	}
+	return binds, nil
+}
+
+// underInside maps an in-sandbox path under /gatehouse to a relative path.
+func underInside(p string) (string, bool) {
+	if !path.IsAbs(p) {
+		return "", false
+	}
+	c := path.Clean(p)
+	rel, ok := strings.CutPrefix(c, Inside+"/")
+	return rel, ok && rel != ""
+}
+
+// write creates a file under fs/ through an os.Root, so that a symlink the
+// sandbox planted in /gatehouse/work cannot redirect a root-owned write to
+// anywhere else on the host.
+func (s *stage) write(rel string, r io.Reader, mode fs.FileMode) error {
+	root, err := os.OpenRoot(s.fs)
+	if err != nil {
+		return fmt.Errorf("stage: %w", err)
+	}
+	defer root.Close()
+	if dir := path.Dir(rel); dir != "." {
+		if err := root.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("stage %s: %w", rel, err)
+		}
+	}
+	f, err := root.OpenFile(rel, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode.Perm())
+	if err != nil {
+		return fmt.Errorf("stage %s: %w", rel, err)
+	}
+	_, err = io.Copy(f, r)
+	if err == nil {
+		err = f.Chmod(mode.Perm())
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("stage %s: %w", rel, err)
+	}
+	return nil
+}
+
+// policyFile writes a profile file (or generated one) under policy/.
+func (s *stage) policyFile(name string, data []byte) (string, error) {
+	host := filepath.Join(s.policy, filepath.FromSlash(name))
+	if err := os.MkdirAll(filepath.Dir(host), 0o755); err != nil {
+		return "", fmt.Errorf("stage: %w", err)
+	}
+	if err := os.WriteFile(host, data, 0o644); err != nil {
+		return "", fmt.Errorf("stage: %w", err)
+	}
+	return host, nil
+}
+
+func (s *stage) remove() error {
+	if s == nil {
+		return nil
+	}
+	if err := os.RemoveAll(s.root); err != nil {
+		return fmt.Errorf("stage: remove: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,141 @@
+package profile
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"strconv"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Error is a problem with one field of one profile file.
+type Error struct {
+	File  string
+	Line  int    // 0 when unknown
+	Field string // dotted path, e.g. "paths.normal.uid"; "" when unknown
+	Err   error
+}
+
+func (e *Error) Error() string {
+	loc := e.File
+	if e.Line > 0 {
+		loc += ":" + strconv.Itoa(e.Line)
+	}
+	if e.Field != "" {
+		return fmt.Sprintf("profile: %s: %s: %v", loc, e.Field, e.Err)
+	}
+	return fmt.Sprintf("profile: %s: %v", loc, e.Err)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Load reads a profile file from disk and every file it references.
+func Load(file string) (*Profile, error) {
+	dir, err := filepath.Abs(filepath.Dir(file))
+	if err != nil {
+		return nil, fmt.Errorf("profile: %w", err)
+	}
+	return load(os.DirFS(dir), filepath.Base(file), file, dir)
+}
+
+// LoadFS reads a profile from fsys (for example the embedded profiles);
+// referenced files are read from the same fs.FS, next to the profile.
+func LoadFS(fsys fs.FS, name string) (*Profile, error) {
+	return load(fsys, name, name, "")
+}
+
+func load(fsys fs.FS, name, label, hostDir string) (*Profile, error) {
+	data, err := fs.ReadFile(fsys, name)
+	if err != nil {
+		return nil, &Error{File: label, Err: err}
+	}
+	p, err := decode(data)
+	if err != nil {
+		var pe *Error
+		if errors.As(err, &pe) {
+			pe.File = label
+			return nil, pe
+		}
+		return nil, &Error{File: label, Err: err}
+	}
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return nil, &Error{File: label, Err: err}
+	}
+	p.source = label
+	p.main = path.Base(name)
+	p.files = map[string][]byte{p.main: data}
+	p.refs = map[int]string{}
+	v := &validator{p: p, root: &root, fsys: fsys, dir: path.Dir(name), hostDir: hostDir, file: label}
+	if err := v.run(); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// decode is strict: unknown fields, a second document and an empty file are
+// all errors, because a typo in a policy must not silently weaken it.
+func decode(data []byte) (*Profile, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	var p Profile
+	if err := dec.Decode(&p); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, errors.New("empty profile")
+		}
+		return nil, yamlError(err)
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		return nil, errors.New("more than one YAML document")
+	}
+	return &p, nil
+}
+
+var (
+	unknownField = regexp.MustCompile(`line (\d+): field (\S+) not found`)
+	lineOnly     = regexp.MustCompile(`line (\d+): (.*)`)
+)
+
+// yamlError turns yaml.v3's messages into an *Error with line and field.
+func yamlError(err error) error {
+	var pe *Error
+	if errors.As(err, &pe) {
+		return pe
+	}
+	msg := err.Error()
+	var te *yaml.TypeError
+	if errors.As(err, &te) && len(te.Errors) > 0 {
+		msg = te.Errors[0]
+	}
+	if m := unknownField.FindStringSubmatch(msg); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		return &Error{Line: n, Field: m[2], Err: errors.New("unknown field")}
+	}
+	if m := lineOnly.FindStringSubmatch(msg); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		return &Error{Line: n, Err: errors.New(m[2])}
+	}
+	return err
+}
+
+// UnmarshalYAML accepts only the known network kinds.
+func (n *Network) UnmarshalYAML(v *yaml.Node) error {
+	var s string
+	if err := v.Decode(&s); err != nil {
+		return err
+	}
+	switch Network(s) {
+	case NetworkLab, NetworkNone, NetworkHost:
+		*n = Network(s)
+		return nil
+	}
+	return &Error{Line: v.Line, Field: "network", Err: fmt.Errorf("%q is not one of lab, none, host", s)}
+}

@@ -1,0 +1,143 @@
+// Package profile reads sandbox profiles: the YAML file a team writes to say
+// exactly how its sandbox is configured (runtime arguments, network, egress
+// ruleset, users), plus every file it references. The bytes of all of them
+// are kept so the evidence can record the policy that was really in force.
+package profile
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"gatehouse/targets"
+)
+
+// Profile is one decoded profile. Fields mirror the YAML schema documented
+// in docs/profiles.md.
+type Profile struct {
+	Name        string            `yaml:"name"`
+	Target      string            `yaml:"target"`
+	Description string            `yaml:"description"`
+	Network     Network           `yaml:"network"`
+	Egress      string            `yaml:"egress"`   // nftables file, relative to the profile
+	Resolver    string            `yaml:"resolver"` // what /etc/resolv.conf names inside
+	Env         map[string]string `yaml:"env"`
+	Paths       Paths             `yaml:"paths"`
+	Bwrap       Bwrap             `yaml:"bwrap"`
+	Limits      Limits            `yaml:"limits"`
+
+	source string            // the file name as the caller gave it
+	main   string            // the profile's own key in files
+	files  map[string][]byte // key: path relative to the profile's folder
+	refs   map[int]string    // Bwrap.Args index -> key in files
+}
+
+// Network says where a session's traffic goes.
+type Network string
+
+const (
+	// NetworkLab: a session namespace of its own, joined to the lab.
+	NetworkLab Network = "lab"
+	// NetworkNone: no network at all (the sandbox must unshare it).
+	NetworkNone Network = "none"
+	// NetworkHost: the lab namespace itself, never the machine's own.
+	NetworkHost Network = "host"
+)
+
+// Paths gives the identity for each of the two paths.
+type Paths struct {
+	Normal Identity `yaml:"normal"`
+	Breach Identity `yaml:"assume-breach"`
+}
+
+// Identity is who commands run as. CapAdd nil means "the runtime's default
+// capabilities for that uid"; a non-nil list (even empty, `cap_add: []`)
+// means "exactly these capabilities, nothing else".
+type Identity struct {
+	UID    int      `yaml:"uid"`
+	GID    int      `yaml:"gid"`
+	CapAdd []string `yaml:"cap_add"`
+}
+
+// Bwrap is the bubblewrap section: exactly the arguments the team uses.
+type Bwrap struct {
+	Args []string `yaml:"args"`
+}
+
+// Limits bounds a session.
+type Limits struct {
+	// Stop is how long Stop waits after SIGTERM before it kills.
+	Stop time.Duration `yaml:"stop"`
+}
+
+// DefaultStop is the stop grace period when the profile names none.
+const DefaultStop = 5 * time.Second
+
+// StopGrace returns Limits.Stop or DefaultStop.
+func (p *Profile) StopGrace() time.Duration {
+	if p.Limits.Stop > 0 {
+		return p.Limits.Stop
+	}
+	return DefaultStop
+}
+
+// Identity returns the identity for a path.
+func (p *Profile) Identity(path targets.Path) Identity {
+	if path == targets.PathBreach {
+		return p.Paths.Breach
+	}
+	return p.Paths.Normal
+}
+
+// Source is the file name the profile was loaded from.
+func (p *Profile) Source() string { return p.source }
+
+// Files returns a copy of every file the profile consists of, keyed by its
+// path relative to the profile's folder: the profile itself, the egress
+// ruleset and any file its bwrap arguments name.
+func (p *Profile) Files() map[string][]byte {
+	out := make(map[string][]byte, len(p.files))
+	for k, v := range p.files {
+		out[k] = append([]byte(nil), v...)
+	}
+	return out
+}
+
+// File returns one file's bytes by its key in Files.
+func (p *Profile) File(name string) ([]byte, bool) {
+	b, ok := p.files[name]
+	return b, ok
+}
+
+// ArgFile reports whether Bwrap.Args[i] names a profile file, and its key.
+func (p *Profile) ArgFile(i int) (string, bool) {
+	k, ok := p.refs[i]
+	return k, ok
+}
+
+// Listing is the "<sha256 hex>  <name>" line of every file, sorted by name:
+// the listing `sha256sum` prints, so an auditor can recheck it with
+// standard tools from the recorded files.
+func (p *Profile) Listing() string {
+	names := make([]string, 0, len(p.files))
+	for n := range p.files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	for _, n := range names {
+		sum := sha256.Sum256(p.files[n])
+		fmt.Fprintf(&b, "%s  %s\n", hex.EncodeToString(sum[:]), n)
+	}
+	return b.String()
+}
+
+// Digest is "sha256:" + the sha256 of Listing: one value naming the whole
+// policy, which changes when any of its files changes.
+func (p *Profile) Digest() string {
+	sum := sha256.Sum256([]byte(p.Listing()))
+	return "sha256:" + hex.EncodeToString(sum[:])
+}

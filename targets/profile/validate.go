@@ -1,0 +1,137 @@
+package profile
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/netip"
+	"path"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// validator checks what strict decoding cannot, and reads referenced files.
+type validator struct {
+	p       *Profile
+	root    *yaml.Node
+	fsys    fs.FS
+	dir     string // the profile's folder inside fsys
+	hostDir string // the same folder on disk, "" for non-disk file systems
+	file    string
+}
+
+var (
+	capName    = regexp.MustCompile(`^(CAP_[A-Z0-9_]+|ALL)$`)
+	nftInclude = regexp.MustCompile(`(?m)^\s*include\s`)
+)
+
+func (v *validator) run() error {
+	p := v.p
+	for _, f := range []struct{ key, val string }{{"name", p.Name}, {"target", p.Target}, {"network", string(p.Network)}} {
+		if f.val == "" {
+			return v.fail(f.key, errors.New("required"))
+		}
+	}
+	if p.Egress != "" {
+		if p.Network != NetworkLab {
+			// In "host" mode the ruleset would filter the lab itself.
+			return v.fail("egress", fmt.Errorf("needs network: lab (network is %s)", p.Network))
+		}
+		key, err := v.readRef(p.Egress)
+		if err != nil {
+			return v.fail("egress", err)
+		}
+		if nftInclude.Match(v.p.files[key]) {
+			// The recorded bytes must be the whole policy.
+			return v.fail("egress", errors.New("include statements are not allowed; put the rules in this one file"))
+		}
+	}
+	if p.Resolver != "" {
+		if _, err := netip.ParseAddr(p.Resolver); err != nil {
+			return v.fail("resolver", fmt.Errorf("not an IP address: %q", p.Resolver))
+		}
+	}
+	for k := range p.Env {
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			return v.fail("env", fmt.Errorf("bad variable name %q", k))
+		}
+	}
+	for _, section := range []string{"normal", "assume-breach"} {
+		for _, k := range []string{"uid", "gid"} {
+			if _, val := v.node("paths", section, k); val == nil {
+				return v.fail("paths."+section+"."+k, errors.New("required"))
+			}
+		}
+	}
+	for i, id := range []Identity{p.Paths.Normal, p.Paths.Breach} {
+		section := []string{"normal", "assume-breach"}[i]
+		if id.UID < 0 || id.GID < 0 {
+			return v.fail("paths."+section, errors.New("uid and gid must not be negative"))
+		}
+		for _, c := range id.CapAdd {
+			if !capName.MatchString(c) {
+				return v.fail("paths."+section+".cap_add", fmt.Errorf("%q is not a capability name like CAP_NET_RAW", c))
+			}
+		}
+	}
+	if p.Limits.Stop < 0 {
+		return v.fail("limits.stop", errors.New("must not be negative"))
+	}
+	if p.Target == "bwrap" && len(p.Bwrap.Args) == 0 {
+		return v.fail("bwrap.args", errors.New("required for target bwrap"))
+	}
+	return v.bwrapArgs()
+}
+
+// readRef reads a file named relative to the profile and records it.
+func (v *validator) readRef(name string) (string, error) {
+	clean := path.Clean(filepath.ToSlash(name))
+	if !filepath.IsLocal(clean) {
+		return "", fmt.Errorf("%q must be a file next to the profile", name)
+	}
+	data, err := fs.ReadFile(v.fsys, path.Join(v.dir, clean))
+	if err != nil {
+		return "", err
+	}
+	v.p.files[clean] = data
+	return clean, nil
+}
+
+func (v *validator) fail(field string, err error) error {
+	keys := strings.Split(field, ".")
+	line := 0
+	for len(keys) > 0 && line == 0 {
+		if k, _ := v.node(keys...); k != nil {
+			line = k.Line
+		}
+		keys = keys[:len(keys)-1]
+	}
+	return &Error{File: v.file, Line: line, Field: field, Err: err}
+}
+
+// node returns the key and value nodes at a path of mapping keys.
+func (v *validator) node(keys ...string) (key, val *yaml.Node) {
+	n := v.root
+	if n.Kind == yaml.DocumentNode && len(n.Content) > 0 {
+		n = n.Content[0]
+	}
+	for _, want := range keys {
+		if n == nil || n.Kind != yaml.MappingNode {
+			return nil, nil
+		}
+		var next *yaml.Node
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == want {
+				key, next = n.Content[i], n.Content[i+1]
+			}
+		}
+		if next == nil {
+			return nil, nil
+		}
+		n = next
+	}
+	return key, n
+}
