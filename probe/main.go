@@ -1,0 +1,45 @@
+package probe
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+)
+
+// Exit codes of the probe binary.
+const (
+	ExitOK      = 0 // the plan ran (whatever the outcomes), or facts were printed
+	ExitFailed  = 1 // output could not be written
+	ExitBadPlan = 2 // bad plan or usage
+)
+
+// Main is the probe binary: `probe run` reads a Plan on stdin and streams
+// Reports; `probe facts` prints one Facts object.
+func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) != 1 {
+		fmt.Fprintln(stderr, "usage: probe run < plan.json | probe facts")
+		return ExitBadPlan
+	}
+	switch args[0] {
+	case "run":
+		plan, err := ReadPlan(stdin)
+		if err != nil {
+			fmt.Fprintln(stderr, err)
+			return ExitBadPlan
+		}
+		if err := Run(ctx, plan, stdout); err != nil {
+			fmt.Fprintln(stderr, err)
+			return ExitFailed
+		}
+		return ExitOK
+	case "facts":
+		if err := json.NewEncoder(stdout).Encode(ReadFacts()); err != nil {
+			fmt.Fprintln(stderr, "probe: write facts:", err)
+			return ExitFailed
+		}
+		return ExitOK
+	}
+	fmt.Fprintf(stderr, "probe: unknown mode %q\n", args[0])
+	return ExitBadPlan
+}

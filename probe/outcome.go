@@ -1,0 +1,77 @@
+package probe
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"syscall"
+	"time"
+	"unicode/utf8"
+)
+
+// Field caps shared by the probe (which clips) and Decode (which rejects).
+const (
+	MaxErrorLen   = 512  // bytes of Report.Error
+	MaxExcerptLen = 512  // bytes of Report.Excerpt
+	readCap       = 4096 // bytes a tcp/udp/read attempt takes in
+)
+
+// classify maps an attempt's error to an outcome. Order matters: a wrapped
+// timeout can also carry an errno, and the errno is the more precise fact.
+func classify(err error) string {
+	switch {
+	case err == nil:
+		return OutcomeCompleted
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return OutcomeRefused
+	case errors.Is(err, syscall.ENETUNREACH), errors.Is(err, syscall.EHOSTUNREACH),
+		errors.Is(err, syscall.ENETDOWN), errors.Is(err, syscall.EHOSTDOWN):
+		return OutcomeUnreachable
+	case errors.Is(err, syscall.EPERM), errors.Is(err, syscall.EACCES):
+		return OutcomeDenied
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, os.ErrDeadlineExceeded),
+		errors.Is(err, syscall.ETIMEDOUT):
+		return OutcomeTimeout
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return OutcomeTimeout
+	}
+	return OutcomeError
+}
+
+// clip returns at most n bytes of s as valid UTF-8: a rune cut at the end is
+// dropped and each invalid byte becomes '.', so JSON encoding never grows the
+// field past what Decode accepts.
+func clip(s string, n int) string {
+	out := make([]byte, 0, min(len(s), n))
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			if len(out)+1 > n {
+				break
+			}
+			out = append(out, '.')
+			i++
+			continue
+		}
+		if len(out)+size > n {
+			break
+		}
+		out = append(out, s[i:i+size]...)
+		i += size
+	}
+	return string(out)
+}
+
+// finish stamps the outcome, error and duration on a report.
+func finish(rep Report, err error) Report {
+	rep.Outcome = classify(err)
+	if err != nil {
+		rep.Error = clip(err.Error(), MaxErrorLen)
+	}
+	rep.Excerpt = clip(rep.Excerpt, MaxExcerptLen)
+	rep.DurationMS = float64(time.Since(rep.Start).Microseconds()) / 1000
+	return rep
+}

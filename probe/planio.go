@@ -1,0 +1,69 @@
+package probe
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// Plan input caps. They keep every report line the probe writes well under
+// Decode's default line limit even when every byte needs JSON escaping.
+const (
+	MaxPlanBytes = 1 << 20
+	MaxSteps     = 10000
+	maxIDLen     = 128
+	maxTargetLen = 4096
+)
+
+// ReadPlan decodes a plan strictly: one JSON object, no unknown fields, no
+// trailing data, at most MaxPlanBytes, and it must pass Validate.
+func ReadPlan(r io.Reader) (Plan, error) {
+	data, err := io.ReadAll(io.LimitReader(r, MaxPlanBytes+1))
+	if err != nil {
+		return Plan{}, fmt.Errorf("probe: read plan: %w", err)
+	}
+	if len(data) > MaxPlanBytes {
+		return Plan{}, fmt.Errorf("probe: plan exceeds %d bytes", MaxPlanBytes)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var p Plan
+	if err := dec.Decode(&p); err != nil {
+		return Plan{}, fmt.Errorf("probe: decode plan: %w", err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return Plan{}, errors.New("probe: decode plan: trailing data after the plan")
+	}
+	if err := p.Validate(); err != nil {
+		return Plan{}, err
+	}
+	return p, nil
+}
+
+// Validate checks what the runner relies on: unique, bounded step IDs and
+// bounded targets. Unknown kinds are not a plan error; they are reported.
+func (p Plan) Validate() error {
+	if p.Parallel < 0 {
+		return fmt.Errorf("probe: plan: parallel %d < 0", p.Parallel)
+	}
+	if len(p.Steps) > MaxSteps {
+		return fmt.Errorf("probe: plan: %d steps, at most %d", len(p.Steps), MaxSteps)
+	}
+	seen := make(map[string]bool, len(p.Steps))
+	for i, s := range p.Steps {
+		switch {
+		case s.ID == "":
+			return fmt.Errorf("probe: plan: step %d has no id", i)
+		case len(s.ID) > maxIDLen:
+			return fmt.Errorf("probe: plan: step %d id longer than %d bytes", i, maxIDLen)
+		case seen[s.ID]:
+			return fmt.Errorf("probe: plan: duplicate step id %q", s.ID)
+		case len(s.Target) > maxTargetLen:
+			return fmt.Errorf("probe: plan: step %q target longer than %d bytes", s.ID, maxTargetLen)
+		}
+		seen[s.ID] = true
+	}
+	return nil
+}

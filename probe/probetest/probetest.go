@@ -1,0 +1,60 @@
+// Package probetest builds the probe binary once per test binary, for tests
+// that run real sandboxes.
+package probetest
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+)
+
+var (
+	once sync.Once
+	path string
+	err  error
+)
+
+// Build returns the path of a static probe binary built from this module.
+// GATEHOUSE_PROBE, when set, names a prebuilt one instead.
+func Build(t testing.TB) string {
+	t.Helper()
+	if p := os.Getenv("GATEHOUSE_PROBE"); p != "" {
+		return p
+	}
+	once.Do(func() {
+		dir, e := os.MkdirTemp("", "gatehouse-probe-")
+		if e != nil {
+			err = e
+			return
+		}
+		path = filepath.Join(dir, "probe")
+		cmd := exec.Command("go", "build", "-trimpath", "-o", path, "gatehouse/cmd/gatehouse-probe")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		out, e := cmd.CombinedOutput()
+		if e != nil {
+			err = &buildError{out: string(out), err: e}
+		}
+	})
+	if err != nil {
+		t.Fatalf("build probe: %v", err)
+	}
+	return path
+}
+
+type buildError struct {
+	out string
+	err error
+}
+
+func (e *buildError) Error() string { return e.err.Error() + ": " + e.out }
+
+// Cleanup removes the folder Build made, if any. Call it from TestMain
+// after m.Run: the build is shared by the whole test binary, so no single
+// test can own its removal.
+func Cleanup() {
+	if path != "" {
+		_ = os.RemoveAll(filepath.Dir(path))
+	}
+}

@@ -1,0 +1,111 @@
+package probe
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+)
+
+// Run performs every step of plan, at most plan.Parallel at once (0 = all),
+// each under its own plan.Timeout() deadline, and writes one Report JSON line
+// to w as each finishes. Outcomes are data; Run fails only when w does.
+func Run(ctx context.Context, plan Plan, w io.Writer) error {
+	n := plan.Parallel
+	if n <= 0 || n > len(plan.Steps) {
+		n = max(len(plan.Steps), 1)
+	}
+	sem := make(chan struct{}, n)
+	var (
+		mu   sync.Mutex
+		werr error
+		wg   sync.WaitGroup
+		enc  = json.NewEncoder(w)
+		rn   = runner{timeout: plan.Timeout()}
+	)
+	for _, step := range plan.Steps {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			rep := rn.do(ctx, step)
+			mu.Lock()
+			defer mu.Unlock()
+			if werr == nil {
+				if err := enc.Encode(rep); err != nil {
+					werr = fmt.Errorf("probe: write report: %w", err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return werr
+}
+
+type runner struct {
+	timeout time.Duration
+}
+
+// do runs one step. A panic in an attempt becomes an error report rather
+// than a lost line: the harness would otherwise see a silent gap.
+func (r runner) do(ctx context.Context, s Step) (rep Report) {
+	rep = Report{ID: s.ID, Kind: s.Kind, Target: s.Target, Start: time.Now().UTC()}
+	ctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
+	defer func() {
+		if p := recover(); p != nil {
+			rep = finish(rep, fmt.Errorf("probe: attempt panicked: %v", p))
+		}
+	}()
+	var err error
+	switch s.Kind {
+	case KindHTTP:
+		err = doHTTP(ctx, s, &rep)
+	case KindTCP:
+		err = doTCP(ctx, s, &rep)
+	case KindUDP:
+		err = doUDP(ctx, s, &rep)
+	case KindICMP:
+		err = doICMP(ctx, s, &rep)
+	case KindDNS:
+		err = doDNS(ctx, s, &rep)
+	case KindRead:
+		rep, err = blocking(ctx, rep, func(r *Report) error { return doRead(s, r) })
+	case KindWrite:
+		rep, err = blocking(ctx, rep, func(r *Report) error { return doWrite(s, r) })
+	case KindList:
+		rep, err = blocking(ctx, rep, func(r *Report) error { return doList(s, r) })
+	default:
+		err = fmt.Errorf("unknown kind %q", s.Kind)
+	}
+	return finish(rep, err)
+}
+
+// blocking runs a file operation that has no deadline of its own (a FIFO or
+// a /proc file can block in open or read) and gives up when ctx ends. The
+// operation fills a copy of rep, so an abandoned one cannot race with the
+// report being written; it dies with the process, which is short-lived.
+func blocking(ctx context.Context, rep Report, fn func(*Report) error) (Report, error) {
+	type result struct {
+		rep Report
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		r := rep
+		defer func() {
+			if p := recover(); p != nil {
+				done <- result{rep, fmt.Errorf("probe: attempt panicked: %v", p)}
+			}
+		}()
+		err := fn(&r)
+		done <- result{r, err}
+	}()
+	select {
+	case res := <-done:
+		return res.rep, res.err
+	case <-ctx.Done():
+		return rep, ctx.Err()
+	}
+}
