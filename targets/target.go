@@ -9,8 +9,11 @@ package targets
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
+	"sort"
+	"strings"
 	"time"
 )
 
@@ -51,6 +54,64 @@ type Spec struct {
 	// Files are placed in the sandbox before it starts, keyed by absolute
 	// in-sandbox path (read-only for the agent unless the target says otherwise).
 	Files map[string]File
+	// Places are host folders the harness prepared for this session, by
+	// name: planted canaries ("home", "secrets"), the session's own storage
+	// ("storage"), a folder shared by concurrent sessions ("shared"), the
+	// host nonce ("host"). A profile refers to one as {{place:NAME}} in its
+	// runtime arguments; a profile that names none of them sees none of them.
+	Places map[string]string
+	// Secrets are canary values by name. A profile's environment refers to
+	// one as {{secret:NAME}}: the careless setup that hands an agent a
+	// long-lived key.
+	Secrets map[string]string
+}
+
+// Expand replaces {{place:NAME}} and {{secret:NAME}} in s from spec. A name
+// the harness did not provide is an error, so a typo in a profile can never
+// silently drop a mount.
+func Expand(s string, spec Spec) (string, error) {
+	var out strings.Builder
+	for {
+		i := strings.Index(s, "{{")
+		if i < 0 {
+			out.WriteString(s)
+			return out.String(), nil
+		}
+		j := strings.Index(s[i:], "}}")
+		if j < 0 {
+			return "", fmt.Errorf("unclosed {{ in %q", s)
+		}
+		ref := s[i+2 : i+j]
+		kind, name, _ := strings.Cut(ref, ":")
+		var table map[string]string
+		switch kind {
+		case "place":
+			table = spec.Places
+		case "secret":
+			table = spec.Secrets
+		default:
+			return "", fmt.Errorf("unknown reference {{%s}}: use {{place:NAME}} or {{secret:NAME}}", ref)
+		}
+		v, ok := table[name]
+		if !ok {
+			return "", fmt.Errorf("{{%s}}: this run provides no %s named %q (it has: %s)", ref, kind, name, strings.Join(keys(table), ", "))
+		}
+		out.WriteString(s[:i])
+		out.WriteString(v)
+		s = s[i+j+2:]
+	}
+}
+
+func keys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	if len(out) == 0 {
+		out = []string{"none"}
+	}
+	return out
 }
 
 // File is one file to place in a session.

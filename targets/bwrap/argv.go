@@ -23,7 +23,11 @@ func buildPrefix(bin string, p *profile.Profile, spec targets.Spec, st *stage, b
 	for i, a := range args {
 		key, ok := p.ArgFile(i)
 		if !ok {
-			argv = append(argv, a)
+			x, err := targets.Expand(a, spec)
+			if err != nil {
+				return nil, nil, fmt.Errorf("bwrap argument %d: %w", i, err)
+			}
+			argv = append(argv, x)
 			continue
 		}
 		data, _ := p.File(key)
@@ -50,7 +54,15 @@ func buildPrefix(bin string, p *profile.Profile, spec targets.Spec, st *stage, b
 			argv = append(argv, "--cap-add", c)
 		}
 	}
-	argv = append(argv, setenv(p.Env)...)
+	env := make(map[string]string, len(p.Env))
+	for k, v := range p.Env {
+		x, err := targets.Expand(v, spec)
+		if err != nil {
+			return nil, nil, fmt.Errorf("env %s: %w", k, err)
+		}
+		env[k] = x
+	}
+	argv = append(argv, setenv(env)...)
 	argv = append(argv, setenv(spec.Env)...)
 	resolver := p.Resolver
 	if resolver == "" {

@@ -1,0 +1,86 @@
+package bundle
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+
+	"gatehouse/evidence"
+)
+
+// checkSums verifies SHA256SUMS against its subject and parses it; its
+// entries must be exactly the file subjects.
+func checkSums(dir string, want map[string]string) ([]Entry, error) {
+	raw, err := readSmall(dir, SumsFile)
+	if err != nil {
+		return nil, err
+	}
+	if got := hashBytes(raw); got != want[SumsFile] {
+		return nil, failf(ErrDigest, SumsFile, "", "sha256 %s, signed %s", got, want[SumsFile])
+	}
+	entries, err := ParseSums(raw)
+	if err != nil {
+		return nil, fail(ErrMalformed, SumsFile, "", err)
+	}
+	listed := map[string]bool{}
+	for _, e := range entries {
+		listed[e.Path] = true
+		if want[e.Path] != e.SHA256 {
+			return nil, failf(ErrStatement, SumsFile, "subject", "%s: SHA256SUMS and signed subjects disagree", e.Path)
+		}
+	}
+	for name := range want {
+		if name != SumsFile && name != ImageSubject && !listed[name] {
+			return nil, failf(ErrStatement, SumsFile, "subject", "%s is a subject but not in SHA256SUMS", name)
+		}
+	}
+	return entries, nil
+}
+
+// checkFiles re-hashes every file on disk and compares with the signed list.
+func checkFiles(ctx context.Context, dir string, files []string, entries []Entry, want map[string]string) error {
+	onDisk := make(map[string]bool, len(files))
+	for _, f := range files {
+		onDisk[f] = true
+		if _, ok := want[f]; !ok || f == ImageSubject {
+			return fail(ErrExtraFile, f, "", nil)
+		}
+	}
+	for _, e := range entries {
+		if !onDisk[e.Path] {
+			return fail(ErrMissingFile, e.Path, "", nil)
+		}
+	}
+	for _, e := range entries {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("bundle: verify: %w", err)
+		}
+		got, err := hashFile(filepath.Join(dir, filepath.FromSlash(e.Path)))
+		if err != nil {
+			return fail(ErrMalformed, e.Path, "", err)
+		}
+		if got != e.SHA256 {
+			return failf(ErrDigest, e.Path, "", "sha256 %s, signed %s", got, e.SHA256)
+		}
+	}
+	return nil
+}
+
+// checkImage requires the image subject exactly when run.json names an image.
+func checkImage(run evidence.Run, want map[string]string) error {
+	signed, has := want[ImageSubject]
+	if run.ImageDigest == "" {
+		if has {
+			return failf(ErrStatement, RunFile, "image_digest", "empty, but the statement names image sha256:%s", signed)
+		}
+		return nil
+	}
+	h, err := imageHex(run.ImageDigest)
+	if err != nil {
+		return fail(ErrMalformed, RunFile, "image_digest", err)
+	}
+	if h != signed {
+		return failf(ErrStatement, RunFile, "image_digest", "%s, statement names sha256:%s", run.ImageDigest, signed)
+	}
+	return nil
+}
