@@ -1,0 +1,59 @@
+package lab_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"testing"
+
+	"gatehouse/lab"
+)
+
+func benchNeedLab(b *testing.B) {
+	b.Helper()
+	if os.Geteuid() != 0 {
+		b.Skip("needs root")
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		b.Skip("needs iproute2")
+	}
+}
+
+// BenchmarkLabUp measures bringing the lab up (namespace, addresses, every
+// endpoint, the seal check) and down again.
+func BenchmarkLabUp(b *testing.B) {
+	benchNeedLab(b)
+	ctx := context.Background()
+	for i := 0; i < b.N; i++ {
+		l, err := lab.Up(ctx, lab.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := l.Close(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkAttach measures joining one session namespace to a running lab
+// (veth pair, addresses, routes, seal check) and removing it.
+func BenchmarkAttach(b *testing.B) {
+	benchNeedLab(b)
+	ctx := context.Background()
+	l, err := lab.Up(ctx, lab.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close(ctx)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		name := fmt.Sprintf("b%d", i)
+		if _, err := l.Attach(ctx, name); err != nil {
+			b.Fatal(err)
+		}
+		if err := l.Detach(ctx, name); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

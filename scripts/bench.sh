@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Prints Gatehouse's speed figures. Benchmarks, not tests: nothing here fails
+# on a slow machine; it measures and reports.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+export GATEHOUSE_PROBE=$PWD/bin/gatehouse-probe
+reps=${BENCH_REPS:-3}
+gates=${BENCH_GATES:-external-callback,dns-exfiltration,cloud-metadata}
+out=$(mktemp -d /tmp/gatehouse-bench-XXXXXX)
+trap 'rm -rf "$out"' EXIT
+
+echo "== lab bring-up, session attach, bwrap session start (Go benchmarks, 20 runs each)"
+go test -run '^$' -bench 'LabUp|Attach' -benchtime 20x ./lab | grep ^Benchmark
+go test -run '^$' -bench 'SessionStart' -benchtime 20x ./targets/bwrap | grep ^Benchmark
+
+for profile in bwrap-hardened bwrap-leaky; do
+  echo
+  echo "== whole run of $gates on $profile ($reps runs)"
+  for i in $(seq "$reps"); do
+    start=$(date +%s%N)
+    bin/gatehouse run --quiet --profile "targets/profiles/$profile.yaml" --gates "$gates" --out "$out/$profile" >/dev/null 2>&1
+    code=$?
+    end=$(date +%s%N)
+    printf '  run %d: %6.2f s (exit %d)\n' "$i" "$(echo "($end-$start)/1000000000" | bc -l)" "$code"
+  done
+  echo "  per gate and path (mean scenario time over the runs, from results.json):"
+  cat "$out/$profile"/*/results.json | jq -rs '
+    [.[][]] | group_by(.gate + " " + .path)[] |
+    "    \(.[0].gate) \(.[0].path): \((map(.duration_ms) | add / length / 1000 * 100 | round / 100)) s"'
+done
+
+if [ -x scripts/bench-docker.sh ]; then
+  echo
+  bash scripts/bench-docker.sh
+fi
+if ls evidence/bundle/*_test.go >/dev/null 2>&1; then
+  echo
+  echo "== evidence: seal, verify, gate"
+  go test -run '^$' -bench . -benchtime 20x ./evidence/... | grep ^Benchmark
+fi
