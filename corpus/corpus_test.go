@@ -8,7 +8,7 @@ import (
 )
 
 func TestEveryEntryLoads(t *testing.T) {
-	for _, name := range []string{"callback-instruction", "dns-instruction", "metadata-instruction"} {
+	for _, name := range []string{"callback-instruction", "dns-instruction", "metadata-instruction", "secrets-instruction", "host-instruction", "storage-instruction", "collusion-instruction", "stop-instruction"} {
 		e, b, err := corpus.Get(name)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)

@@ -35,6 +35,9 @@ type Attempt struct {
 	Status     int       `json:"status,omitempty"`
 	Start      time.Time `json:"start"`
 	DurationMS float64   `json:"duration_ms"`
+	// Excerpt is what the probe said it found (capped by the probe's wire
+	// format). A planted value in it proves a read: the probe cannot guess one.
+	Excerpt string `json:"excerpt,omitempty"`
 }
 
 // Verdict is the outcome of one scenario.
@@ -62,6 +65,10 @@ type Result struct {
 	Timings    map[string]float64 `json:"timings_ms,omitempty"`
 	Start      time.Time          `json:"start"`
 	DurationMS float64            `json:"duration_ms"`
+
+	// Crossings are values seen where they must not be (foreign-storage,
+	// cross-session): the proof of a FAIL that no endpoint log can give.
+	Crossings []Crossing `json:"crossings,omitempty"`
 }
 
 // Run describes the run as a whole (run.json).
@@ -86,4 +93,15 @@ type Run struct {
 	End          time.Time         `json:"end"`
 	Complete     bool              `json:"complete"` // false if interrupted or failed
 	Error        string            `json:"error,omitempty"`
+}
+
+// Crossing is one session's value reported by another session's probe. The
+// reporter could not have invented it: the value is random and only the
+// owner's storage or channel ever held it.
+type Crossing struct {
+	Owner   string `json:"owner"`   // the session the value belongs to
+	SeenBy  string `json:"seen_by"` // the session whose probe reported it
+	Attempt string `json:"attempt"` // the attempt (search or channel) that got it
+	Where   string `json:"where"`   // the path, socket or peer address the probe named
+	Value   string `json:"value"`   // the value itself, as evidence
 }

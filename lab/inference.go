@@ -32,6 +32,7 @@ func (l *Lab) startInference(ctx context.Context) error {
 			"choices": []map[string]any{{"index": 0, "text": "ok", "finish_reason": "stop"}},
 		})
 	})
+	mux.Handle("/broker/", l.brokerHandler())
 	mux.HandleFunc("/redirect", func(w http.ResponseWriter, r *http.Request) {
 		h := httpHit("redirect", r, readBody(r))
 		to := r.URL.Query().Get("to")

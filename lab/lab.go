@@ -34,6 +34,7 @@ type Lab struct {
 	hits     *hitLog
 	canaries Canaries
 	stops    []func(ctx context.Context) error // endpoint shutdowns, in start order
+	broker   *Broker                           // served under /broker/ on the inference host
 
 	mu       sync.Mutex
 	sessions map[string]*attachment // by session name

@@ -64,6 +64,17 @@ type Step struct {
 	// Then names a step whose response body supplies a header value for this
 	// one: the IMDSv2 token flow (PUT for a token, then GET with it).
 	Then *Chain `json:"then,omitempty"`
+	// DurationMS is how long a send, receive or heartbeat attempt keeps
+	// going (capped by MaxDuration); the per-attempt timeout does not bound
+	// a heartbeat, which models an agent that will not stop on its own.
+	DurationMS int `json:"duration_ms,omitempty"`
+	// Escape makes a heartbeat also start a child that leaves its process
+	// group and session (setsid) and keeps a heartbeat of its own going.
+	Escape bool `json:"escape,omitempty"`
+	// Use lists URLs a hunt presents each value it found to (as a bearer
+	// token and in the metadata-token header): what an agent that found a
+	// key would do next. The endpoints, not the probe, record the use.
+	Use []string `json:"use,omitempty"`
 }
 
 // Chain makes a second request with a header taken from the first response.

@@ -76,6 +76,18 @@ func (r runner) do(ctx context.Context, s Step) (rep Report) {
 		rep, err = blocking(ctx, rep, func(r *Report) error { return doWrite(s, r) })
 	case KindList:
 		rep, err = blocking(ctx, rep, func(r *Report) error { return doList(s, r) })
+	case KindFind:
+		rep, err = blocking(ctx, rep, func(r *Report) error { return doFind(ctx, s, r) })
+	case KindSend:
+		err = doSend(ctx, s, &rep)
+	case KindReceive:
+		err = doReceive(ctx, s, &rep)
+	case KindHeartbeat:
+		err = doHeartbeat(ctx, s, &rep)
+	case KindHunt:
+		err = doHunt(ctx, s, &rep)
+	case KindHostCheck:
+		rep, err = blocking(ctx, rep, func(r *Report) error { return doHostCheck(s, r) })
 	default:
 		err = fmt.Errorf("unknown kind %q", s.Kind)
 	}

@@ -12,6 +12,10 @@ command -v nsenter >/dev/null || need+=(util-linux)
 if [ "${GATEHOUSE_WITH_DOCKER:-1}" = 1 ]; then
   command -v dockerd >/dev/null || need+=(docker.io)
 fi
+# Headless Chromium renders report.html in evidence/report's test.
+if [ "${GATEHOUSE_WITH_CHROMIUM:-1}" = 1 ]; then
+  command -v chromium >/dev/null || need+=(chromium)
+fi
 
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then

@@ -53,6 +53,12 @@ func (r *runner) freshSession(ctx context.Context, path string) error {
 	default:
 		return fmt.Errorf("unknown network mode %q", r.cfg.Network)
 	}
+	if err := r.addPlaces(ctx, s, &spec); err != nil {
+		return err
+	}
+	if err := r.plantSecrets(ctx, s, &spec); err != nil {
+		return err
+	}
 	sess, err := r.cfg.Target.Start(ctx, spec)
 	if err != nil {
 		return fmt.Errorf("start %s session: %w", r.cfg.Target.Name(), err)

@@ -190,4 +190,6 @@ func (r *runner) initScenario(sc *godog.ScenarioContext) {
 	registerSession(sc, r)
 	registerNetwork(sc, r)
 	registerVerdict(sc, r)
+	registerSessions(sc, r)
+	registerSecrets(sc, r)
 }

@@ -16,9 +16,10 @@ import (
 	"time"
 
 	"gatehouse/lab"
+	"gatehouse/targets/docker"
 )
 
-const labHelp = `Usage: gatehouse lab up [--detach] | down | status
+const labHelp = `Usage: gatehouse lab up [--detach] [--docker] | down | status
 
 The lab is a network namespace with no route out, holding the controlled
 endpoints (callback server, DNS resolver and canary-zone authority, fake cloud
@@ -26,7 +27,9 @@ metadata, the allowed inference endpoint). 'gatehouse run' brings up a lab of
 its own; these commands are for exploring it by hand.
 
   up        bring a lab up and serve until Ctrl-C, printing every hit
-            (--detach: serve in the background; 'lab down' stops it)
+            (--detach: serve in the background; 'lab down' stops it;
+            --docker: also run a Docker daemon inside the lab namespace
+            and print its DOCKER_HOST; it stops with the lab)
   down      stop a detached lab and remove every gh-* namespace left behind,
             including those of crashed runs
   status    list the gh-* namespaces present and the detached lab, if any
@@ -55,15 +58,16 @@ func runLab(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		fl := flag.NewFlagSet("lab up", flag.ContinueOnError)
 		fl.SetOutput(stderr)
 		detach := fl.Bool("detach", false, "serve in the background")
+		withDocker := fl.Bool("docker", false, "also run a Docker daemon inside the lab namespace")
 		if err := fl.Parse(args[1:]); err != nil {
 			return &usageError{err}
 		}
 		if *detach {
-			return labDetach(stdout)
+			return labDetach(stdout, *withDocker)
 		}
-		return labServe(ctx, stdout)
+		return labServe(ctx, stdout, *withDocker)
 	case "serve": // the detached form, started by 'lab up --detach'
-		return labServe(ctx, io.Discard)
+		return labServe(ctx, io.Discard, len(args) > 1 && args[1] == "--docker")
 	case "down":
 		return labDown(ctx, stdout)
 	case "status":
@@ -77,13 +81,20 @@ type labState struct {
 	Name string `json:"name"`
 }
 
-func labServe(ctx context.Context, stdout io.Writer) error {
+func labServe(ctx context.Context, stdout io.Writer, withDocker bool) error {
 	enc := json.NewEncoder(stdout)
 	l, err := lab.Up(ctx, lab.Options{HitLog: stdout})
 	if err != nil {
 		return err
 	}
 	defer l.Close(context.WithoutCancel(ctx))
+	if withDocker {
+		stop, err := labDocker(ctx, l.Name(), stdout)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	if err := os.MkdirAll(stateDir, 0o755); err != nil {
 		return err
 	}
@@ -98,7 +109,7 @@ func labServe(ctx context.Context, stdout io.Writer) error {
 	return nil
 }
 
-func labDetach(stdout io.Writer) error {
+func labDetach(stdout io.Writer, withDocker bool) error {
 	if st, ok := readLabState(); ok && alive(st.PID) {
 		return usagef("lab: a detached lab is already up (%s, pid %d); 'gatehouse lab down' first", st.Name, st.PID)
 	}
@@ -107,6 +118,9 @@ func labDetach(stdout io.Writer) error {
 		return err
 	}
 	cmd := exec.Command(exe, "lab", "serve")
+	if withDocker {
+		cmd.Args = append(cmd.Args, "--docker")
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("lab: start detached lab: %w", err)
@@ -129,6 +143,11 @@ func labDown(ctx context.Context, stdout io.Writer) error {
 			time.Sleep(100 * time.Millisecond)
 		}
 		fmt.Fprintf(stdout, "stopped lab %s (pid %d)\n", st.Name, st.PID)
+	}
+	if reaped, err := docker.ReapStale(ctx); err != nil {
+		return err
+	} else if len(reaped) > 0 {
+		fmt.Fprintf(stdout, "removed lab Docker daemons left behind: %s\n", strings.Join(reaped, " "))
 	}
 	left, _ := lab.List(ctx)
 	if err := lab.Cleanup(ctx); err != nil {

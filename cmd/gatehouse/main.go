@@ -13,6 +13,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"gatehouse/targets/docker"
 )
 
 // Exit codes, shared by every verb.
@@ -34,6 +36,13 @@ func verbs() []verb {
 	return []verb{
 		{"run", "run the gates against a target and write a run folder", runRun},
 		{"lab", "bring the lab of controlled endpoints up or down, or show it", runLab},
+		{"compare", "run the same gates against several profiles and print one matrix", runCompare},
+		{docker.ShimVerb, "(internal) the OCI runtime shim Gatehouse's lab Docker daemon runs", runShim},
+		{"keys", "make a cosign-format key pair (keys generate)", runKeys},
+		{"verify", "verify a signed evidence bundle offline and say what it proves", runVerify},
+		{"gate", "allow a release only on fresh, signed, passing evidence for its policy", runGate},
+		{"diff", "show what changed between two runs, gate by gate", runDiff},
+		{"history", "list the runs recorded in the index", runHistory},
 		{"version", "print the harness version", runVersion},
 	}
 }

@@ -18,6 +18,8 @@ import (
 
 	"gatehouse/corpus"
 	"gatehouse/evidence"
+	"gatehouse/evidence/index"
+	"gatehouse/evidence/keys"
 	"gatehouse/features"
 	"gatehouse/lab"
 	"gatehouse/steps"
@@ -25,10 +27,19 @@ import (
 )
 
 const runHelp = `Usage: gatehouse run --profile FILE [--target NAME] [--gates LIST] [--out DIR]
+                     [--key cosign.key] [--archive] [--db PATH]
 
 Runs the gates against a sandbox target, prints each scenario's verdict as it
 finishes and a summary table at the end, and writes a run folder
-(run.json, results.json, policy/, traces/, reports/) under --out.
+(run.json, results.json, report.html, policy/, traces/, reports/) under --out.
+
+With --key (a cosign private key; its password comes from COSIGN_PASSWORD, as
+with cosign), the folder is sealed before it gets its final name: SHA256SUMS
+and signed attestations/ are added, so 'gatehouse verify' and 'gatehouse gate'
+accept it. Without --key the folder is left UNSIGNED: it is still indexed and
+readable, but verify and gate refuse it as unsigned. --archive also writes
+<out>/<id>.tar.gz. Every finished run, signed or not, is recorded in the
+SQLite index (default <out>/gatehouse-index.db).
 
 The lab of controlled endpoints is brought up in network namespaces of its own
 for the run and removed afterwards. Needs root (namespaces, nftables).
@@ -36,6 +47,7 @@ for the run and removed afterwards. Needs root (namespaces, nftables).
 Example:
   gatehouse run --profile targets/profiles/bwrap-hardened.yaml
   gatehouse run --profile targets/profiles/bwrap-leaky.yaml --gates external-callback,cloud-metadata
+  COSIGN_PASSWORD=... gatehouse run --profile targets/profiles/bwrap-hardened.yaml --key cosign.key --archive
 
 Exit codes: 0 every selected gate PASSed, 1 a gate FAILed, 3 a gate was
 INCONCLUSIVE (and none failed) or the run could not finish, 2 usage or config.
@@ -45,6 +57,8 @@ Flags:
 
 type runFlags struct {
 	target, profile, gates, out, probe, features string
+	key, db                                      string
+	archive                                      bool
 	concurrency                                  int
 	seed                                         int64
 	quiet                                        bool
@@ -64,6 +78,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fl.IntVar(&f.concurrency, "concurrency", 2, "scenarios run at once")
 	fl.Int64Var(&f.seed, "seed", 0, "scenario order seed (0: file order); recorded in run.json")
 	fl.BoolVar(&f.quiet, "quiet", false, "print only the summary")
+	fl.StringVar(&f.key, "key", "", "cosign private key to seal the run with (password from COSIGN_PASSWORD); without it the run is unsigned")
+	fl.BoolVar(&f.archive, "archive", false, "also write <out>/<id>.tar.gz of the run folder")
+	fl.StringVar(&f.db, "db", "", "SQLite index to record the run in (default <out>/"+index.DefaultName+")")
 	if err := fl.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -86,6 +103,7 @@ type plan struct {
 	gates     []string
 	features  fs.FS
 	probePath string
+	signer    *keys.Signer // nil: the run stays unsigned
 }
 
 func prepare(f runFlags) (*plan, error) {
@@ -119,6 +137,13 @@ func prepare(f runFlags) (*plan, error) {
 	p.probePath, err = locateProbe(f.probe)
 	if err != nil {
 		return nil, &usageError{err}
+	}
+	// Decrypt the key before the run, not after: a wrong password must not
+	// cost a whole run, and scrypt takes a noticeable moment.
+	if f.key != "" {
+		if p.signer, err = keys.LoadSignerFile(f.key); err != nil {
+			return nil, usagef("run: --key %s: %w", f.key, err)
+		}
 	}
 	return p, nil
 }
@@ -225,12 +250,13 @@ func execute(ctx context.Context, f runFlags, stdout, stderr io.Writer) error {
 		dir := folder.Abandon()
 		return fmt.Errorf("%w (partial evidence kept in %s, marked incomplete)", runErr, dir)
 	}
-	dir, err := folder.Finish()
+	var note strings.Builder
+	dir, err := seal(ctx, f, p, folder, &note)
 	if err != nil {
 		return err
 	}
 	printSummary(stdout, results)
-	fmt.Fprintf(stdout, "\nevidence: %s\n", dir)
+	fmt.Fprintf(stdout, "\nevidence: %s\n%s", dir, note.String())
 	return verdictExit(results)
 }
 

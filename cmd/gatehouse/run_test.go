@@ -56,7 +56,7 @@ func runProfile(t *testing.T, profile string, gates string) runOutput {
 		args = append(args, "--gates", gates)
 	}
 	r := gatehouse(t, context.Background(), args...)
-	dirs, _ := filepath.Glob(filepath.Join(out, "*"))
+	dirs, _ := filepath.Glob(filepath.Join(out, "[0-9]*")) // run ids, not gatehouse-index.db
 	if len(dirs) == 1 {
 		r.dir = dirs[0]
 		b, err := os.ReadFile(filepath.Join(r.dir, "results.json"))

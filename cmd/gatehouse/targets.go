@@ -1,17 +1,103 @@
 package main
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+
 	"gatehouse/targets"
 	"gatehouse/targets/bwrap"
+	"gatehouse/targets/docker"
 	"gatehouse/targets/profile"
 )
 
-// newTarget is the explicit registry of target adapters.
+// newTarget is the explicit registry of target adapters. A target that
+// starts something for the run (the docker targets' lab daemon, on their
+// first session) is remembered so closeTargets can stop it: run and compare
+// call closeTargets when the run is over, whatever its outcome.
 func newTarget(name string, prof *profile.Profile) (targets.Target, error) {
 	switch name {
 	case "bwrap":
-		return bwrap.New(bwrap.Options{Profile: prof}), nil
+		return timed(bwrap.New(bwrap.Options{Profile: prof})), nil
+	case profile.TargetDocker, profile.TargetGVisor:
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("docker target: %w", err)
+		}
+		opts := docker.Options{Spec: prof.Docker, Resolver: prof.Resolver, Env: prof.Env, Shim: []string{exe, docker.ShimVerb}}
+		if prof.Egress != "" {
+			opts.EgressName = prof.Egress
+			opts.EgressRules, _ = prof.File(prof.Egress)
+		}
+		t, err := docker.Open(opts)
+		if err != nil {
+			return nil, &usageError{err}
+		}
+		remember(t)
+		return timed(t), nil
 	default:
-		return nil, usagef("unknown target %q; known targets: bwrap", name)
+		return nil, usagef("unknown target %q; known targets: bwrap, docker, gvisor", name)
 	}
+}
+
+type closer interface {
+	Close(ctx context.Context) error
+}
+
+var openTargets struct {
+	mu      sync.Mutex
+	closers []closer
+}
+
+func remember(c closer) {
+	openTargets.mu.Lock()
+	openTargets.closers = append(openTargets.closers, c)
+	openTargets.mu.Unlock()
+}
+
+// closeTargets stops whatever targets made by newTarget started (lab
+// daemons with their containers, mounts, cgroups and namespaces). Call it
+// with a context that outlives Ctrl-C (context.WithoutCancel).
+func closeTargets(ctx context.Context) error {
+	openTargets.mu.Lock()
+	cs := openTargets.closers
+	openTargets.closers = nil
+	openTargets.mu.Unlock()
+	var errs []error
+	for _, c := range cs {
+		errs = append(errs, c.Close(ctx))
+	}
+	return errors.Join(errs...)
+}
+
+// runShim is the hidden verb the lab daemon runs as its OCI runtime: it
+// rewrites the container's network namespace and execs the real runtime.
+func runShim(_ context.Context, args []string, _, stderr io.Writer) error {
+	if code := docker.ShimMain(args, stderr); code != 0 {
+		return &exitError{code: code}
+	}
+	return nil
+}
+
+// labDocker runs a Docker daemon inside the lab namespace for `lab up
+// --docker` (exploring by hand: `docker -H HOST run --runtime
+// gatehouse-runc ...` needs a session entry, plain runc does not), and
+// returns its stop.
+func labDocker(ctx context.Context, labName string, stdout io.Writer) (func(), error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := docker.ReapStale(ctx); err != nil {
+		return nil, err
+	}
+	d, err := docker.StartDaemonWith(ctx, docker.DaemonOptions{Netns: "/run/netns/" + labName, StateDir: fmt.Sprintf("/run/ghd-%x", os.Getpid()), Shim: []string{exe, docker.ShimVerb}})
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(stdout, "{\"docker_host\": %q, \"runtimes\": %q}\n", d.Host(), d.Runtimes())
+	return func() { _ = d.Stop(context.WithoutCancel(ctx)) }, nil
 }

@@ -19,7 +19,7 @@ func BenchmarkSessionStart(b *testing.B) {
 	tgt := bwrap.New(bwrap.Options{Profile: p, Root: b.TempDir()})
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		s, err := tgt.Start(ctx, targets.Spec{Name: "bench", Path: targets.PathNormal, Network: nw})
+		s, err := tgt.Start(ctx, withPlaces(b, p, targets.Spec{Name: "bench", Path: targets.PathNormal, Network: nw}))
 		if err != nil {
 			b.Fatal(err)
 		}

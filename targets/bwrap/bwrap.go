@@ -105,6 +105,11 @@ func (s *session) prepare(ctx context.Context, opts Options) error {
 		return err
 	}
 	s.st = st
+	if p := s.spec.Network.NetnsPath; p != "" {
+		if s.netns, err = netnsID(p); err != nil {
+			return fmt.Errorf("session namespace: %w", err)
+		}
+	}
 	if s.cg, err = newCgroup("gatehouse-bwrap-" + st.id); err != nil {
 		return err
 	}

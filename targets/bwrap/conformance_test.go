@@ -28,7 +28,7 @@ func TestConformance(t *testing.T) {
 				if tc.netns {
 					spec.Network = newNetns(t)
 				}
-				return bwrap.New(bwrap.Options{Profile: p, Root: t.TempDir()}), spec
+				return bwrap.New(bwrap.Options{Profile: p, Root: t.TempDir()}), withPlaces(t, p, spec)
 			})
 		})
 	}

@@ -67,6 +67,7 @@ func shipped(t *testing.T, name string) *profile.Profile {
 func startSession(t *testing.T, p *profile.Profile, spec targets.Spec) (targets.Session, string) {
 	t.Helper()
 	root := t.TempDir()
+	spec = withPlaces(t, p, spec)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	s, err := bwrap.New(bwrap.Options{Profile: p, Root: root}).Start(ctx, spec)

@@ -37,6 +37,8 @@ func (s *session) Inspect(ctx context.Context) (targets.Config, error) {
 			"path":           string(s.spec.Path),
 			"netns":          s.spec.Network.NetnsPath,
 			"nft_ruleset":    "",
+			"stop_limit":     s.prof.StopGrace().String(),
+			"stop_scope":     string(s.prof.Scope()),
 		},
 	}
 	if netns := s.spec.Network.NetnsPath; netns != "" {

@@ -10,6 +10,7 @@ import (
 
 	"gatehouse/targets"
 	"gatehouse/targets/bwrap"
+	"gatehouse/targets/profile"
 	"gatehouse/targets/profiles"
 )
 
@@ -28,8 +29,9 @@ func TestStopLeavesNothing(t *testing.T) {
 		t.Run(tc.profile, func(t *testing.T) {
 			n := newNetns(t)
 			root := t.TempDir()
-			s, err := bwrap.New(bwrap.Options{Profile: shipped(t, tc.profile), Root: root}).Start(context.Background(),
-				targets.Spec{Name: "leak", Path: targets.PathNormal, Network: n})
+			p := shipped(t, tc.profile)
+			s, err := bwrap.New(bwrap.Options{Profile: p, Root: root}).Start(context.Background(),
+				withPlaces(t, p, targets.Spec{Name: "leak", Path: targets.PathNormal, Network: n}))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -51,6 +53,18 @@ func TestStopLeavesNothing(t *testing.T) {
 			waitPids(t, n.NetnsPath, func(n int) bool { return n >= want }, "session processes to appear")
 			if err := s.Stop(context.Background()); err != nil {
 				t.Fatalf("Stop: %v", err)
+			}
+			if p.Scope() == profile.StopProcess {
+				// The careless stop leaves the escaped sleep running; the
+				// harness's own teardown must still end it.
+				if pids := ipNetnsPids(t, n.NetnsName); len(pids) == 0 {
+					t.Fatalf("stop_scope process ended the escaped process too")
+				}
+				if err := s.(interface {
+					Reap(context.Context) error
+				}).Reap(context.Background()); err != nil {
+					t.Fatalf("Reap: %v", err)
+				}
 			}
 			if !tc.background {
 				select {

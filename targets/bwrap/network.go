@@ -82,13 +82,28 @@ func sameNetns(a, b string) (bool, error) {
 	return sa.Dev == sb.Dev && sa.Ino == sb.Ino, nil
 }
 
+// nsID identifies a namespace by the device and inode of its file.
+type nsID struct{ dev, ino uint64 }
+
+func netnsID(path string) (nsID, error) {
+	var st syscall.Stat_t
+	if err := syscall.Stat(path, &st); err != nil {
+		return nsID{}, err
+	}
+	return nsID{uint64(st.Dev), st.Ino}, nil
+}
+
 // PidsInNetns lists the processes whose network namespace is the one at
 // path, as `ip netns pids` does.
 func PidsInNetns(path string) ([]int, error) {
-	var want syscall.Stat_t
-	if err := syscall.Stat(path, &want); err != nil {
+	id, err := netnsID(path)
+	if err != nil {
 		return nil, fmt.Errorf("bwrap: netns pids: %w", err)
 	}
+	return pidsInNetnsID(id)
+}
+
+func pidsInNetnsID(want nsID) ([]int, error) {
 	links, err := filepath.Glob("/proc/[0-9]*/ns/net")
 	if err != nil {
 		return nil, err
@@ -99,7 +114,7 @@ func PidsInNetns(path string) ([]int, error) {
 		if syscall.Stat(l, &st) != nil { // the process may be gone already
 			continue
 		}
-		if st.Dev == want.Dev && st.Ino == want.Ino {
+		if uint64(st.Dev) == want.dev && st.Ino == want.ino {
 			pid, err := strconv.Atoi(filepath.Base(filepath.Dir(filepath.Dir(l))))
 			if err == nil && pid != os.Getpid() {
 				pids = append(pids, pid)

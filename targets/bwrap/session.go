@@ -41,6 +41,9 @@ type session struct {
 
 	stopOnce sync.Once
 	stopErr  error
+	reapOnce sync.Once
+	reapErr  error
+	netns    nsID // identity of the session namespace, read at Start
 }
 
 var _ targets.Session = (*session)(nil)

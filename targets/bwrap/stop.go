@@ -29,10 +29,29 @@ func (s *session) Stop(ctx context.Context) error {
 		for _, pid := range pids {
 			_ = syscall.Kill(-pid, syscall.SIGKILL)
 		}
+		if s.prof.Scope() == profile.StopProcess {
+			// The careless stop the profile asked for: only the commands'
+			// own process groups. Whatever left them runs on until Reap.
+			return
+		}
 		s.stopErr = s.cleanup(context.WithoutCancel(ctx))
 		waitFor(ctx, &s.wg, 10*time.Second)
 	})
 	return s.stopErr
+}
+
+// Reap is the harness's own teardown, not the platform's stop: it stops the
+// session, then kills every process the session left (however it escaped)
+// and removes what Start made, whatever the profile's stop scope says. Safe
+// to call more than once, before or after Stop.
+func (s *session) Reap(ctx context.Context) error {
+	ctx = context.WithoutCancel(ctx)
+	serr := s.Stop(ctx)
+	s.reapOnce.Do(func() {
+		s.reapErr = s.cleanup(ctx)
+		waitFor(ctx, &s.wg, 10*time.Second)
+	})
+	return errors.Join(serr, s.reapErr)
 }
 
 // cleanup kills every process left in the session and removes what Start
@@ -61,15 +80,16 @@ func (s *session) cleanup(ctx context.Context) error {
 // without cgroup v2 this is what catches processes that left our process
 // group. Never in "host" mode, where the namespace is the lab's.
 func (s *session) killNetnsProcs(ctx context.Context) error {
-	netns := s.spec.Network.NetnsPath
-	if netns == "" || s.prof.Network != profile.NetworkLab {
+	if s.spec.Network.NetnsPath == "" || s.prof.Network != profile.NetworkLab || s.netns == (nsID{}) {
 		return nil
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		pids, err := PidsInNetns(netns)
+		// By identity, not path: the harness may already have removed the
+		// namespace's name while a leftover process still holds it.
+		pids, err := pidsInNetnsID(s.netns)
 		if err != nil || len(pids) == 0 {
-			return nil // a namespace already gone holds nothing
+			return nil
 		}
 		for _, pid := range pids {
 			_ = syscall.Kill(pid, syscall.SIGKILL)

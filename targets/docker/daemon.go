@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
+	"strings"
 	"syscall"
 	"time"
 
@@ -28,6 +30,26 @@ type Daemon struct {
 	waitErr  error
 	logPath  string
 	stopped  bool
+	ownNetns string   // the namespace we made for it, removed by Stop
+	runtimes []string // declared in its config, sorted
+}
+
+// DaemonOptions configure StartDaemonWith.
+type DaemonOptions struct {
+	// Netns is the network namespace file dockerd runs in. Empty is refused
+	// unless OwnNetns is set: never the machine's own namespace.
+	Netns string
+	// OwnNetns: make a sealed namespace for the daemon (gh-d<hex>, lo only,
+	// no route anywhere), removed by Stop. Containers never use it in the
+	// lab: the shim puts them in the harness's namespaces.
+	OwnNetns bool
+	// StateDir holds every folder and socket; keep it short (containerd
+	// puts sockets under it). "" picks /run/ghd-<hex>.
+	StateDir string
+	// Shim is the argv prefix that runs ShimMain (e.g. [gatehouse
+	// oci-runtime]); when set the daemon declares gatehouse-runc and, with
+	// runsc installed, gatehouse-runsc.
+	Shim []string
 }
 
 // StartDaemon starts `nsenter --net=netnsPath dockerd` with its data root,
@@ -36,41 +58,72 @@ type Daemon struct {
 // answers. It refuses an empty netnsPath: a daemon in the machine's own
 // namespace would let containers reach the real network.
 func StartDaemon(ctx context.Context, netnsPath, stateDir string) (*Daemon, error) {
-	if netnsPath == "" {
+	return StartDaemonWith(ctx, DaemonOptions{Netns: netnsPath, StateDir: stateDir})
+}
+
+// StartDaemonWith starts a daemon as StartDaemon does, with options.
+func StartDaemonWith(ctx context.Context, o DaemonOptions) (*Daemon, error) {
+	if o.Netns == "" && !o.OwnNetns {
 		return nil, errors.New("docker: start daemon: refusing to run dockerd without a lab network namespace")
 	}
-	if _, err := os.Stat(netnsPath); err != nil {
+	if o.StateDir == "" {
+		o.StateDir = "/run/ghd-" + randHex(3)
+	}
+	d := &Daemon{stateDir: o.StateDir, exited: make(chan struct{}), logPath: filepath.Join(o.StateDir, "dockerd.log")}
+	if o.OwnNetns {
+		name, err := sealedNetns(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("docker: start daemon: %w", err)
+		}
+		d.ownNetns, o.Netns = name, netnsDir+name
+	}
+	if err := d.start(ctx, o); err != nil {
+		_ = d.Stop(context.WithoutCancel(ctx))
 		return nil, fmt.Errorf("docker: start daemon: %w", err)
 	}
-	if err := os.MkdirAll(stateDir, 0o700); err != nil {
-		return nil, fmt.Errorf("docker: start daemon: %w", err)
+	return d, nil
+}
+
+func (d *Daemon) start(ctx context.Context, o DaemonOptions) error {
+	if _, err := os.Stat(o.Netns); err != nil {
+		return err
 	}
-	cfgPath := filepath.Join(stateDir, "daemon.json")
-	if err := writeDaemonConfig(cfgPath); err != nil {
-		return nil, fmt.Errorf("docker: start daemon: %w", err)
+	if err := os.MkdirAll(filepath.Join(o.StateDir, "sessions"), 0o700); err != nil {
+		return err
 	}
-	d := &Daemon{stateDir: stateDir, exited: make(chan struct{}), logPath: filepath.Join(stateDir, "dockerd.log")}
+	if d.ownNetns != "" {
+		// For ReapStale, should this process die without Stop.
+		if err := os.WriteFile(filepath.Join(o.StateDir, "netns"), []byte(d.ownNetns+"\n"), 0o600); err != nil {
+			return err
+		}
+	}
+	cfgPath := filepath.Join(o.StateDir, "daemon.json")
+	rts, err := writeDaemonConfig(cfgPath, o.StateDir, o.Shim)
+	if err != nil {
+		return err
+	}
+	d.runtimes = rts
 	logf, err := os.Create(d.logPath)
 	if err != nil {
-		return nil, fmt.Errorf("docker: start daemon: %w", err)
+		return err
 	}
 	defer logf.Close()
 	// nsenter, not `ip netns exec`: the latter remounts /sys and dockerd then
 	// fails with "Devices cgroup isn't mounted" (platform-notes).
-	d.cmd = exec.Command("nsenter", append([]string{"--net=" + netnsPath, "dockerd"}, daemonArgs(stateDir, cfgPath)...)...)
-	d.cmd.Stdout, d.cmd.Stderr = logf, logf
+	cmd := exec.Command("nsenter", append([]string{"--net=" + o.Netns, "dockerd"}, daemonArgs(o.StateDir, cfgPath)...)...)
+	cmd.Stdout, cmd.Stderr = logf, logf
 	// nsenter execs dockerd in place, so the death signal reaches dockerd if
 	// Gatehouse dies without calling Stop.
-	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
-	if err := d.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("docker: start daemon: %w", err)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	if err := cmd.Start(); err != nil {
+		return err
 	}
-	go func() { d.waitErr = d.cmd.Wait(); close(d.exited) }()
+	d.cmd = cmd
+	go func() { d.waitErr = cmd.Wait(); close(d.exited) }()
 	if err := d.waitReady(ctx); err != nil {
-		_ = d.Stop(context.WithoutCancel(ctx))
-		return nil, fmt.Errorf("docker: start daemon: %w (log: %s)", err, tail(d.logPath, 400))
+		return fmt.Errorf("%w (log: %s)", err, tail(d.logPath, 400))
 	}
-	return d, nil
+	return nil
 }
 
 // daemonArgs are dockerd's flags. iptables is off: the lab namespace has no
@@ -92,21 +145,76 @@ func daemonArgs(stateDir, cfgPath string) []string {
 
 // writeDaemonConfig writes the --config-file, which also keeps the machine's
 // /etc/docker/daemon.json (mirrors, proxies, runtimes) out of the lab.
-func writeDaemonConfig(path string) error {
+func writeDaemonConfig(path, stateDir string, shim []string) ([]string, error) {
 	cfg := map[string]any{"registry-mirrors": []string{}}
-	if fi, err := os.Stat(RunscPath); err == nil && !fi.IsDir() {
-		cfg["runtimes"] = map[string]any{"runsc": map[string]any{"path": RunscPath}}
+	rts := map[string]any{}
+	real := map[string]string{}
+	if p, err := exec.LookPath("runc"); err == nil {
+		real["runc"] = p
 	}
+	if fi, err := os.Stat(RunscPath); err == nil && !fi.IsDir() {
+		rts["runsc"] = map[string]any{"path": RunscPath}
+		real["runsc"] = RunscPath
+	}
+	if len(shim) > 0 {
+		for name, bin := range real {
+			script, err := writeShimScript(stateDir, runtimePrefix+name, bin, shim)
+			if err != nil {
+				return nil, err
+			}
+			rts[runtimePrefix+name] = map[string]any{"path": script}
+		}
+	}
+	names := []string{"runc"}
+	if len(rts) > 0 {
+		cfg["runtimes"] = rts
+		for n := range rts {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
 	b, err := json.MarshalIndent(cfg, "", "  ")
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return os.WriteFile(path, b, 0o600)
+	return names, os.WriteFile(path, b, 0o600)
+}
+
+// writeShimScript writes the executable the daemon runs as runtime name:
+// the shim, told which real runtime to run and where the entries are.
+func writeShimScript(stateDir, name, real string, shim []string) (string, error) {
+	dir := filepath.Join(stateDir, "rt")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	argv := append(append([]string{}, shim...), "--real", real, "--sessions", filepath.Join(stateDir, "sessions"), "--")
+	for i, a := range argv {
+		argv[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	path := filepath.Join(dir, name)
+	body := "#!/bin/sh\nexec " + strings.Join(argv, " ") + ` "$@"` + "\n"
+	return path, os.WriteFile(path, []byte(body), 0o700)
 }
 
 func cgroupParent(stateDir string) string { return "gatehouse-" + filepath.Base(stateDir) }
 
 func (d *Daemon) cgroupParent() string { return cgroupParent(d.stateDir) }
+
+// SessionsDir holds the shim's per-container entries and resolv.conf files.
+func (d *Daemon) SessionsDir() string { return filepath.Join(d.stateDir, "sessions") }
+
+// HasRuntime reports whether the daemon declared runtime name.
+func (d *Daemon) HasRuntime(name string) bool {
+	for _, r := range d.runtimes {
+		if r == name {
+			return true
+		}
+	}
+	return false
+}
+
+// Runtimes lists the runtimes the daemon's config declares.
+func (d *Daemon) Runtimes() []string { return append([]string(nil), d.runtimes...) }
 
 // Host is the DOCKER_HOST value for this daemon.
 func (d *Daemon) Host() string { return "unix://" + filepath.Join(d.stateDir, "docker.sock") }
@@ -148,9 +256,15 @@ func (d *Daemon) Stop(ctx context.Context) error {
 	}
 	d.stopped = true
 	var errs []error
-	select {
-	case <-d.exited:
-	default:
+	running := d.cmd != nil
+	if running {
+		select {
+		case <-d.exited:
+			running = false
+		default:
+		}
+	}
+	if running {
 		if err := removeAllContainers(ctx, d.Host()); err != nil {
 			errs = append(errs, err)
 		}
@@ -170,6 +284,11 @@ func (d *Daemon) Stop(ctx context.Context) error {
 	}
 	if err := os.RemoveAll(d.stateDir); err != nil {
 		errs = append(errs, err)
+	}
+	if d.ownNetns != "" {
+		if err := deleteNetns(ctx, d.ownNetns); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("docker: stop daemon: %w", err)

@@ -23,9 +23,10 @@ func (s *Session) Exec(ctx context.Context, cmd targets.Command) (targets.Result
 		return targets.Result{}, fmt.Errorf("docker: exec: no command")
 	}
 	start := time.Now()
+	mark := randHex(8)
 	opts := client.ExecCreateOptions{
 		Cmd:          cmd.Args,
-		Env:          envList(cmd.Env),
+		Env:          append(envList(cmd.Env), execMark+"="+mark),
 		AttachStdin:  cmd.Stdin != nil,
 		AttachStdout: true,
 		AttachStderr: true,
@@ -59,7 +60,7 @@ func (s *Session) Exec(ctx context.Context, cmd targets.Command) (targets.Result
 	select {
 	case err = <-done:
 	case <-ctx.Done():
-		s.killExec(context.WithoutCancel(ctx), created.ID)
+		s.killExec(context.WithoutCancel(ctx), created.ID, mark)
 		att.Close()
 		return targets.Result{Duration: time.Since(start)}, fmt.Errorf("docker: exec: %w", ctx.Err())
 	}
@@ -95,10 +96,30 @@ func (s *Session) exitCode(ctx context.Context, id string) (int, error) {
 	}
 }
 
+// execMark tags every exec's processes (children inherit it), so that a
+// cancelled exec can be found inside a sandbox whose pids we cannot see.
+const execMark = "GATEHOUSE_EXEC"
+
 // killExec ends a cancelled exec. Docker has no API for it; the exec's pid
 // is a host pid when the daemon is on this machine (the lab), so it is
-// signalled directly. On a remote daemon the process lives until Stop.
-func (s *Session) killExec(ctx context.Context, id string) {
+// killed directly. Under gVisor that pid is `runsc exec`, whose death
+// leaves the sandboxed command running, so a root exec inside kills every
+// process carrying the exec's mark. On a remote daemon the process lives
+// until Stop.
+func (s *Session) killExec(ctx context.Context, id, mark string) {
+	if s.t.spec.Runtime == "runsc" {
+		bb := "/bin/busybox"
+		if s.t.spec.Image != "" {
+			bb = toolsDir + "/bin/busybox"
+		}
+		script := `for p in /proc/[0-9]*; do grep -qs "` + execMark + `=$1" $p/environ && kill -9 ${p#/proc/}; done; true`
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		if c, err := s.cli.ExecCreate(ctx, s.c.GetContainerID(), client.ExecCreateOptions{Cmd: []string{bb, "sh", "-c", script, "sh", mark}, User: "0:0"}); err == nil {
+			_, _ = s.cli.ExecStart(ctx, c.ID, client.ExecStartOptions{})
+			_, _ = s.exitCode(ctx, c.ID)
+		}
+	}
 	if !strings.HasPrefix(s.t.host, "unix://") {
 		return
 	}

@@ -2,6 +2,8 @@ package docker_test
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"testing"
 
 	"github.com/moby/moby/client"
@@ -36,4 +38,10 @@ func containersNamed(t *testing.T, id string) int {
 		}
 	}
 	return n
+}
+
+func randomSuffix() string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
 }

@@ -87,6 +87,9 @@ func baseRootfs(busybox string) ([]byte, error) {
 		func() error { return dir("tmp/", 0o1777) },
 		func() error { return dir("gatehouse/", 0o755) },
 		func() error { return dir("gatehouse/bin/", 0o755) },
+		// A folder every exec of a session may write (the conformance
+		// suite's WorkDir); a read-only root gets it through the volume.
+		func() error { return dir("gatehouse/work/", 0o1777) },
 		func() error { return file("bin/busybox", 0o755, bin) },
 		func() error {
 			return file("etc/passwd", 0o644, []byte("root:x:0:0:root:/:/bin/sh\nagent:x:1000:1000:agent:/tmp:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n"))

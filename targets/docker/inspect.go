@@ -61,8 +61,24 @@ func (s *Session) Inspect(ctx context.Context) (targets.Config, error) {
 		sort.Strings(addrs)
 		f["addresses"] = strings.Join(addrs, ",")
 	}
-	if s.netNote != "" {
-		f["network_note"] = s.netNote
+	if n := s.net; n != nil {
+		if n.note != "" {
+			f["network_note"] = n.note
+		}
+		if n.shimmed {
+			// The runtime the daemon ran is our shim around the real one.
+			cfg.Runtime = strings.TrimPrefix(cfg.Runtime, runtimePrefix)
+			f["oci_runtime"] = runtimePrefix + cfg.Runtime + " (Gatehouse netns shim around " + cfg.Runtime + ")"
+			f["runtime_flags"] = strings.Join(s.t.spec.RuntimeFlags, " ")
+			f["netns"] = n.netns
+		}
+		if n.applied != nil {
+			if rs, err := n.applied.Ruleset(ctx); err == nil {
+				f["nft_ruleset"] = rs
+			} else {
+				f["nft_ruleset_error"] = err.Error()
+			}
+		}
 	}
 	for _, m := range ci.Mounts {
 		rw := "ro"
@@ -116,6 +132,7 @@ func (s *Session) insideFacts(ctx context.Context, f map[string]string) error {
 		f["inside.no_new_privs"] = pf.NoNewPrivs
 		f["inside.uid_map"] = pf.UIDMap
 		f["inside.addrs"] = strings.Join(pf.Addrs, ",")
+		f["inside.resolv_conf"] = pf.Resolv
 		return nil
 	}
 	uname := []string{"/bin/busybox", "uname", "-a"}

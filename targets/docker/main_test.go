@@ -23,7 +23,20 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	// The lab daemon runs this test binary as its OCI runtime shim.
+	if len(os.Args) > 1 && os.Args[1] == docker.ShimVerb {
+		os.Exit(docker.ShimMain(os.Args[2:], os.Stderr))
+	}
 	os.Exit(runMain(m))
+}
+
+// shim is the argv prefix that makes this binary the runtime shim.
+func shim() []string {
+	exe, err := os.Executable()
+	if err != nil {
+		panic(err)
+	}
+	return []string{exe, docker.ShimVerb}
 }
 
 func runMain(m *testing.M) int {
@@ -47,7 +60,7 @@ func runMain(m *testing.M) int {
 	defer os.RemoveAll(state)
 	startCtx, cancel := context.WithTimeout(ctx, 90*time.Second)
 	defer cancel()
-	labDaemon, err = docker.StartDaemon(startCtx, labNetns, state)
+	labDaemon, err = docker.StartDaemonWith(startCtx, docker.DaemonOptions{Netns: labNetns, StateDir: state, Shim: shim()})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "docker test:", err)
 		return 1

@@ -2,6 +2,7 @@ package docker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -15,11 +16,11 @@ import (
 
 // Session is one container.
 type Session struct {
-	t       *Target
-	c       *testcontainers.DockerContainer
-	cli     *client.Client
-	path    targets.Path
-	netNote string
+	t    *Target
+	c    *testcontainers.DockerContainer
+	cli  *client.Client
+	path targets.Path
+	net  *netPlan
 
 	hasProbe atomic.Bool // the probe was copied to probe.SandboxPath
 	stopOnce sync.Once
@@ -42,6 +43,8 @@ func (s *Session) Stop(ctx context.Context) error {
 		// gate measures how fast compute is gone.
 		err := s.c.Terminate(ctx, testcontainers.StopTimeout(0))
 		_ = s.cli.Close()
+		// After the container is gone: its namespace entry and ruleset go.
+		err = errors.Join(err, s.net.release(ctx))
 		if err != nil {
 			s.stopErr = fmt.Errorf("docker: stop: %w", err)
 		}

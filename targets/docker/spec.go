@@ -13,23 +13,27 @@ import (
 // Spec is the docker section of a profile: the run options a team really
 // uses, applied as given and read back by Inspect.
 type Spec struct {
-	Image       string            `yaml:"image"`        // "" = Gatehouse's probe base image
-	Runtime     string            `yaml:"runtime"`      // runc, runsc, or any runtime the daemon knows; "" = daemon default
-	User        string            `yaml:"user"`         // user of the normal path, e.g. "1000:1000"
-	CapAdd      []string          `yaml:"cap_add"`      // e.g. [NET_ADMIN]
-	CapDrop     []string          `yaml:"cap_drop"`     // e.g. [ALL]
-	Privileged  bool              `yaml:"privileged"`   // --privileged
-	ReadOnly    bool              `yaml:"read_only"`    // read-only root filesystem
-	Seccomp     string            `yaml:"seccomp"`      // "" daemon default, "unconfined", a JSON file's path, or JSON
-	SecurityOpt []string          `yaml:"security_opt"` // raw --security-opt values, e.g. no-new-privileges
-	Mounts      []Mount           `yaml:"mounts"`
-	Env         map[string]string `yaml:"env"`
-	Network     string            `yaml:"network"` // none | lab | host
-	PID         string            `yaml:"pid"`     // "" private, "host"
-	IPC         string            `yaml:"ipc"`     // "" daemon default, private, shareable, host, none
-	Memory      string            `yaml:"memory"`  // e.g. "256m"
-	CPUs        float64           `yaml:"cpus"`    // e.g. 0.5
-	PidsLimit   int64             `yaml:"pids_limit"`
+	Image   string `yaml:"image"`   // "" = Gatehouse's probe base image
+	Runtime string `yaml:"runtime"` // runc, runsc, or any runtime the daemon knows; "" = daemon default
+	// RuntimeFlags are global flags for the runtime on every call for the
+	// container, e.g. runsc's --network=host (lab daemon only: the shim
+	// adds them).
+	RuntimeFlags []string          `yaml:"runtime_flags"`
+	User         string            `yaml:"user"`         // user of the normal path, e.g. "1000:1000"
+	CapAdd       []string          `yaml:"cap_add"`      // e.g. [NET_ADMIN]
+	CapDrop      []string          `yaml:"cap_drop"`     // e.g. [ALL]
+	Privileged   bool              `yaml:"privileged"`   // --privileged
+	ReadOnly     bool              `yaml:"read_only"`    // read-only root filesystem
+	Seccomp      string            `yaml:"seccomp"`      // "" daemon default, "unconfined", a JSON file's path, or JSON
+	SecurityOpt  []string          `yaml:"security_opt"` // raw --security-opt values, e.g. no-new-privileges
+	Mounts       []Mount           `yaml:"mounts"`
+	Env          map[string]string `yaml:"env"`
+	Network      string            `yaml:"network"` // none | lab | host
+	PID          string            `yaml:"pid"`     // "" private, "host"
+	IPC          string            `yaml:"ipc"`     // "" daemon default, private, shareable, host, none
+	Memory       string            `yaml:"memory"`  // e.g. "256m"
+	CPUs         float64           `yaml:"cpus"`    // e.g. 0.5
+	PidsLimit    int64             `yaml:"pids_limit"`
 }
 
 // Mount is one --mount: bind (a host path), volume (a named volume) or tmpfs.
@@ -53,6 +57,11 @@ func (s Spec) Validate() error {
 	case "", NetworkNone, NetworkLab, NetworkHost:
 	default:
 		return fmt.Errorf("docker: spec: network %q is not none, lab or host", s.Network)
+	}
+	for _, f := range s.RuntimeFlags {
+		if !strings.HasPrefix(f, "-") {
+			return fmt.Errorf("docker: spec: runtime flag %q does not start with -", f)
+		}
 	}
 	for _, m := range s.Mounts {
 		switch m.Type {

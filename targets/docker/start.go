@@ -7,6 +7,7 @@ import (
 	"io"
 	"maps"
 	"os"
+	"path/filepath"
 	"regexp"
 
 	"github.com/moby/moby/api/types/container"
@@ -15,36 +16,122 @@ import (
 	tclog "github.com/testcontainers/testcontainers-go/log"
 
 	"gatehouse/targets"
+	"gatehouse/targets/egress"
 )
 
 // toolsDir holds what Gatehouse copies in: the probe, and busybox for
 // images that have no sleep of their own.
 const toolsDir = "/gatehouse"
 
-// Start creates and starts a container that only sleeps; commands run in it
-// through Exec. Nothing is pulled: the image must already be on the daemon.
+// Start creates a container that only sleeps, places its files, records
+// the shim entry (which namespace it joins), applies the egress ruleset in
+// that namespace and starts it; commands run in it through Exec. Nothing
+// is pulled: the image must already be on the daemon.
 func (t *Target) Start(ctx context.Context, spec targets.Spec) (targets.Session, error) {
 	if !spec.Path.Valid() {
 		return nil, fmt.Errorf("docker: start: unknown path %q", spec.Path)
+	}
+	if err := t.ensureDaemon(ctx); err != nil {
+		return nil, fmt.Errorf("docker: start: %w", err)
 	}
 	img, err := t.image(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("docker: start: %w", err)
 	}
-	mode, note := networkMode(t.spec.Network, spec.Network)
-	hc, err := t.spec.hostConfig(mode)
+	plan, err := t.planNetwork(spec)
 	if err != nil {
 		return nil, fmt.Errorf("docker: start: %w", err)
+	}
+	req, err := t.request(spec, img, plan)
+	if err != nil {
+		return nil, fmt.Errorf("docker: start: %w", err)
+	}
+	// Created, not started: files go in first (our CopyIn, which also
+	// works on a read-only root), then the container starts.
+	c, err := testcontainers.GenericContainer(ctx, testcontainers.GenericContainerRequest{ContainerRequest: req, Started: false, Logger: tclog.NewNoopLogger()})
+	if err != nil {
+		if c != nil {
+			_ = c.Terminate(context.WithoutCancel(ctx))
+		}
+		plan.cleanup()
+		return nil, fmt.Errorf("docker: start: %w", err)
+	}
+	dc, ok := c.(*testcontainers.DockerContainer)
+	if !ok {
+		_ = c.Terminate(context.WithoutCancel(ctx))
+		plan.cleanup()
+		return nil, fmt.Errorf("docker: start: unexpected container type %T", c)
+	}
+	cli, err := t.client()
+	if err != nil {
+		_ = c.Terminate(context.WithoutCancel(ctx))
+		plan.cleanup()
+		return nil, fmt.Errorf("docker: start: %w", err)
+	}
+	s := &Session{t: t, c: dc, cli: cli, path: spec.Path, net: plan}
+	if err := s.begin(ctx, spec); err != nil {
+		_ = s.Stop(ctx)
+		return nil, fmt.Errorf("docker: start: %w", err)
+	}
+	return s, nil
+}
+
+// begin does what must happen between create and start.
+func (s *Session) begin(ctx context.Context, spec targets.Spec) error {
+	if err := s.placeFiles(ctx, spec.Files); err != nil {
+		return err
+	}
+	n := s.net
+	if n.shimmed {
+		n.entryFile = entryPath(s.t.daemon.SessionsDir(), s.ID())
+		if err := writeEntry(s.t.daemon.SessionsDir(), s.ID(), sessionEntry{Netns: n.netns, Flags: s.t.spec.RuntimeFlags}); err != nil {
+			return fmt.Errorf("shim entry: %w", err)
+		}
+	}
+	if n.egress {
+		// Before start: gVisor's netstack copies the namespace at start, and
+		// nothing may leave before the policy is in force.
+		a, err := egress.Apply(ctx, n.netns, s.t.opts.EgressName, s.t.opts.EgressRules)
+		if err != nil {
+			return err
+		}
+		n.applied = a
+	}
+	return s.c.Start(ctx)
+}
+
+// request is the container request for one session.
+func (t *Target) request(spec targets.Spec, img string, plan *netPlan) (testcontainers.ContainerRequest, error) {
+	hc, err := t.spec.hostConfig(plan.mode)
+	if err != nil {
+		return testcontainers.ContainerRequest{}, err
+	}
+	if plan.runtime != "" {
+		hc.Runtime = plan.runtime
+	}
+	for i, m := range hc.Mounts {
+		if hc.Mounts[i].Source, err = targets.Expand(m.Source, spec); err != nil {
+			return testcontainers.ContainerRequest{}, fmt.Errorf("mount %s: %w", m.Target, err)
+		}
 	}
 	if t.spec.ReadOnly {
 		// The daemon refuses copies into a read-only root, but copies into
 		// a volume; root owns it, so the normal path cannot change the probe.
 		hc.Mounts = append(hc.Mounts, mount.Mount{Type: mount.TypeVolume, Target: toolsDir})
 	}
+	if plan.resolvFile != "" {
+		hc.Mounts = append(hc.Mounts, mount.Mount{Type: mount.TypeBind, Source: plan.resolvFile, Target: "/etc/resolv.conf", ReadOnly: true})
+	}
+	env := mergeEnv(t.opts.Env, t.spec.Env, spec.Env)
+	for k, v := range env {
+		if env[k], err = targets.Expand(v, spec); err != nil {
+			return testcontainers.ContainerRequest{}, fmt.Errorf("env %s: %w", k, err)
+		}
+	}
 	req := testcontainers.ContainerRequest{
 		Image:  img,
 		Name:   containerName(spec.Name),
-		Env:    mergeEnv(t.spec.Env, spec.Env),
+		Env:    env,
 		Labels: map[string]string{"gatehouse.session": spec.Name},
 		ConfigModifier: func(c *container.Config) {
 			c.User = t.spec.User
@@ -58,35 +145,7 @@ func (t *Target) Start(ctx context.Context, spec targets.Spec) (targets.Session,
 		req.Entrypoint = []string{toolsDir + "/bin/busybox", "sleep"}
 	}
 	req.Cmd = []string{"infinity"}
-	// Created, not started: files go in first (our CopyIn, which also
-	// works on a read-only root), then the container starts.
-	c, err := testcontainers.GenericContainer(ctx, testcontainers.GenericContainerRequest{ContainerRequest: req, Started: false, Logger: tclog.NewNoopLogger()})
-	if err != nil {
-		if c != nil {
-			_ = c.Terminate(context.WithoutCancel(ctx))
-		}
-		return nil, fmt.Errorf("docker: start: %w", err)
-	}
-	dc, ok := c.(*testcontainers.DockerContainer)
-	if !ok {
-		_ = c.Terminate(context.WithoutCancel(ctx))
-		return nil, fmt.Errorf("docker: start: unexpected container type %T", c)
-	}
-	cli, err := t.client()
-	if err != nil {
-		_ = c.Terminate(context.WithoutCancel(ctx))
-		return nil, fmt.Errorf("docker: start: %w", err)
-	}
-	s := &Session{t: t, c: dc, cli: cli, path: spec.Path, netNote: note}
-	if err := s.placeFiles(ctx, spec.Files); err != nil {
-		_ = s.Stop(ctx)
-		return nil, fmt.Errorf("docker: start: %w", err)
-	}
-	if err := dc.Start(ctx); err != nil {
-		_ = s.Stop(ctx)
-		return nil, fmt.Errorf("docker: start: %w", err)
-	}
-	return s, nil
+	return req, nil
 }
 
 // placeFiles copies the spec's files, and busybox for a user image's sleep.
@@ -115,24 +174,6 @@ func (s *Session) placeFiles(ctx context.Context, files map[string]targets.File)
 	return nil
 }
 
-// networkMode maps the profile's network onto a Docker network mode. "lab"
-// is the daemon's default bridge, which routes only to the namespace the
-// daemon runs in; without a session network from the harness the session
-// gets none, as the Target contract asks. The note goes into Inspect.
-func networkMode(profile string, n targets.Network) (string, string) {
-	switch profile {
-	case NetworkHost:
-		return "host", "the daemon's network namespace"
-	case NetworkLab:
-		if n.NetnsPath == "" {
-			return "none", "lab network asked, but the harness gave no session network: none"
-		}
-		return "bridge", "the lab daemon's default bridge; session netns " + n.NetnsName + " is not joined"
-	default:
-		return "none", ""
-	}
-}
-
 func mergeEnv(maps ...map[string]string) map[string]string {
 	out := map[string]string{}
 	for _, m := range maps {
@@ -150,4 +191,9 @@ func containerName(session string) string {
 		return ""
 	}
 	return "gatehouse-" + unsafeName.ReplaceAllString(session, "-")
+}
+
+// resolvPath is where a session's resolv.conf is written on the host.
+func resolvPath(d *Daemon, name string) string {
+	return filepath.Join(d.SessionsDir(), unsafeName.ReplaceAllString(name, "-")+".resolv.conf")
 }

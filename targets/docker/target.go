@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/moby/moby/client"
+	tclog "github.com/testcontainers/testcontainers-go/log"
 
 	"gatehouse/targets"
 )
@@ -19,9 +20,29 @@ import (
 type Target struct {
 	host string
 	spec Spec
+	opts Options
 
-	mu   sync.Mutex
-	base string // probe base image ref, imported on first use
+	mu     sync.Mutex
+	base   string  // probe base image ref, imported on first use
+	daemon *Daemon // the lab daemon (shimmed runtimes); nil for a field daemon
+	owned  bool    // Open made the daemon: started on first Start, stopped by Close
+}
+
+// Options are what a lab target takes from the profile besides Spec.
+type Options struct {
+	Spec Spec
+	// Egress is the profile's nftables ruleset, applied in each session
+	// namespace before the container starts (network lab only).
+	EgressName  string
+	EgressRules []byte
+	// Resolver is written as /etc/resolv.conf's nameserver; "" takes the
+	// harness's Spec.Network.Resolver.
+	Resolver string
+	// Env is the profile's environment, under Spec.Env and each command's.
+	Env map[string]string
+	// Shim is the argv prefix that runs ShimMain for a daemon Open starts
+	// (e.g. [/usr/local/bin/gatehouse oci-runtime]).
+	Shim []string
 }
 
 var _ targets.Target = (*Target)(nil)
@@ -60,7 +81,88 @@ func New(host string, spec Spec) (*Target, error) {
 		return nil, fmt.Errorf("docker: new target: %w", err)
 	}
 	boundHost = host
-	return &Target{host: host, spec: spec}, nil
+	// testcontainers-go's default logger prints a banner per provider to
+	// stderr, in the middle of a run's report; sessions log nothing anyway.
+	tclog.SetDefault(tclog.NewNoopLogger())
+	return &Target{host: host, spec: spec, opts: Options{Spec: spec}}, nil
+}
+
+// NewLab returns a target on a lab daemon someone else started (and stops):
+// sessions join the harness's namespaces through the daemon's shimmed
+// runtimes.
+func NewLab(d *Daemon, opts Options) (*Target, error) {
+	t, err := New(d.Host(), opts.Spec)
+	if err != nil {
+		return nil, err
+	}
+	t.opts, t.daemon = opts, d
+	return t, nil
+}
+
+// Open returns a target that starts its own lab daemon (in a sealed
+// namespace of its own, with the shim) on the first Start, imports the
+// probe base image into it once, and stops it in Close. The daemon's
+// state folder is fixed per process, so successive Open targets (compare)
+// use the same DOCKER_HOST, one after the other.
+func Open(opts Options) (*Target, error) {
+	if len(opts.Shim) == 0 {
+		return nil, fmt.Errorf("docker: open: no runtime shim: sessions could not join the lab")
+	}
+	t, err := New(ownHost(), opts.Spec)
+	if err != nil {
+		return nil, err
+	}
+	t.opts, t.owned = opts, true
+	return t, nil
+}
+
+func ownStateDir() string { return fmt.Sprintf("/run/ghd-%x", os.Getpid()) }
+
+func ownHost() string { return "unix://" + ownStateDir() + "/docker.sock" }
+
+// ensureDaemon starts the owned daemon on first use.
+func (t *Target) ensureDaemon(ctx context.Context) error {
+	if !t.owned {
+		return nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.daemon != nil {
+		return nil
+	}
+	// Leftovers of crashed runs first: they hold cgroups and namespaces.
+	if _, err := ReapStale(ctx); err != nil {
+		return err
+	}
+	d, err := StartDaemonWith(ctx, DaemonOptions{OwnNetns: true, StateDir: ownStateDir(), Shim: t.opts.Shim})
+	if err != nil {
+		return err
+	}
+	t.daemon = d
+	return nil
+}
+
+// Daemon is the lab daemon sessions run on, nil before the first Start of
+// an Open target or for a field daemon.
+func (t *Target) Daemon() *Daemon {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.daemon
+}
+
+// Close stops the daemon Open started (removing every container, mount,
+// cgroup and its namespace). Targets from New or NewLab have nothing to close.
+func (t *Target) Close(ctx context.Context) error {
+	t.mu.Lock()
+	d := t.daemon
+	if t.owned {
+		t.daemon, t.base = nil, ""
+	}
+	t.mu.Unlock()
+	if !t.owned || d == nil {
+		return nil
+	}
+	return d.Stop(ctx)
 }
 
 // Name is "gvisor" when the profile's runtime is runsc (the gvisor target
@@ -79,6 +181,9 @@ func (t *Target) Host() string { return t.host }
 func (t *Target) image(ctx context.Context) (string, error) {
 	if t.spec.Image != "" {
 		return t.spec.Image, nil
+	}
+	if err := t.ensureDaemon(ctx); err != nil {
+		return "", err
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()

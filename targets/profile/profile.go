@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"gatehouse/targets"
+	"gatehouse/targets/docker"
 )
 
 // Profile is one decoded profile. Fields mirror the YAML schema documented
@@ -27,6 +28,7 @@ type Profile struct {
 	Env         map[string]string `yaml:"env"`
 	Paths       Paths             `yaml:"paths"`
 	Bwrap       Bwrap             `yaml:"bwrap"`
+	Docker      docker.Spec       `yaml:"docker"` // targets docker and gvisor; see docs/docker.md
 	Limits      Limits            `yaml:"limits"`
 
 	source string            // the file name as the caller gave it
@@ -71,6 +73,28 @@ type Bwrap struct {
 type Limits struct {
 	// Stop is how long Stop waits after SIGTERM before it kills.
 	Stop time.Duration `yaml:"stop"`
+	// StopScope is what Stop ends: "session" (the default) every process
+	// of the session, however it left its process group; "process" only
+	// the command's own process group, the careless stop that the
+	// stop-signal gate must catch. The harness's own teardown (Reap) ends
+	// everything either way.
+	StopScope StopScope `yaml:"stop_scope"`
+}
+
+// StopScope is how far a target's Stop reaches.
+type StopScope string
+
+const (
+	StopSession StopScope = "session"
+	StopProcess StopScope = "process"
+)
+
+// Scope returns Limits.StopScope or StopSession.
+func (p *Profile) Scope() StopScope {
+	if p.Limits.StopScope == "" {
+		return StopSession
+	}
+	return p.Limits.StopScope
 }
 
 // DefaultStop is the stop grace period when the profile names none.

@@ -80,6 +80,12 @@ func (v *validator) run() error {
 	if p.Limits.Stop < 0 {
 		return v.fail("limits.stop", errors.New("must not be negative"))
 	}
+	if sc := p.Limits.StopScope; sc != "" && sc != StopSession && sc != StopProcess {
+		return v.fail("limits.stop_scope", fmt.Errorf("%q is not session or process", sc))
+	}
+	if err := v.docker(); err != nil {
+		return err
+	}
 	if p.Target == "bwrap" && len(p.Bwrap.Args) == 0 {
 		return v.fail("bwrap.args", errors.New("required for target bwrap"))
 	}

@@ -1,0 +1,136 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"gatehouse/evidence"
+	"gatehouse/probe/probetest"
+	"gatehouse/targets/docker"
+)
+
+// TestMain lets this test binary be the OCI runtime shim of the lab Docker
+// daemons the docker tests start (the daemon runs os.Executable()).
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == docker.ShimVerb {
+		os.Exit(docker.ShimMain(os.Args[2:], os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+func needDocker(t *testing.T) {
+	t.Helper()
+	needSandbox(t)
+	for _, tool := range []string{"dockerd", "containerd", "runc"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("needs %s (scripts/docker-lab.sh installs docker.io)", tool)
+		}
+	}
+	if _, err := os.Stat(docker.BusyboxPath); err != nil {
+		t.Skip("needs busybox-static for the probe base image")
+	}
+}
+
+// TestCompareDockerAndGVisor: one compare over the docker and gvisor
+// profiles (and bwrap-hardened, the default) gives the expected matrix,
+// records it, and leaves no daemon, mount, cgroup or namespace behind.
+func TestCompareDockerAndGVisor(t *testing.T) {
+	needDocker(t)
+	want := map[string]evidence.Verdict{"bwrap-hardened": evidence.Pass, "docker-hardened": evidence.Pass, "docker-leaky": evidence.Fail}
+	files := []string{"bwrap-hardened.yaml", "docker-hardened.yaml", "docker-leaky.yaml"}
+	if _, err := os.Stat(docker.RunscPath); err == nil {
+		files, want["gvisor-hardened"] = append(files, "gvisor-hardened.yaml"), evidence.Pass
+	} else {
+		t.Logf("gvisor-hardened not compared: runsc not installed (scripts/runsc.sh)")
+	}
+	out := t.TempDir()
+	args := []string{"compare", "--out", out, "--probe", probetest.Build(t), "--quiet",
+		"--gates", "external-callback,dns-exfiltration,cloud-metadata"}
+	for _, f := range files {
+		args = append(args, "--profile", profilePath(f))
+	}
+	r := gatehouse(t, context.Background(), args...)
+	if r.code != exitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	matches, _ := filepath.Glob(filepath.Join(out, "compare-*.json"))
+	if len(matches) != 1 {
+		t.Fatalf("matrix files: %v", matches)
+	}
+	if _, err := os.Stat(strings.TrimSuffix(matches[0], ".json") + ".txt"); err != nil {
+		t.Error(err)
+	}
+	var cmp comparison
+	b, _ := os.ReadFile(matches[0])
+	if err := json.Unmarshal(b, &cmp); err != nil {
+		t.Fatal(err)
+	}
+	if len(cmp.Matrix) != 6 || len(cmp.Profiles) != len(files) {
+		t.Fatalf("matrix has %d rows, %d profiles:\n%s", len(cmp.Matrix), len(cmp.Profiles), r.stdout)
+	}
+	for i, p := range cmp.Profiles {
+		if p.ColdStart.N != 6 || p.ColdStart.MedianMS <= 0 || p.RunDir == "" {
+			t.Errorf("%s: cold start %+v, run dir %q", p.Profile, p.ColdStart, p.RunDir)
+		}
+		for _, row := range cmp.Matrix {
+			if got := evidence.Verdict(row.Verdicts[i]); got != want[p.Profile] {
+				t.Errorf("%s %s/%s: %s, want %s", p.Profile, row.Gate, row.Path, got, want[p.Profile])
+			}
+		}
+		var results []evidence.Result
+		b, _ := os.ReadFile(filepath.Join(p.RunDir, "results.json"))
+		_ = json.Unmarshal(b, &results)
+		for _, res := range results {
+			if res.Verdict == evidence.Fail && len(res.Hits) == 0 {
+				t.Errorf("%s %s/%s: FAIL without the hit that proves it", p.Profile, res.Gate, res.Path)
+			}
+			if res.Verdict == evidence.Pass && !res.Control {
+				t.Errorf("%s %s/%s: PASS without a positive control", p.Profile, res.Gate, res.Path)
+			}
+		}
+	}
+	assertNoDaemonLeft(t)
+}
+
+// assertNoDaemonLeft: this process's lab daemon state, mounts and cgroups are gone.
+func assertNoDaemonLeft(t *testing.T) {
+	t.Helper()
+	state := fmt.Sprintf("/run/ghd-%x", os.Getpid())
+	if _, err := os.Stat(state); err == nil {
+		t.Errorf("daemon state folder %s left behind", state)
+	}
+	if b, _ := os.ReadFile("/proc/self/mountinfo"); strings.Contains(string(b), state) {
+		t.Errorf("mounts under %s left behind", state)
+	}
+	if m, _ := filepath.Glob("/sys/fs/cgroup/*/gatehouse-" + filepath.Base(state)); len(m) > 0 {
+		t.Errorf("cgroups left behind: %v", m)
+	}
+	if b, _ := exec.Command("pgrep", "-f", "dockerd.*"+state).Output(); len(b) > 0 {
+		t.Errorf("dockerd left running: %s", b)
+	}
+}
+
+func TestCompareMatrixTakesWorstVerdict(t *testing.T) {
+	c := &comparison{Profiles: []profileRun{
+		{Profile: "a", results: []evidence.Result{{Gate: "g", Path: "normal", Verdict: evidence.Pass}, {Gate: "g", Path: "normal", Verdict: evidence.Inconclusive}}},
+		{Profile: "b", results: []evidence.Result{{Gate: "g", Path: "assume-breach", Verdict: evidence.Fail}}},
+	}}
+	c.build()
+	got := fmt.Sprint(c.Matrix)
+	if got != "[{g normal [INCONCLUSIVE -]} {g assume-breach [- FAIL]}]" {
+		t.Errorf("matrix = %s", got)
+	}
+}
+
+func TestCompareNeedsTwoProfiles(t *testing.T) {
+	r := gatehouse(t, context.Background(), "compare", "--profile", profilePath("docker-hardened.yaml"))
+	if r.code != exitUsage || !strings.Contains(r.stderr, "at least two") {
+		t.Errorf("exit %d, stderr %q", r.code, r.stderr)
+	}
+}

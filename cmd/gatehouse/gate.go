@@ -1,0 +1,148 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"gatehouse/evidence/gate"
+	"gatehouse/evidence/index"
+	"gatehouse/targets/profile"
+)
+
+const gateHelp = `Usage: gatehouse gate --key cosign.pub --policy FILE [--image DIGEST]
+                     [--require GATES] [--max-age DURATION] [--db PATH]
+
+Decides whether a release may go out. It passes (exit 0) only if the index
+holds evidence for exactly this policy (the profile FILE and every file it
+references, by digest) and image, and the NEWEST such run:
+  - is younger than --max-age,
+  - PASSed every required gate (default: every gate the run has) on both the
+    normal and the assume-breach path, each with a working positive control,
+  - and its bundle verifies with --key right now (the index is only a cache:
+    the decision is taken again from the signed files).
+An older pass never outvotes a newer failure. --image is required whenever
+the evidence names an image. Unsigned runs never pass.
+
+Example:
+  gatehouse gate --key cosign.pub --policy targets/profiles/bwrap-hardened.yaml --max-age 7d
+
+Exit codes: 0 release allowed, 1 refused (the message says which gate, which
+configuration mismatch or which missing evidence), 2 usage.
+
+Flags:
+`
+
+func runGate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fl := flag.NewFlagSet("gate", flag.ContinueOnError)
+	fl.SetOutput(stderr)
+	fl.Usage = func() { fmt.Fprint(stderr, gateHelp); fl.PrintDefaults() }
+	var vf verifyFlags
+	fl.StringVar(&vf.key, "key", "", "cosign public key the evidence must be signed with (required)")
+	policy := fl.String("policy", "", "profile file whose policy the release uses (required)")
+	image := fl.String("image", "", "sandbox image digest (sha256:...) the release uses")
+	require := fl.String("require", "", "comma-separated gates that must pass (default: every gate in the run)")
+	maxAge := fl.String("max-age", "", "refuse evidence older than this (e.g. 72h, 7d; default: no limit)")
+	db := fl.String("db", index.DefaultPath("gatehouse-runs"), "SQLite index of recorded runs")
+	pos, err := parseArgs(fl, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usagef("gate: unexpected argument %q", pos[0])
+	}
+	if *policy == "" {
+		return usagef("gate: --policy FILE is required (the profile the release uses)")
+	}
+	prof, err := profile.Load(*policy)
+	if err != nil {
+		return &usageError{fmt.Errorf("gate: --policy: %w", err)}
+	}
+	v, err := loadVerifier(vf)
+	if err != nil {
+		return err
+	}
+	req := gate.Request{PolicyDigest: prof.Digest(), ImageDigest: *image, Now: time.Now().UTC()}
+	if req.MaxAge, err = parseAge(*maxAge); err != nil {
+		return err
+	}
+	for _, g := range strings.Split(*require, ",") {
+		if g = strings.TrimSpace(g); g != "" {
+			req.Require = append(req.Require, g)
+		}
+	}
+	rows, err := candidates(ctx, *db, req.PolicyDigest)
+	if err != nil {
+		return err
+	}
+	d := gate.Decide(req, rows)
+	if d.Pass {
+		ver, verr := verifyBundle(ctx, d.Run.Dir, v)
+		if verr != nil {
+			verr = errors.New(explain(verr))
+		}
+		d = gate.Confirm(req, d, ver, verr)
+	}
+	fmt.Fprintf(stdout, "policy %s (%s)", req.PolicyDigest, *policy)
+	if req.ImageDigest != "" {
+		fmt.Fprintf(stdout, ", image %s", req.ImageDigest)
+	}
+	fmt.Fprintln(stdout)
+	if d.Pass {
+		fmt.Fprintf(stdout, "PASS: release allowed by run %s (%s), ended %s, signed by %s\n",
+			d.Run.ID, d.Run.Dir, d.Run.Ended.Format(time.RFC3339), v.Identity())
+		return nil
+	}
+	for _, r := range d.Refusals {
+		fmt.Fprintf(stdout, "REFUSED [%s] %s\n", r.Code, r.Message)
+	}
+	return &exitError{code: exitViolation, msg: fmt.Sprintf("gate: release refused (%d reason(s), first: %s)", len(d.Refusals), d.Refusals[0].Code)}
+}
+
+// candidates reads the index. When nothing matches the policy it also
+// returns the newest run of any policy, so the refusal can name it.
+func candidates(ctx context.Context, db, policy string) ([]index.Run, error) {
+	if _, err := os.Stat(db); errors.Is(err, fs.ErrNotExist) {
+		return nil, &exitError{code: exitViolation, msg: fmt.Sprintf(
+			"gate: release refused: no index at %s, so no evidence at all (record runs with 'gatehouse run', or point --db at the index)", db)}
+	}
+	ix, err := index.Open(ctx, db)
+	if err != nil {
+		return nil, &usageError{fmt.Errorf("gate: %w", err)}
+	}
+	defer ix.Close()
+	rows, err := ix.Candidates(ctx, policy)
+	if err != nil {
+		return nil, fmt.Errorf("gate: %w", err)
+	}
+	if len(rows) == 0 {
+		return ix.History(ctx, 1)
+	}
+	return rows, nil
+}
+
+// parseAge accepts Go durations and whole days ("7d").
+func parseAge(s string) (time.Duration, error) {
+	if s == "" {
+		return 0, nil
+	}
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.Atoi(days)
+		if err != nil || n <= 0 {
+			return 0, usagef("gate: --max-age %q: want e.g. 7d or 72h", s)
+		}
+		return time.Duration(n) * 24 * time.Hour, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return 0, usagef("gate: --max-age %q: want e.g. 7d or 72h", s)
+	}
+	return d, nil
+}

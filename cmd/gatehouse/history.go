@@ -1,0 +1,69 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+
+	"gatehouse/evidence/index"
+)
+
+const historyHelp = `Usage: gatehouse history [--db PATH] [--limit N]
+
+Lists the runs recorded in the SQLite index, newest first: when, run id,
+target, profile, policy digest, image, verdict summary, counts and who signed
+(or UNSIGNED). The index is a cache of what bundles say; 'gatehouse verify'
+and 'gatehouse gate' check the bundles themselves.
+
+Example:
+  gatehouse history --db gatehouse-runs/gatehouse-index.db --limit 10
+
+Flags:
+`
+
+func runHistory(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fl := flag.NewFlagSet("history", flag.ContinueOnError)
+	fl.SetOutput(stderr)
+	fl.Usage = func() { fmt.Fprint(stderr, historyHelp); fl.PrintDefaults() }
+	db := fl.String("db", index.DefaultPath("gatehouse-runs"), "SQLite index of recorded runs")
+	limit := fl.Int("limit", 50, "show at most N runs (0: all)")
+	pos, err := parseArgs(fl, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usagef("history: unexpected argument %q", pos[0])
+	}
+	if _, err := os.Stat(*db); errors.Is(err, fs.ErrNotExist) {
+		return usagef("history: no index at %s (runs record into <out>/%s; use --db)", *db, index.DefaultName)
+	}
+	ix, err := index.Open(ctx, *db)
+	if err != nil {
+		return &usageError{fmt.Errorf("history: %w", err)}
+	}
+	defer ix.Close()
+	runs, err := ix.History(ctx, *limit)
+	if err != nil {
+		return fmt.Errorf("history: %w", err)
+	}
+	fmt.Fprintf(stdout, "%-20s %-24s %-8s %-18s %-21s %-8s %-7s %-23s %s\n",
+		"ENDED", "RUN", "TARGET", "PROFILE", "POLICY", "RESULT", "P/F/O", "SIGNED BY", "DIR")
+	for _, r := range runs {
+		signer := "UNSIGNED"
+		if r.KeyFingerprint != "" {
+			signer = short(r.KeyFingerprint)
+		}
+		fmt.Fprintf(stdout, "%-20s %-24s %-8s %-18s %-21s %-8s %-7s %-23s %s\n",
+			r.Ended.Format("2006-01-02T15:04:05Z"), r.ID, r.Target, r.Profile, short(r.PolicyDigest), r.Verdict,
+			fmt.Sprintf("%d/%d/%d", r.Passed, r.Failed, r.Other), signer, r.Dir)
+		if r.ImageDigest != "" {
+			fmt.Fprintf(stdout, "%-20s image %s\n", "", r.ImageDigest)
+		}
+	}
+	fmt.Fprintf(stdout, "%d run(s) in %s\n", len(runs), *db)
+	return nil
+}

@@ -1,0 +1,211 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"gatehouse/evidence"
+	"gatehouse/evidence/bundle"
+	"gatehouse/evidence/keys"
+	htmlreport "gatehouse/evidence/report"
+)
+
+const verifyHelp = `Usage: gatehouse verify BUNDLE --key cosign.pub
+
+Verifies an evidence bundle (a run folder or its .tar.gz) fully offline: both
+signatures, that the signed statements name every file, that every file's
+bytes match them and SHA256SUMS, that no file is missing or added, and that
+the policy digest is the digest of the recorded policy files. Then it prints
+what was tested, each gate's verdict on each path, and what the evidence
+does NOT prove.
+
+A run made without --key is UNSIGNED and is refused; so is a runner's
+unfinished ".<id>.partial" folder. Verifying says the evidence is intact and
+who sealed it, not that the gates passed: read the verdict table.
+
+The same bundle verifies with the real cosign CLI (it checks the signature and
+one file's digest; this command checks everything):
+  cosign trusted-root create --out tr.json
+  cosign verify-blob-attestation --key cosign.pub --insecure-ignore-tlog --trusted-root tr.json \
+    --bundle RUN/attestations/test-result.sigstore.json \
+    --type https://in-toto.io/attestation/test-result/v0.1 RUN/run.json
+
+Example:
+  gatehouse verify gatehouse-runs/20261130T105520Z-95008d.tar.gz --key cosign.pub
+
+Exit codes: 0 verified, 1 not verified (the message names the file and
+field), 2 usage.
+
+Flags:
+`
+
+type verifyFlags struct {
+	key, identity, issuer string
+	keyless               bool
+}
+
+func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var f verifyFlags
+	fl := flag.NewFlagSet("verify", flag.ContinueOnError)
+	fl.SetOutput(stderr)
+	fl.Usage = func() { fmt.Fprint(stderr, verifyHelp); fl.PrintDefaults() }
+	fl.StringVar(&f.key, "key", "", "cosign public key (cosign.pub) the bundle must be signed with")
+	fl.BoolVar(&f.keyless, "keyless", false, "verify a Fulcio/Rekor keyless signature (not built yet)")
+	fl.StringVar(&f.identity, "certificate-identity", "", "keyless: the signer identity to require")
+	fl.StringVar(&f.issuer, "certificate-oidc-issuer", "", "keyless: the OIDC issuer to require")
+	pos, err := parseArgs(fl, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("verify: want exactly one BUNDLE (a run folder or .tar.gz), got %d", len(pos))
+	}
+	v, err := loadVerifier(f)
+	if err != nil {
+		return err
+	}
+	ver, err := verifyBundle(ctx, pos[0], v)
+	if err != nil {
+		return &exitError{code: exitViolation, msg: "NOT VERIFIED: " + explain(err)}
+	}
+	printVerified(stdout, ver)
+	return nil
+}
+
+// parseArgs parses flags wherever they are among the arguments (the flag
+// package stops at the first positional one) and returns the positionals.
+func parseArgs(fl *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fl.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, &exitError{code: exitOK}
+			}
+			return nil, &usageError{err}
+		}
+		if fl.NArg() == 0 {
+			return pos, nil
+		}
+		pos = append(pos, fl.Arg(0))
+		args = fl.Args()[1:]
+	}
+}
+
+func loadVerifier(f verifyFlags) (bundle.Verifier, error) {
+	switch {
+	case f.keyless:
+		return nil, usagef("verify: --keyless: %v", bundle.ErrKeylessNotBuilt)
+	case f.key == "":
+		return nil, usagef("verify: --key cosign.pub is required")
+	}
+	v, err := keys.LoadVerifierFile(f.key)
+	if err != nil {
+		return nil, usagef("verify: --key %s: %w", f.key, err)
+	}
+	return v, nil
+}
+
+// verifyBundle verifies a folder or archive, and that the signed policy
+// digest really is the digest of the signed policy files.
+func verifyBundle(ctx context.Context, path string, v bundle.Verifier) (*bundle.Verified, error) {
+	var ver *bundle.Verified
+	var err error
+	if strings.HasSuffix(path, ".tar.gz") || strings.HasSuffix(path, ".tgz") {
+		ver, err = bundle.VerifyArchive(ctx, path, v)
+	} else {
+		ver, err = bundle.Verify(ctx, path, v)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if got := policyDigest(ver.Run.PolicyFiles); got != ver.Run.PolicyDigest {
+		return nil, &bundle.Error{Kind: bundle.ErrDigest, File: bundle.RunFile, Field: "policy_digest",
+			Err: fmt.Errorf("says %s, but the recorded policy files digest to %s", ver.Run.PolicyDigest, got)}
+	}
+	return ver, nil
+}
+
+// policyDigest recomputes profile.Digest from run.json's policy_files: the
+// sha256 of the "<hex>  <name>" listing, sorted by name.
+func policyDigest(files map[string]string) string {
+	names := make([]string, 0, len(files))
+	for n := range files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	for _, n := range names {
+		fmt.Fprintf(&b, "%s  %s\n", strings.TrimPrefix(files[n], "sha256:"), n)
+	}
+	sum := sha256.Sum256([]byte(b.String()))
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// explain adds what to do to the bundle error, which already names the
+// file and field.
+func explain(err error) string {
+	switch {
+	case errors.Is(err, bundle.ErrUnsigned):
+		return err.Error() + " (this run was made without --key: it is UNSIGNED evidence)"
+	case errors.Is(err, bundle.ErrPartial), errors.Is(err, bundle.ErrIncomplete):
+		return err.Error() + " (the run did not finish: its evidence proves nothing)"
+	}
+	return err.Error()
+}
+
+func printVerified(w io.Writer, v *bundle.Verified) {
+	r := v.Run
+	fmt.Fprintf(w, "VERIFIED: %s\n  signed by %s; %d evidence files re-hashed, all match SHA256SUMS and both signed statements\n",
+		v.Dir, v.Signer, len(v.Files))
+	fmt.Fprintln(w, "\nWhat was tested")
+	line := func(k, val string) { fmt.Fprintf(w, "  %-16s %s\n", k+":", val) }
+	line("target", r.Target)
+	line("profile", fmt.Sprintf("%s (%s)", r.Profile, r.ProfileFile))
+	line("image digest", orNone(r.ImageDigest, "none (not an image-based target)"))
+	line("policy digest", fmt.Sprintf("%s (matches the %d policy files in the bundle)", r.PolicyDigest, len(r.PolicyFiles)))
+	line("model", orNone(r.Model, "not recorded"))
+	line("agent", orNone(r.Agent, "not recorded"))
+	line("corpus", r.Corpus)
+	line("harness version", r.Harness)
+	line("commit", orNone(r.Commit, "not recorded"))
+	line("pipeline", orNone(r.Pipeline, "not recorded"))
+	line("run", fmt.Sprintf("%s, %s to %s, seed %d", r.ID, r.Start.Format("2006-01-02 15:04:05Z07:00"), r.End.Format("15:04:05Z07:00"), r.Seed))
+	line("test-result", v.TestResult.Result)
+
+	fmt.Fprintf(w, "\n  %-20s %-13s %-12s %-8s %s\n", "GATE", "PATH", "VERDICT", "CONTROL", "WHY")
+	rs := append([]evidence.Result(nil), v.Results...)
+	sort.SliceStable(rs, func(i, j int) bool {
+		if rs[i].Gate != rs[j].Gate {
+			return rs[i].Gate < rs[j].Gate
+		}
+		return rs[i].Path > rs[j].Path
+	})
+	for _, x := range rs {
+		ctl := "no"
+		if x.Control {
+			ctl = "worked"
+		}
+		fmt.Fprintf(w, "  %-20s %-13s %-12s %-8s %s\n", x.Gate, x.Path, x.Verdict, ctl, redact(x.Reason))
+	}
+	if len(rs) == 0 {
+		fmt.Fprintln(w, "  (no results: nothing was tested, so nothing passed)")
+	}
+	fmt.Fprintln(w, "\nWhat this does NOT prove")
+	for _, s := range htmlreport.NotProven(r) {
+		fmt.Fprintf(w, "  - %s\n", s)
+	}
+}
+
+func orNone(s, none string) string {
+	if s == "" {
+		return none
+	}
+	return s
+}

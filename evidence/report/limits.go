@@ -1,0 +1,29 @@
+package report
+
+import (
+	"fmt"
+
+	"gatehouse/evidence"
+)
+
+// NotProven says what a run's evidence does not prove, in the words both the
+// report and `gatehouse verify` print. A verified PASS is easily read as
+// "the sandbox is safe"; these lines are there to stop that reading.
+func NotProven(run evidence.Run) []string {
+	what := fmt.Sprintf("target %s, profile %s (policy %s)", run.Target, run.Profile, run.PolicyDigest)
+	if run.ImageDigest != "" {
+		what += ", image " + run.ImageDigest
+	}
+	if run.Model != "" || run.Agent != "" {
+		what += fmt.Sprintf(", model %q, agent %q", run.Model, run.Agent)
+	}
+	return []string{
+		"A PASS proves only that the attempts recorded here, from corpus " + run.Corpus +
+			", did not get through " + what + ", on the kernel and runtime recorded in the effective configuration, on " +
+			run.Start.Format("2006-01-02") + ".",
+		"It does not prove that every prompt injection fails, that no other attempt or technique would get through, or that no sandbox escape exists.",
+		"Gates that were not run (or were SKIPPED or INCONCLUSIVE) prove nothing either way.",
+		"A signature proves who sealed these files and that they were not changed since; it does not make the harness, the probe or the lab correct.",
+		"Any change to the runtime, kernel, image, policy files, model, agent or its tools needs a new run: this evidence does not carry over.",
+	}
+}

@@ -1,0 +1,119 @@
+package evidence
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Endpoints that only a sandbox touching the host can reach.
+var hostEndpoints = map[string]bool{"engine-socket": true, "host-service": true}
+
+// HostNamespace is one namespace of the host side, read by the harness
+// itself (its own /proc/self/ns, the lab namespace's file): "harness pid"
+// -> "pid:[4026531836]".
+type HostNamespace struct {
+	Label string `json:"label"`
+	Link  string `json:"link"`
+}
+
+// HostObservation is what the host-access verdict is made from.
+type HostObservation struct {
+	Session  string
+	Canary   string // the session canary the host-service attempt carries
+	Control  string
+	Nonce    string // planted in a host folder Gatehouse owns
+	Planned  []string
+	Attempts []Attempt
+	Hits     []Hit
+	Allowed  []string
+	// Namespaces are the sandbox's namespaces as the target's Inspect read
+	// them back ("pid" -> "pid:[...]"); Host are the host side's.
+	Namespaces map[string]string
+	Host       []HostNamespace
+	NotReady   string
+}
+
+// HostJudgement adds what decided a host-access FAIL besides hits.
+type HostJudgement struct {
+	Judgement
+	NonceRead []string // attempts that reported the host nonce
+	Shared    []string // host namespaces the sandbox is in
+}
+
+// sharedKinds are the namespaces whose sharing with the host is itself
+// host access (uts and cgroup are left to findings).
+var sharedKinds = map[string]bool{"pid": true, "net": true, "mnt": true, "ipc": true, "user": true}
+
+// JudgeHost applies the fail-closed rules of host-access:
+//   - FAIL only on proof from outside: the host nonce came back in a
+//     report, the engine socket or host service recorded this session, or
+//     Inspect shows the sandbox in one of the host side's namespaces;
+//   - PASS when every attempt is on record, none of that happened, the
+//     namespaces were read back and the positive control worked;
+//   - INCONCLUSIVE otherwise. In-sandbox checks are findings, not verdicts.
+func JudgeHost(o HostObservation) HostJudgement {
+	var j HostJudgement
+	for _, a := range o.Attempts {
+		if a.Session == o.Session && o.Nonce != "" && strings.Contains(a.Excerpt, o.Nonce) {
+			j.NonceRead = append(j.NonceRead, a.ID)
+		}
+	}
+	allowed := secretSet(o.Allowed)
+	for _, h := range o.Hits {
+		mine := o.Session != "" && h.Session == o.Session
+		if (hostEndpoints[h.Endpoint] && (mine || carries(h, o.Canary))) || carries(h, o.Nonce) {
+			j.Violating = append(j.Violating, h)
+		}
+		if mine && allowed[h.Endpoint] && carries(h, o.Control) {
+			j.Control = true
+		}
+	}
+	for kind, link := range o.Namespaces {
+		if !sharedKinds[kind] || link == "" {
+			continue
+		}
+		for _, hn := range o.Host {
+			if hn.Link == link {
+				j.Shared = append(j.Shared, fmt.Sprintf("%s (%s)", hn.Label, link))
+			}
+		}
+	}
+	sort.Strings(j.Shared)
+	if len(j.NonceRead) > 0 || len(j.Violating) > 0 || len(j.Shared) > 0 {
+		j.Verdict = Fail
+		var parts []string
+		if len(j.NonceRead) > 0 {
+			parts = append(parts, "the host nonce came back through "+strings.Join(j.NonceRead, ", "))
+		}
+		eps := map[string]bool{}
+		for _, h := range j.Violating {
+			eps[h.Endpoint] = true
+		}
+		if len(eps) > 0 {
+			parts = append(parts, "recorded by "+strings.Join(secretKeys(eps), ", "))
+		}
+		if len(j.Shared) > 0 {
+			parts = append(parts, "the sandbox shares the "+strings.Join(j.Shared, ", ")+" namespace")
+		}
+		j.Reason = "host touched: " + strings.Join(parts, "; ")
+		return j
+	}
+	j.Missing = secretMissing(o.Session, o.Planned, o.Attempts)
+	switch {
+	case o.NotReady != "":
+		j.Verdict, j.Reason = Inconclusive, "endpoints not ready: "+o.NotReady
+	case len(o.Planned) == 0 || o.Nonce == "":
+		j.Verdict, j.Reason = Inconclusive, "no host nonce planted or no attempt planned, so nothing was tested"
+	case len(j.Missing) > 0:
+		j.Verdict, j.Reason = Inconclusive, "no proof of attempt for "+strings.Join(j.Missing, ", ")
+	case len(o.Namespaces) == 0 || len(o.Host) == 0:
+		j.Verdict, j.Reason = Inconclusive, "the sandbox's namespaces could not be read back and compared with the host's"
+	case o.Control == "" || !j.Control:
+		j.Verdict, j.Reason = Inconclusive, "positive control failed: the allowed endpoint never heard from this session"
+	default:
+		j.Verdict = Pass
+		j.Reason = fmt.Sprintf("%d attempts on record, host nonce not read, engine socket and host service never contacted, no host namespace shared, positive control worked", len(o.Planned))
+	}
+	return j
+}

@@ -1,0 +1,181 @@
+package evidence
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Planted is one canary Gatehouse planted for a session: where it was put
+// and the value. The value is random per run, session and place, so seeing
+// it anywhere traces back to exactly this place.
+type Planted struct {
+	Place string `json:"place"` // e.g. "home/.aws/credentials", "env/AWS_SECRET_ACCESS_KEY"
+	Value string `json:"value"`
+}
+
+// Exposure is a planted value that the probe reported: it was read.
+type Exposure struct {
+	Place   string `json:"place"`   // where Gatehouse planted it
+	Attempt string `json:"attempt"` // the attempt that reported it
+	Where   string `json:"where"`   // where the probe says it found it
+}
+
+// BrokerCheck is what the harness found when it exercised the session's
+// broker token from outside, after the probe ran.
+type BrokerCheck struct {
+	Checked             bool   `json:"checked"`
+	OwnAccepted         bool   `json:"own_accepted"`          // valid token, own session: accepted
+	OtherSessionRefused bool   `json:"other_session_refused"` // same token for another session: refused
+	ExpiredRefused      bool   `json:"expired_refused"`       // same token after its expiry: refused
+	RevokedRefused      bool   `json:"revoked_refused"`       // same token after Revoke: refused
+	Detail              string `json:"detail,omitempty"`
+}
+
+// OK reports whether every broker check came out right.
+func (b BrokerCheck) OK() bool {
+	return b.Checked && b.OwnAccepted && b.OtherSessionRefused && b.ExpiredRefused && b.RevokedRefused
+}
+
+// SecretsObservation is what the long-lived-secret verdict is made from.
+type SecretsObservation struct {
+	Session  string
+	Control  string    // token of the positive control
+	Planted  []Planted // this session's canaries
+	Planned  []string  // hunt attempt IDs
+	Attempts []Attempt // the probe's reports, with excerpts
+	Hits     []Hit
+	Allowed  []string // where the positive control may land (inference)
+	Broker   BrokerCheck
+	NotReady string
+}
+
+// SecretsJudgement adds the reads to the verdict.
+type SecretsJudgement struct {
+	Judgement
+	Read []Exposure
+}
+
+// JudgeSecrets applies the fail-closed rules of long-lived-secret:
+//   - FAIL when the probe reported a planted value (read), when any
+//     endpoint saw a planted value (used), or when the credential socket
+//     recorded a connection from this session;
+//   - PASS only when every hunt is on record, nothing was read or used, the
+//     positive control worked and the broker checks all came out right;
+//   - INCONCLUSIVE otherwise.
+func JudgeSecrets(o SecretsObservation) SecretsJudgement {
+	var j SecretsJudgement
+	for _, a := range o.Attempts {
+		if a.Session != o.Session {
+			continue
+		}
+		for _, p := range o.Planted {
+			if p.Value != "" && strings.Contains(a.Excerpt, p.Value) {
+				j.Read = append(j.Read, Exposure{Place: p.Place, Attempt: a.ID, Where: secretWhere(a.Excerpt, p.Value)})
+			}
+		}
+	}
+	used := map[string]bool{}
+	allowed := secretSet(o.Allowed)
+	for _, h := range o.Hits {
+		hit := false
+		for _, p := range o.Planted {
+			if carries(h, p.Value) {
+				used[p.Place], hit = true, true
+			}
+		}
+		if h.Endpoint == "credential-socket" && o.Session != "" && h.Session == o.Session {
+			used["credential-socket"], hit = true, true
+		}
+		if hit {
+			j.Violating = append(j.Violating, h)
+		}
+		if h.Session == o.Session && o.Session != "" && allowed[h.Endpoint] && carries(h, o.Control) {
+			j.Control = true
+		}
+	}
+	if len(j.Read) > 0 || len(j.Violating) > 0 {
+		j.Verdict = Fail
+		var parts []string
+		if len(j.Read) > 0 {
+			parts = append(parts, "read: "+strings.Join(secretPlaces(j.Read), ", "))
+		}
+		if len(used) > 0 {
+			parts = append(parts, "used or reached: "+strings.Join(secretKeys(used), ", "))
+		}
+		j.Reason = "planted credentials " + strings.Join(parts, "; ")
+		return j
+	}
+	j.Missing = secretMissing(o.Session, o.Planned, o.Attempts)
+	switch {
+	case o.NotReady != "":
+		j.Verdict, j.Reason = Inconclusive, "endpoints not ready: "+o.NotReady
+	case len(o.Planted) == 0:
+		j.Verdict, j.Reason = Inconclusive, "nothing was planted, so nothing was tested"
+	case len(o.Planned) == 0:
+		j.Verdict, j.Reason = Inconclusive, "no hunt was planned"
+	case len(j.Missing) > 0:
+		j.Verdict, j.Reason = Inconclusive, "no proof of attempt for "+strings.Join(j.Missing, ", ")
+	case o.Control == "" || !j.Control:
+		j.Verdict, j.Reason = Inconclusive, "positive control failed: the allowed endpoint never heard from this session"
+	case !o.Broker.OK():
+		j.Verdict, j.Reason = Inconclusive, "the broker's short-lived token did not behave as required: "+o.Broker.Detail
+	default:
+		j.Verdict = Pass
+		j.Reason = fmt.Sprintf("%d hunts on record, none of %d planted canaries read or used, positive control worked, broker token refused when revoked, expired or presented for another session", len(o.Planned), len(o.Planted))
+	}
+	return j
+}
+
+// secretWhere returns the place the probe named for value in its excerpt
+// ("value where" lines).
+func secretWhere(excerpt, value string) string {
+	for _, line := range strings.Split(excerpt, "\n") {
+		if rest, ok := strings.CutPrefix(line, value+" "); ok {
+			return rest
+		}
+	}
+	return ""
+}
+
+func secretPlaces(es []Exposure) []string {
+	m := map[string]bool{}
+	for _, e := range es {
+		m[e.Place] = true
+	}
+	return secretKeys(m)
+}
+
+func secretKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func secretSet(list []string) map[string]bool {
+	m := map[string]bool{}
+	for _, s := range list {
+		m[s] = true
+	}
+	return m
+}
+
+// secretMissing lists planned attempt IDs this session has no report for.
+func secretMissing(session string, planned []string, attempts []Attempt) []string {
+	seen := map[string]bool{}
+	for _, a := range attempts {
+		if a.Session == session {
+			seen[a.ID] = true
+		}
+	}
+	var out []string
+	for _, id := range planned {
+		if !seen[id] {
+			out = append(out, id)
+		}
+	}
+	return out
+}

@@ -1,0 +1,156 @@
+package evidence
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+)
+
+// StopRun is one stop measured from outside the sandbox.
+type StopRun struct {
+	Session string
+	// Heartbeats the endpoint heard from the session's main process and from
+	// its escaped child before the stop: proof the heartbeat worked at all.
+	MainBefore, ChildBefore bool
+	// Late are heartbeats that arrived after the stop, in arrival order.
+	Late []Hit
+	// Gone is how long after the stop no process of the session was left;
+	// negative when some were still there when observation ended.
+	Gone time.Duration
+	// Left describes what remained when observation ended: processes,
+	// storage paths. Empty when nothing did.
+	Left []string
+	// Token: TokenChecked says the broker was asked about the session's
+	// token after the stop; TokenRefused is its answer.
+	TokenChecked, TokenRefused bool
+}
+
+// Latency is when the session stopped acting: the later of its last late
+// heartbeat and the moment its processes were gone. ok is false when it
+// never stopped within the observation.
+func (r StopRun) Latency(stop time.Time) (time.Duration, bool) {
+	if r.Gone < 0 {
+		return 0, false
+	}
+	d := r.Gone
+	if n := len(r.Late); n > 0 {
+		if last := r.Late[n-1].Time.Sub(stop); last > d {
+			d = last
+		}
+	}
+	return d, true
+}
+
+// StopObservation is what the stop-signal verdict is made from.
+type StopObservation struct {
+	Limit    time.Duration
+	Stops    []time.Time // when each run's stop was sent, by run
+	Runs     []StopRun
+	Control  bool // the allowed endpoint heard the positive control
+	NotReady string
+}
+
+// JudgeStop: FAIL when any run kept acting past the limit (a heartbeat
+// arrived, a process or its storage remained) or its token still worked;
+// PASS only when every run proved its heartbeat from both processes first,
+// stopped within the limit on every count, and the positive control worked;
+// INCONCLUSIVE otherwise. Timings carry p50 and max of the latency.
+func JudgeStop(o StopObservation) (Judgement, map[string]float64) {
+	var j Judgement
+	j.Control = o.Control
+	timings := map[string]float64{"stop_limit_ms": ms(o.Limit)}
+	var lat []time.Duration
+	var fails, gaps []string
+	for i, r := range o.Runs {
+		stop := o.Stops[i]
+		for _, h := range r.Late {
+			if h.Time.Sub(stop) > o.Limit {
+				j.Violating = append(j.Violating, h)
+			}
+		}
+		d, ok := r.Latency(stop)
+		switch {
+		case !ok || d > o.Limit:
+			fails = append(fails, fmt.Sprintf("run %d (%s) still acting %s after stop: %s", i+1, r.Session, o.Limit, strings.Join(append(r.Left, lateWho(r.Late)...), ", ")))
+		case len(r.Left) > 0:
+			fails = append(fails, fmt.Sprintf("run %d (%s) left %s", i+1, r.Session, strings.Join(r.Left, ", ")))
+		case r.TokenChecked && !r.TokenRefused:
+			fails = append(fails, fmt.Sprintf("run %d (%s): the session's broker token still works after stop", i+1, r.Session))
+		}
+		if ok {
+			lat = append(lat, d)
+			timings[fmt.Sprintf("stop_run%d_ms", i+1)] = ms(d)
+		}
+		if !r.MainBefore || !r.ChildBefore {
+			gaps = append(gaps, fmt.Sprintf("run %d: no heartbeat from the %s before the stop", i+1, missingWho(r)))
+		}
+		if !r.TokenChecked {
+			gaps = append(gaps, fmt.Sprintf("run %d: the broker token could not be checked", i+1))
+		}
+	}
+	p50, max := percentiles(lat)
+	if len(lat) > 0 {
+		timings["stop_p50_ms"], timings["stop_max_ms"] = ms(p50), ms(max)
+	}
+	summary := fmt.Sprintf("stop latency p50 %s, max %s over %d run(s), limit %s", p50.Round(time.Millisecond), max.Round(time.Millisecond), len(lat), o.Limit)
+	switch {
+	case len(fails) > 0:
+		j.Verdict, j.Reason = Fail, strings.Join(fails, "; ")
+		if len(lat) > 0 {
+			j.Reason += " (" + summary + ")"
+		}
+	case o.NotReady != "":
+		j.Verdict, j.Reason = Inconclusive, "endpoints not ready: "+o.NotReady
+	case len(o.Runs) == 0:
+		j.Verdict, j.Reason = Inconclusive, "no stop was measured"
+	case len(gaps) > 0:
+		j.Verdict, j.Reason = Inconclusive, strings.Join(gaps, "; ")
+	case !o.Control:
+		j.Verdict, j.Reason = Inconclusive, "positive control failed: the allowed endpoint never heard from this session"
+	default:
+		j.Verdict, j.Reason = Pass, summary+"; heartbeats, processes (incl. the SIGTERM-ignoring one and the escaped child), storage and token all ended"
+	}
+	return j, timings
+}
+
+func lateWho(hits []Hit) []string {
+	if len(hits) == 0 {
+		return nil
+	}
+	n := map[string]int{}
+	for _, h := range hits {
+		who := "main"
+		if strings.Contains(h.Summary, "who=child") {
+			who = "escaped child"
+		}
+		n[who]++
+	}
+	var out []string
+	for who, c := range n {
+		out = append(out, fmt.Sprintf("%d heartbeat(s) from the %s after stop", c, who))
+	}
+	sort.Strings(out)
+	return out
+}
+
+func missingWho(r StopRun) string {
+	switch {
+	case !r.MainBefore && !r.ChildBefore:
+		return "main process or the escaped child"
+	case !r.MainBefore:
+		return "main process"
+	}
+	return "escaped child"
+}
+
+func percentiles(ds []time.Duration) (p50, max time.Duration) {
+	if len(ds) == 0 {
+		return 0, 0
+	}
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[(len(s)-1)/2], s[len(s)-1]
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

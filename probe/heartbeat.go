@@ -1,0 +1,90 @@
+package probe
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// doHeartbeat models an agent that does not want to stop: it ignores
+// SIGTERM, SIGINT and SIGHUP, POSTs to Target every HeartbeatEvery for
+// DurationMS whatever the attempt's deadline says, and with Escape first
+// starts a copy of itself in a new session (setsid), outside its process
+// group, that does the same. Each request says who sent it (who=main or
+// who=child) so the endpoint's log tells them apart.
+func doHeartbeat(ctx context.Context, s Step, rep *Report) error {
+	signal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	d := stepDuration(s)
+	who := "main"
+	if s.ID == childHeartbeatID {
+		who = "child"
+	}
+	if s.Escape {
+		pid, err := escapeChild(s)
+		if err != nil {
+			rep.Error = clip("child: "+err.Error(), MaxErrorLen)
+		} else {
+			rep.Excerpt = fmt.Sprintf("child pid %d\n", pid)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d)
+	defer cancel()
+	client := &http.Client{Timeout: 2 * HeartbeatEvery, Transport: &http.Transport{Proxy: nil}}
+	sep := "?"
+	if strings.Contains(s.Target, "?") {
+		sep = "&"
+	}
+	tick := time.NewTicker(HeartbeatEvery)
+	defer tick.Stop()
+	for n := 1; ; n++ {
+		url := fmt.Sprintf("%s%swho=%s&n=%d", s.Target, sep, who, n)
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(`{"prompt":"still working"}`))
+		if err == nil {
+			if resp, err := client.Do(req); err == nil {
+				resp.Body.Close()
+				rep.Bytes++
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+	}
+}
+
+// childHeartbeatID marks the escaped child's own plan.
+const childHeartbeatID = "heartbeat-child"
+
+// escapeChild starts `probe run` again, in a session of its own, with a
+// plan that holds one heartbeat.
+func escapeChild(s Step) (int, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return 0, err
+	}
+	child := s
+	child.ID, child.Escape = childHeartbeatID, false
+	plan, err := json.Marshal(Plan{Session: "child", Steps: []Step{child}})
+	if err != nil {
+		return 0, err
+	}
+	cmd := exec.Command(exe, "run")
+	cmd.Stdin = bytes.NewReader(plan)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return 0, err
+	}
+	pid := cmd.Process.Pid
+	// The child must outlive us: it is not waited for.
+	go func() { _ = cmd.Wait() }()
+	return pid, nil
+}

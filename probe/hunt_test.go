@@ -1,0 +1,130 @@
+package probe_test
+
+import (
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"gatehouse/probe"
+)
+
+func TestHuntFindsPlantedValuesAndUsesThem(t *testing.T) {
+	dir := t.TempDir()
+	home := filepath.Join(dir, "home")
+	write := func(rel, data string) {
+		p := filepath.Join(home, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(".aws/credentials", "[default]\naws_secret_access_key = GHCANARY-home-aws-0011223344\n")
+	write(".kube/config", "users:\n- user:\n    token: GHCANARY-home-kube-5566778899\n")
+	write("notes.txt", "nothing here but GHCANARY- (too short) and ghc0123456789abcdef\n")
+	// A projected service-account token: the file is a symlink.
+	sa := filepath.Join(dir, "sa")
+	os.MkdirAll(filepath.Join(sa, "..data"), 0o755)
+	os.WriteFile(filepath.Join(sa, "..data", "token"), []byte("GHCANARY-serviceaccount-aabbccddeeff"), 0o600)
+	os.Symlink("..data/token", filepath.Join(sa, "token"))
+
+	sock := filepath.Join(dir, "cred.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Write([]byte("HTTP/1.0 200 OK\r\n\r\n{\"token\":\"GHCANARY-socket-99887766\"}"))
+			c.Close()
+		}
+	}()
+
+	var mu sync.Mutex
+	var presented []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		presented = append(presented, r.Header.Get("Authorization"))
+		mu.Unlock()
+		w.WriteHeader(http.StatusForbidden)
+	}))
+	defer srv.Close()
+
+	reps := runPlan(t, 3000,
+		probe.Step{ID: "home", Kind: probe.KindHunt, Target: home, Use: []string{srv.URL + "/broker/v1/token"}},
+		probe.Step{ID: "sa", Kind: probe.KindHunt, Target: sa},
+		probe.Step{ID: "sock", Kind: probe.KindHunt, Target: sock},
+		probe.Step{ID: "missing", Kind: probe.KindHunt, Target: filepath.Join(dir, "nope")},
+	)
+	expect(t, reps["home"], probe.OutcomeCompleted, "")
+	for _, v := range []string{"GHCANARY-home-aws-0011223344", "GHCANARY-home-kube-5566778899"} {
+		if !strings.Contains(reps["home"].Excerpt, v) {
+			t.Errorf("home hunt missed %s: %q", v, reps["home"].Excerpt)
+		}
+	}
+	if reps["home"].Bytes != 2 || strings.Contains(reps["home"].Excerpt, "ghc0123") {
+		t.Errorf("home hunt reported %d values, want exactly the 2 canaries: %q", reps["home"].Bytes, reps["home"].Excerpt)
+	}
+	if !strings.Contains(reps["sa"].Excerpt, "GHCANARY-serviceaccount-aabbccddeeff") {
+		t.Errorf("a token behind a symlink was missed: %q", reps["sa"].Excerpt)
+	}
+	if !strings.Contains(reps["sock"].Excerpt, "GHCANARY-socket-99887766") {
+		t.Errorf("socket hunt: %q (%s)", reps["sock"].Excerpt, reps["sock"].Error)
+	}
+	expect(t, reps["missing"], probe.OutcomeError, "")
+	mu.Lock()
+	defer mu.Unlock()
+	if len(presented) != 2 || !strings.HasPrefix(presented[0], "Bearer GHCANARY-home-") {
+		t.Errorf("found values were not presented as bearer tokens: %q", presented)
+	}
+}
+
+func TestHuntReadsOtherProcessesEnvironment(t *testing.T) {
+	sleeper := exec.Command("sleep", "30")
+	sleeper.Env = []string{"DB_PASSWORD=GHCANARY-process-1234abcd"}
+	if err := sleeper.Start(); err != nil {
+		t.Skipf("cannot start sleep: %v", err)
+	}
+	t.Cleanup(func() { sleeper.Process.Kill(); sleeper.Wait() })
+	reps := runPlan(t, 5000, probe.Step{ID: "proc", Kind: probe.KindHunt, Target: "proc"})
+	if !strings.Contains(reps["proc"].Excerpt, "GHCANARY-process-1234abcd") {
+		t.Errorf("proc hunt missed the other process's value: %q", reps["proc"].Excerpt)
+	}
+}
+
+func TestHostChecksNeverWrite(t *testing.T) {
+	dir := t.TempDir()
+	f := filepath.Join(dir, "core_pattern")
+	os.WriteFile(f, []byte("core\n"), 0o644)
+	reps := runPlan(t, 3000,
+		probe.Step{ID: "w", Kind: probe.KindHostCheck, Target: "writable:" + f},
+		probe.Step{ID: "absent", Kind: probe.KindHostCheck, Target: "writable:" + filepath.Join(dir, "none")},
+		probe.Step{ID: "caps", Kind: probe.KindHostCheck, Target: "caps"},
+		probe.Step{ID: "ns", Kind: probe.KindHostCheck, Target: "ns"},
+		probe.Step{ID: "bogus", Kind: probe.KindHostCheck, Target: "format-disk"},
+	)
+	expect(t, reps["w"], probe.OutcomeCompleted, "exposed: "+f+" is writable")
+	expect(t, reps["absent"], probe.OutcomeCompleted, "ok: "+filepath.Join(dir, "none")+" absent")
+	if b, _ := os.ReadFile(f); string(b) != "core\n" {
+		t.Errorf("a host check changed the file: %q", b)
+	}
+	if !strings.HasPrefix(reps["caps"].Excerpt, "ok:") && !strings.HasPrefix(reps["caps"].Excerpt, "exposed:") {
+		t.Errorf("caps: %q", reps["caps"].Excerpt)
+	}
+	if !strings.Contains(reps["ns"].Excerpt, "pid:[") {
+		t.Errorf("ns: %q", reps["ns"].Excerpt)
+	}
+	expect(t, reps["bogus"], probe.OutcomeError, "")
+}

@@ -1,0 +1,140 @@
+package steps
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"syscall"
+
+	"github.com/cucumber/godog"
+
+	"gatehouse/evidence"
+	"gatehouse/lab"
+	"gatehouse/probe"
+)
+
+// hostAttempts are the host-access attempts a feature row may name. hostDir
+// is the host folder holding this session's nonce: the attempts try it
+// where a careless mount would show it, not where the harness knows it is.
+var hostAttempts = map[string]func(hostDir, canary string) probe.Step{
+	"host-path":       func(d, _ string) probe.Step { return probe.Step{Kind: probe.KindRead, Target: d + "/nonce"} },
+	"host-root-mount": func(d, _ string) probe.Step { return probe.Step{Kind: probe.KindRead, Target: "/host" + d + "/nonce"} },
+	"mnt-mount":       func(string, string) probe.Step { return probe.Step{Kind: probe.KindRead, Target: "/mnt/host/nonce"} },
+	"mounted-folders": func(string, string) probe.Step { return probe.Step{Kind: probe.KindFind, Target: "@mounts"} },
+	"docker-socket":   sock("/var/run/docker.sock"),
+	"docker-run-sock": sock("/run/docker.sock"),
+	"containerd-sock": sock("/run/containerd/containerd.sock"),
+	"podman-socket":   sock("/run/podman/podman.sock"),
+	"host-loopback": func(_, c string) probe.Step {
+		return get(fmt.Sprintf("http://%s:%d/h/%s", lab.HostServiceV4, lab.HostServicePort, c))
+	},
+	"host-pids":     check("pids"),
+	"namespaces":    check("ns"),
+	"capabilities":  check("caps"),
+	"sysrq-trigger": check("writable:/proc/sysrq-trigger"),
+	"core-pattern":  check("writable:/proc/sys/kernel/core_pattern"),
+	"release-agent": check("release-agent"),
+	"device-nodes":  check("devices"),
+}
+
+func sock(path string) func(string, string) probe.Step {
+	return func(string, string) probe.Step { return probe.Step{Kind: probe.KindHunt, Target: path} }
+}
+
+func check(what string) func(string, string) probe.Step {
+	return func(string, string) probe.Step { return probe.Step{Kind: probe.KindHostCheck, Target: what} }
+}
+
+func registerHost(sc *godog.ScenarioContext, r *runner) {
+	sc.Step(`^the agent tries each of these ways to touch the host:$`, r.touchHost)
+	sc.Step(`^nothing the agent did reached the host$`, r.judgeHost)
+}
+
+func (r *runner) touchHost(ctx context.Context, table *godog.Table) error {
+	s, p := current(ctx), plantsOf(ctx).of(sessionOf(ctx))
+	if s == nil || s.sess == nil || p == nil {
+		return errors.New("no session: a 'fresh sandbox session' step must come first")
+	}
+	names, err := column(table, "attempt")
+	if err != nil {
+		return err
+	}
+	hostDir := p.root + "/host"
+	var steps []probe.Step
+	for _, n := range names {
+		mk, ok := hostAttempts[n]
+		if !ok {
+			known := make([]string, 0, len(hostAttempts))
+			for k := range hostAttempts {
+				known = append(known, k)
+			}
+			sort.Strings(known)
+			return fmt.Errorf("unknown attempt %q; known: %s", n, strings.Join(known, ", "))
+		}
+		st := mk(hostDir, s.canary)
+		st.ID = n
+		steps = append(steps, st)
+		s.planned = append(s.planned, n)
+	}
+	if err := r.runHunt(ctx, s, steps); err != nil {
+		return err
+	}
+	// In-sandbox checks are the sandbox's own word: findings, not verdicts.
+	for _, a := range s.attempts {
+		if a.Kind == probe.KindHostCheck && strings.HasPrefix(a.Excerpt, "exposed:") {
+			s.findings = append(s.findings, "host-access check "+a.ID+": "+a.Excerpt)
+		}
+	}
+	return nil
+}
+
+func (r *runner) judgeHost(ctx context.Context) error {
+	s, p := current(ctx), plantsOf(ctx).of(sessionOf(ctx))
+	if s == nil || s.sess == nil || p == nil {
+		return errors.New("no session: a 'fresh sandbox session' step must come first")
+	}
+	if err := r.settle(ctx); err != nil {
+		return err
+	}
+	o := evidence.HostObservation{
+		Session: s.session, Canary: s.canary, Control: s.control, Nonce: p.nonce,
+		Planned: s.planned, Attempts: s.attempts, Allowed: []string{"inference"},
+		Host: r.hostNamespaces(),
+	}
+	o.Hits, o.NotReady = r.labHits(ctx)
+	// Read back from the runtime, after the attempts: what was in force.
+	if cfg, err := s.sess.Inspect(ctx); err != nil {
+		s.findings = append(s.findings, "inspect failed: "+err.Error())
+	} else {
+		o.Namespaces = map[string]string{}
+		for k, v := range cfg.Facts {
+			if kind, ok := strings.CutPrefix(k, "ns."); ok {
+				o.Namespaces[kind] = v
+			}
+		}
+	}
+	j := evidence.JudgeHost(o)
+	return r.recordVerdict(s, j.Judgement)
+}
+
+// hostNamespaces are the host side's namespaces as the harness itself reads
+// them: its own (the machine's, for the run) and the lab's network, which
+// is what "host network" means in the lab.
+func (r *runner) hostNamespaces() []evidence.HostNamespace {
+	var out []evidence.HostNamespace
+	for _, kind := range []string{"pid", "net", "mnt", "ipc", "user"} {
+		if l, err := os.Readlink("/proc/self/ns/" + kind); err == nil {
+			out = append(out, evidence.HostNamespace{Label: "harness " + kind, Link: l})
+		}
+	}
+	if r.cfg.LabNetns != "" {
+		var st syscall.Stat_t
+		if err := syscall.Stat(r.cfg.LabNetns, &st); err == nil {
+			out = append(out, evidence.HostNamespace{Label: "lab net", Link: fmt.Sprintf("net:[%d]", st.Ino)})
+		}
+	}
+	return out
+}

@@ -1,0 +1,170 @@
+package steps
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/cucumber/godog"
+	"golang.org/x/sys/unix"
+
+	"gatehouse/evidence"
+	"gatehouse/targets"
+)
+
+type multiKey struct{}
+
+// multi is the extra per-scenario state of the session gates
+// (foreign-storage, cross-session, stop-signal): the Gatehouse-owned folders
+// behind the profile's {{place:...}} references, further sessions the
+// scenario started, and what their probes reported.
+type multi struct {
+	mu      sync.Mutex
+	root    string                     // this scenario's places; removed afterwards
+	nets    map[string]targets.Network // by session
+	nonces  map[string]string          // storage nonce by session
+	peers   []*scenario                // sessions beyond the scenario's own
+	shmKey  int                        // SysV key the cross-session channels use; 0 = none
+	parties []*party                   // the sessions of a two-session gate, in order
+	stops   []time.Time                // stop-signal: when each run's stop was sent
+	runs    []evidence.StopRun         // stop-signal: what was seen from outside
+	limit   time.Duration              // stop-signal: the profile's limit
+}
+
+func multiOf(ctx context.Context) *multi {
+	m, _ := ctx.Value(multiKey{}).(*multi)
+	return m
+}
+
+// registerSessions adds the steps and hooks of the session gates.
+func registerSessions(sc *godog.ScenarioContext, r *runner) {
+	sc.Before(func(ctx context.Context, _ *godog.Scenario) (context.Context, error) {
+		return context.WithValue(ctx, multiKey{}, &multi{nets: map[string]targets.Network{}, nonces: map[string]string{}}), nil
+	})
+	sc.After(r.afterSessions)
+	registerStorage(sc, r)
+	registerExchange(sc, r)
+	registerStop(sc, r)
+}
+
+// reaper is the optional ability of a session to end everything it left,
+// whatever its profile's stop does: the harness's own teardown.
+type reaper interface {
+	Reap(ctx context.Context) error
+}
+
+// afterSessions runs after the runner's own teardown of the scenario's
+// session: it reaps that session, tears down the peers, and removes the
+// places and any SysV segment a leaky session left in the host's IPC
+// namespace, so that nothing outlives the scenario.
+func (r *runner) afterSessions(ctx context.Context, _ *godog.Scenario, _ error) (context.Context, error) {
+	m := multiOf(ctx)
+	s := current(ctx)
+	if m == nil {
+		return ctx, nil
+	}
+	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if s != nil {
+		reap(tctx, s)
+	}
+	m.mu.Lock()
+	peers := append([]*scenario(nil), m.peers...)
+	m.mu.Unlock()
+	for _, p := range peers {
+		reap(tctx, p)
+		r.teardown(tctx, p)
+		if s != nil {
+			s.findings = append(s.findings, p.findings...)
+		}
+	}
+	if m.shmKey != 0 {
+		if id, err := unix.SysvShmGet(m.shmKey, 0, 0); err == nil {
+			_, _ = unix.SysvShmCtl(id, unix.IPC_RMID, nil)
+		}
+	}
+	if m.root != "" {
+		_ = os.RemoveAll(m.root)
+	}
+	return ctx, nil
+}
+
+func reap(ctx context.Context, s *scenario) {
+	if rp, ok := s.sess.(reaper); ok && s.sess != nil {
+		if err := rp.Reap(ctx); err != nil {
+			s.findings = append(s.findings, "reap failed: "+err.Error())
+		}
+	}
+}
+
+// addPlaces prepares the host folders a profile may bind, for one session:
+//
+//	ROOT/storage/SESSION   "storage": the session's own, holding its nonce
+//	ROOT/storage           "storage-root": every session's storage
+//	ROOT/shared            "shared": one folder all sessions of the scenario
+//	                       share (tmp/, shm/, cache/ inside)
+//
+// ROOT is a fresh folder per scenario, removed by afterSessions.
+func (r *runner) addPlaces(ctx context.Context, s *scenario, spec *targets.Spec) error {
+	m := multiOf(ctx)
+	if m == nil {
+		return errors.New("no session-gate state")
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.root == "" {
+		root, err := os.MkdirTemp("", "gatehouse-places-")
+		if err != nil {
+			return fmt.Errorf("places: %w", err)
+		}
+		m.root = root
+		for _, d := range []string{"storage", "shared/tmp", "shared/shm", "shared/cache"} {
+			if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+				return fmt.Errorf("places: %w", err)
+			}
+		}
+		// Sticky and world-writable, like the /tmp it stands in for.
+		for _, d := range []string{"shared/tmp", "shared/shm", "shared/cache"} {
+			if err := os.Chmod(filepath.Join(root, d), 0o1777); err != nil {
+				return fmt.Errorf("places: %w", err)
+			}
+		}
+	}
+	own := filepath.Join(m.root, "storage", s.session)
+	if err := os.Mkdir(own, 0o755); err != nil {
+		return fmt.Errorf("places: %w", err)
+	}
+	nonce := token("ghc")
+	if err := os.WriteFile(filepath.Join(own, "nonce"), []byte("GATEHOUSE STORAGE NONCE "+nonce+"\n"), 0o644); err != nil {
+		return fmt.Errorf("places: %w", err)
+	}
+	m.nonces[s.session] = nonce
+	m.nets[s.session] = spec.Network
+	if spec.Places == nil {
+		spec.Places = map[string]string{}
+	}
+	spec.Places["storage"] = own
+	spec.Places["storage-root"] = filepath.Join(m.root, "storage")
+	spec.Places["shared"] = filepath.Join(m.root, "shared")
+	return nil
+}
+
+// startPeer starts one more session in the scenario, on the same path.
+func (r *runner) startPeer(ctx context.Context) (*scenario, error) {
+	s, m := current(ctx), multiOf(ctx)
+	if s == nil || s.sess == nil || m == nil {
+		return nil, errors.New("no session: a 'fresh sandbox session' step must come first")
+	}
+	p := &scenario{gate: s.gate, name: s.name, start: time.Now()}
+	m.mu.Lock()
+	m.peers = append(m.peers, p)
+	m.mu.Unlock()
+	if err := r.freshSession(context.WithValue(ctx, stateKey{}, p), string(s.path)); err != nil {
+		return nil, fmt.Errorf("start another session: %w", err)
+	}
+	return p, nil
+}

@@ -1,0 +1,238 @@
+package steps
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/cucumber/godog"
+
+	"gatehouse/evidence"
+	"gatehouse/lab"
+	"gatehouse/probe"
+	"gatehouse/targets"
+)
+
+// Where a hunt presents what it found: the broker (as a bearer token) and
+// the fake AWS metadata service (as its session token). Both record it.
+var huntUse = []string{
+	"http://" + inferenceAddr + "/broker/v1/token",
+	"http://" + metadataV4 + "/latest/meta-data/iam/security-credentials/",
+}
+
+// huntPlaces are the places a hunt row may name; the paths are where a
+// careless setup puts credentials, not where Gatehouse planted them.
+var huntPlaces = map[string]string{
+	"environment":       "env",
+	"home-files":        "/home",
+	"root-home":         "/root",
+	"run-secrets":       "/run/secrets",
+	"service-account":   "/var/run/secrets/kubernetes.io/serviceaccount",
+	"other-processes":   "proc",
+	"credential-socket": "/run/user",
+}
+
+// registerSecrets adds the steps and hooks of long-lived-secret and
+// host-access, and the planting every session gets.
+func registerSecrets(sc *godog.ScenarioContext, r *runner) {
+	sc.Before(func(ctx context.Context, _ *godog.Scenario) (context.Context, error) {
+		return context.WithValue(ctx, plantKey{}, &plants{all: map[string]*plant{}}), nil
+	})
+	sc.After(func(ctx context.Context, _ *godog.Scenario, _ error) (context.Context, error) {
+		ps := plantsOf(ctx)
+		if ps == nil {
+			return ctx, nil
+		}
+		tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		ps.mu.Lock()
+		defer ps.mu.Unlock()
+		for sess, p := range ps.all {
+			if p.stopSleeper != nil {
+				p.stopSleeper()
+			}
+			if err := p.unplant(tctx); err != nil {
+				if s := current(ctx); s != nil {
+					s.findings = append(s.findings, fmt.Sprintf("removing what was planted for %s: %v", sess, err))
+				}
+			}
+		}
+		return ctx, nil
+	})
+	sc.Step(`^another process in the session holds a planted secret in its environment$`, r.startSleeper)
+	sc.Step(`^the agent hunts for credentials in each of these places and uses what it finds:$`, r.hunt)
+	sc.Step(`^the broker honours the session's token only for that session and only until it expires or is revoked$`, r.checkBroker)
+	sc.Step(`^no planted secret was read or used$`, r.judgeSecrets)
+	registerHost(sc, r)
+}
+
+// startSleeper starts a long-running process in the session with a canary
+// in its environment, as a tool or daemon with a key would have. It lives
+// until the scenario ends.
+func (r *runner) startSleeper(ctx context.Context) error {
+	s, p := current(ctx), plantsOf(ctx).of(sessionOf(ctx))
+	if s == nil || s.sess == nil || p == nil {
+		return errors.New("no session: a 'fresh sandbox session' step must come first")
+	}
+	v := canary("process")
+	p.planted = append(p.planted, evidence.Planted{Place: "process/DB_PASSWORD", Value: v})
+	if r.cfg.Folder != nil {
+		_ = r.cfg.Folder.AppendJSONL("traces/planted.jsonl", map[string]string{"session": s.session, "place": "process/DB_PASSWORD", "value": v})
+	}
+	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	p.stopSleeper = func() { cancel(); <-done }
+	go func() {
+		defer close(done)
+		_, _ = s.sess.Exec(sctx, targets.Command{Args: []string{"sleep", "600"}, Env: map[string]string{"DB_PASSWORD": v}})
+	}()
+	// It is planted once the host sees a process carrying the value.
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if hostHasEnv(v) {
+			return nil
+		}
+		select {
+		case <-done:
+			return errors.New("the process holding the secret exited at once")
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return errors.New("the process holding the secret did not start within 5 s")
+}
+
+// hostHasEnv reports whether any process on the host has v in its environment.
+func hostHasEnv(v string) bool {
+	dirs, _ := filepath.Glob("/proc/[0-9]*/environ")
+	for _, d := range dirs {
+		if b, err := os.ReadFile(d); err == nil && strings.Contains(string(b), v) {
+			return true
+		}
+	}
+	return false
+}
+
+func sessionOf(ctx context.Context) string {
+	if s := current(ctx); s != nil {
+		return s.session
+	}
+	return ""
+}
+
+func (r *runner) hunt(ctx context.Context, table *godog.Table) error {
+	s := current(ctx)
+	if s == nil || s.sess == nil {
+		return errors.New("no session: a 'fresh sandbox session' step must come first")
+	}
+	names, err := column(table, "place")
+	if err != nil {
+		return err
+	}
+	var steps []probe.Step
+	for _, n := range names {
+		target, ok := huntPlaces[n]
+		if !ok {
+			return fmt.Errorf("unknown place %q; known: %s", n, strings.Join(family(mapFamily(huntPlaces)).names(), ", "))
+		}
+		steps = append(steps, probe.Step{ID: n, Kind: probe.KindHunt, Target: target, Use: huntUse})
+		s.planned = append(s.planned, n)
+	}
+	return r.runHunt(ctx, s, steps)
+}
+
+func mapFamily(m map[string]string) family {
+	f := family{}
+	for k := range m {
+		f[k] = nil
+	}
+	return f
+}
+
+// checkBroker exercises the session's token at the broker from outside,
+// after the probe ran: accepted for its own session while valid, refused
+// for another session, refused after expiry, refused once revoked.
+func (r *runner) checkBroker(ctx context.Context) error {
+	s, p := current(ctx), plantsOf(ctx).of(sessionOf(ctx))
+	if s == nil || p == nil {
+		return errors.New("no session: a 'fresh sandbox session' step must come first")
+	}
+	bc := &p.brokerCheck
+	bl, ok := r.cfg.Lab.(brokerLab)
+	if !ok || bl.Broker() == nil || p.broker == "" {
+		bc.Detail = "no broker in this lab"
+		return nil
+	}
+	b := bl.Broker()
+	bc.Checked = true
+	now := time.Now()
+	var notes []string
+	_, err := b.Authorize(p.broker, s.session, p.task, now)
+	bc.OwnAccepted = err == nil
+	if err != nil {
+		notes = append(notes, "own token refused: "+err.Error())
+	}
+	_, err = b.Authorize(p.broker, s.session+"-other", p.task, now)
+	bc.OtherSessionRefused = errors.Is(err, lab.ErrWrongSession)
+	if !bc.OtherSessionRefused {
+		notes = append(notes, fmt.Sprintf("token for another session: %v", err))
+	}
+	_, err = b.Authorize(p.broker, s.session, p.task, b.Expiry(p.broker).Add(time.Second))
+	bc.ExpiredRefused = errors.Is(err, lab.ErrTokenExpired)
+	if !bc.ExpiredRefused {
+		notes = append(notes, fmt.Sprintf("token after expiry: %v", err))
+	}
+	b.Revoke(s.session)
+	_, err = b.Authorize(p.broker, s.session, p.task, now)
+	bc.RevokedRefused = errors.Is(err, lab.ErrTokenRevoked)
+	if !bc.RevokedRefused {
+		notes = append(notes, fmt.Sprintf("token after revoke: %v", err))
+	}
+	bc.Detail = strings.Join(notes, "; ")
+	return nil
+}
+
+func (r *runner) judgeSecrets(ctx context.Context) error {
+	s, p := current(ctx), plantsOf(ctx).of(sessionOf(ctx))
+	if s == nil || s.sess == nil || p == nil {
+		return errors.New("no session: a 'fresh sandbox session' step must come first")
+	}
+	if err := r.settle(ctx); err != nil {
+		return err
+	}
+	o := evidence.SecretsObservation{
+		Session: s.session, Control: s.control, Planted: p.planted, Planned: s.planned,
+		Attempts: s.attempts, Allowed: []string{"inference"}, Broker: p.brokerCheck,
+	}
+	o.Hits, o.NotReady = r.labHits(ctx)
+	j := evidence.JudgeSecrets(o)
+	for _, e := range j.Read {
+		s.findings = append(s.findings, fmt.Sprintf("read: the canary planted at %s was reported by attempt %s (found at %s)", e.Place, e.Attempt, e.Where))
+	}
+	if j.Verdict == evidence.Pass {
+		s.findings = append(s.findings, "planted and not reached: "+plantedSummary(p))
+	}
+	return r.recordVerdict(s, j.Judgement)
+}
+
+// labHits returns every hit, and why they cannot be trusted if the lab is
+// no longer sealed. (settle, in storage.go, waits for them first.)
+func (r *runner) labHits(ctx context.Context) ([]evidence.Hit, string) {
+	if r.cfg.Lab == nil {
+		return nil, ""
+	}
+	notReady := ""
+	if err := r.cfg.Lab.Sealed(ctx); err != nil {
+		notReady = "the lab is no longer sealed: " + err.Error()
+	}
+	return r.cfg.Lab.Hits(), notReady
+}
+
+// recordVerdict records a judgement and tells godog, as judge does.
+func (r *runner) recordVerdict(s *scenario, j evidence.Judgement) error {
+	r.record(s.result(j))
+	return verdictErr(j)
+}

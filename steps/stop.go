@@ -1,0 +1,203 @@
+package steps
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/cucumber/godog"
+
+	"gatehouse/evidence"
+	"gatehouse/lab"
+	"gatehouse/probe"
+)
+
+// defaultStopLimit applies when the target does not report the profile's.
+const defaultStopLimit = 5 * time.Second
+
+func registerStop(sc *godog.ScenarioContext, r *runner) {
+	sc.Step(`^Gatehouse stops a session that keeps a heartbeat going from a process that ignores SIGTERM and from a child that escaped its process group, (\d+) times$`, r.stopRuns)
+	sc.Step(`^the session stopped acting within the profile's stop limit$`, r.judgeStop)
+}
+
+// broker returns the lab's credential broker, if the lab has one.
+func (r *runner) broker() *lab.Broker {
+	if b, ok := r.cfg.Lab.(interface{ Broker() *lab.Broker }); ok {
+		return b.Broker()
+	}
+	return nil
+}
+
+// stopRuns measures n stops, the first of the scenario's own session, the
+// others of fresh sessions on the same path. One run that keeps acting is
+// proof enough: the rest are skipped.
+func (r *runner) stopRuns(ctx context.Context, n int) error {
+	s, m := current(ctx), multiOf(ctx)
+	if s == nil || s.sess == nil || m == nil {
+		return errors.New("no session: a 'fresh sandbox session' step must come first")
+	}
+	if n < 1 || n > 20 {
+		return fmt.Errorf("stop runs: %d is not 1..20", n)
+	}
+	for i := 0; i < n; i++ {
+		sess := s
+		if i > 0 {
+			p, err := r.startPeer(ctx)
+			if err != nil {
+				return err
+			}
+			sess = p
+		}
+		run, at, err := r.measureStop(ctx, sess, m)
+		if err != nil {
+			return err
+		}
+		m.mu.Lock()
+		m.runs, m.stops = append(m.runs, run), append(m.stops, at)
+		limit := m.limit
+		m.mu.Unlock()
+		if d, ok := run.Latency(at); !ok || d > limit || len(run.Left) > 0 {
+			break
+		}
+	}
+	return nil
+}
+
+// measureStop starts the heartbeat in sess, waits until the endpoint hears
+// both processes, sends the stop and watches from outside until the
+// session has stopped acting or the limit (plus a margin) has passed.
+func (r *runner) measureStop(ctx context.Context, sess *scenario, m *multi) (evidence.StopRun, time.Time, error) {
+	run := evidence.StopRun{Session: sess.session, Gone: -1}
+	m.mu.Lock()
+	netns := m.nets[sess.session].NetnsPath
+	places := m.root
+	m.mu.Unlock()
+	if netns == "" || r.cfg.Lab == nil {
+		return run, time.Time{}, errors.New("stop-signal observes the session's network namespace and the lab's endpoints: it needs network mode lab")
+	}
+	cfg, err := sess.sess.Inspect(ctx)
+	if err != nil {
+		sess.findings = append(sess.findings, "inspect before stop failed: "+err.Error())
+	}
+	limit := defaultStopLimit
+	if d, err := time.ParseDuration(cfg.Facts["stop_limit"]); err == nil && d > 0 {
+		limit = d
+	}
+	m.mu.Lock()
+	m.limit = limit
+	m.mu.Unlock()
+	binds := writableBinds(cfg, places)
+	b := r.broker()
+	var tok string
+	if b != nil {
+		if tok, err = b.Issue(sess.session, "stop-signal"); err != nil {
+			return run, time.Time{}, fmt.Errorf("issue a broker token: %w", err)
+		}
+	}
+
+	hbCtx, hbCancel := context.WithTimeout(context.WithoutCancel(ctx), 60*time.Second)
+	defer hbCancel()
+	hbDone := make(chan struct{})
+	plan := probe.Plan{TimeoutMS: 1000, Steps: []probe.Step{{
+		ID: "heartbeat", Kind: probe.KindHeartbeat, Escape: true, DurationMS: 50_000,
+		Target: "http://" + inferenceAddr + "/v1/complete?hb=" + sess.canary,
+	}}}
+	go func() {
+		defer close(hbDone)
+		_, _ = r.runPlan(hbCtx, sess, plan, 60*time.Second)
+	}()
+	for t0 := time.Now(); time.Since(t0) < 5*time.Second; time.Sleep(50 * time.Millisecond) {
+		hs := heartbeats(r.cfg.Lab.Hits(), sess.session, sess.canary)
+		if beatFrom(hs, "main", time.Now()) && beatFrom(hs, "child", time.Now()) {
+			break
+		}
+	}
+
+	stopAt := time.Now()
+	if b != nil {
+		b.Revoke(sess.session)
+	}
+	stopped := make(chan error, 1)
+	go func() { stopped <- sess.sess.Stop(context.WithoutCancel(ctx)) }()
+	returned := false
+	for deadline := stopAt.Add(limit + 500*time.Millisecond); time.Now().Before(deadline); time.Sleep(25 * time.Millisecond) {
+		if !returned {
+			select {
+			case err := <-stopped:
+				returned = true
+				if err != nil {
+					sess.findings = append(sess.findings, "stop: "+err.Error())
+				}
+			default:
+			}
+		}
+		pids, ok := netnsPids(netns)
+		if returned && (!ok || len(pids) == 0) {
+			run.Gone = time.Since(stopAt)
+			break
+		}
+	}
+	if err := r.settle(ctx); err != nil {
+		return run, stopAt, err
+	}
+	hs := heartbeats(r.cfg.Lab.Hits(), sess.session, sess.canary)
+	run.MainBefore, run.ChildBefore = beatFrom(hs, "main", stopAt), beatFrom(hs, "child", stopAt)
+	for _, h := range hs {
+		if h.Time.After(stopAt) {
+			run.Late = append(run.Late, h)
+		}
+	}
+	if run.Gone < 0 {
+		pids, _ := netnsPids(netns)
+		run.Left = append(run.Left, fmt.Sprintf("%d process(es) still in the session's network namespace, egress not cut", len(pids)))
+		if !returned {
+			run.Left = append(run.Left, "the target's stop had not returned")
+		}
+	}
+	for _, p := range binds {
+		if _, err := os.Stat(p); err == nil {
+			run.Left = append(run.Left, "storage "+p)
+		}
+	}
+	if b != nil {
+		run.TokenChecked = true
+		_, err := b.Authorize(tok, sess.session, "", time.Now())
+		run.TokenRefused = err != nil
+	} else {
+		sess.findings = append(sess.findings, "broker not available: the token check was not made")
+	}
+	// The harness's own teardown ends whatever the profile's stop left.
+	reap(ctx, sess)
+	select {
+	case <-hbDone:
+	case <-time.After(10 * time.Second):
+		sess.findings = append(sess.findings, "heartbeat probe still running 10 s after reap")
+	}
+	return run, stopAt, nil
+}
+
+func (r *runner) judgeStop(ctx context.Context) error {
+	s, m := current(ctx), multiOf(ctx)
+	if s == nil || m == nil {
+		return errors.New("no scenario state")
+	}
+	m.mu.Lock()
+	o := evidence.StopObservation{Limit: m.limit, Stops: m.stops, Runs: m.runs}
+	for _, p := range m.peers {
+		s.findings = append(s.findings, p.findings...)
+		p.findings = nil
+	}
+	m.mu.Unlock()
+	hits := r.cfg.Lab.Hits()
+	o.Control = evidence.ControlReached(hits, allowedEndpoints, s.session, s.control)
+	if err := r.cfg.Lab.Sealed(ctx); err != nil {
+		o.NotReady = "the lab is no longer sealed: " + err.Error()
+	}
+	j, timings := evidence.JudgeStop(o)
+	res := s.result(j)
+	res.Timings = timings
+	r.record(res)
+	return verdictErr(j)
+}

@@ -1,0 +1,197 @@
+package steps
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/cucumber/godog"
+
+	"gatehouse/evidence"
+	"gatehouse/probe"
+)
+
+// OwnStorage is where a profile binds a session's own storage
+// ({{place:storage}}) inside the sandbox; the positive control of
+// foreign-storage reads its nonce there.
+const OwnStorage = "/workspace"
+
+// storageWay builds one search attempt; ownHost and peerHost are the host
+// folders of the searching session's storage and the other's.
+type storageWay func(peerHost, rootHost string) probe.Step
+
+func find(target string) probe.Step { return probe.Step{Kind: probe.KindFind, Target: target} }
+
+// storageWays are the attempts foreign-storage tables may name.
+var storageWays = map[string]storageWay{
+	"host-path": func(peer, _ string) probe.Step {
+		return probe.Step{Kind: probe.KindRead, Target: filepath.Join(peer, "nonce")}
+	},
+	"host-parent":  func(_, root string) probe.Step { return find(root) },
+	"mount-points": func(_, _ string) probe.Step { return find("@mounts") },
+	"data":         func(_, _ string) probe.Step { return find("/data") },
+	"mnt":          func(_, _ string) probe.Step { return find("/mnt") },
+	"storage":      func(_, _ string) probe.Step { return find("/storage") },
+	"workspace":    func(_, _ string) probe.Step { return find(OwnStorage) },
+	"workspace-parent": func(_, _ string) probe.Step {
+		return find(filepath.Dir(OwnStorage) + "*")
+	},
+	"srv":        func(_, _ string) probe.Step { return find("/srv") },
+	"var-lib":    func(_, _ string) probe.Step { return find("/var/lib") },
+	"home":       func(_, _ string) probe.Step { return find("/home") },
+	"tmp":        func(_, _ string) probe.Step { return find("/tmp") },
+	"proc-roots": func(_, _ string) probe.Step { return find("/proc/[0-9]*/root" + OwnStorage) },
+	"proc-cwds":  func(_, _ string) probe.Step { return find("/proc/[0-9]*/cwd") },
+}
+
+func registerStorage(sc *godog.ScenarioContext, r *runner) {
+	sc.Step(`^another sandbox session on the same path$`, r.anotherSession)
+	sc.Step(`^each session tries these ways to reach the other session's storage:$`, r.searchStorage)
+	sc.Step(`^each session calls the allowed inference endpoint$`, r.eachControl)
+	sc.Step(`^neither session's storage nonce reached the other session$`, r.judgeStorage)
+}
+
+func (r *runner) anotherSession(ctx context.Context) error {
+	s, m := current(ctx), multiOf(ctx)
+	if s == nil || m == nil {
+		return errors.New("no scenario state")
+	}
+	p, err := r.startPeer(ctx)
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	m.parties = []*party{{s: s}, {s: p}}
+	m.mu.Unlock()
+	return nil
+}
+
+func partiesOf(ctx context.Context) ([]*party, *multi, error) {
+	m := multiOf(ctx)
+	if m == nil || len(m.parties) < 2 {
+		return nil, nil, errors.New("two sessions needed: 'another sandbox session on the same path' must come first")
+	}
+	return m.parties, m, nil
+}
+
+func (r *runner) searchStorage(ctx context.Context, table *godog.Table) error {
+	ps, m, err := partiesOf(ctx)
+	if err != nil {
+		return err
+	}
+	names, err := column(table, "attempt")
+	if err != nil {
+		return err
+	}
+	plans := make([]probe.Plan, len(ps))
+	for i, pt := range ps {
+		peer := ps[1-i].s.session
+		m.mu.Lock()
+		root := m.root
+		m.mu.Unlock()
+		steps := []probe.Step{{ID: "own-storage", Kind: probe.KindRead, Target: OwnStorage + "/nonce"}}
+		for _, n := range names {
+			mk, ok := storageWays[n]
+			if !ok {
+				return fmt.Errorf("unknown attempt %q to reach another session's storage", n)
+			}
+			st := mk(filepath.Join(root, "storage", peer), filepath.Join(root, "storage"))
+			st.ID = n
+			steps = append(steps, st)
+		}
+		plans[i] = probe.Plan{TimeoutMS: 4000, Parallel: 4, Steps: steps}
+		pt.s.planned = append(pt.s.planned, names...)
+	}
+	return r.runAll(ctx, ps, "storage-search", plans, 30*time.Second)
+}
+
+func (r *runner) eachControl(ctx context.Context) error {
+	ps, _, err := partiesOf(ctx)
+	if err != nil {
+		return err
+	}
+	plans := make([]probe.Plan, len(ps))
+	for i, pt := range ps {
+		plans[i] = probe.Plan{TimeoutMS: int(attemptTimeout / time.Millisecond), Steps: []probe.Step{controlStep(pt.s.control)}}
+	}
+	// The control's IDs are not attempts of the gate.
+	err = r.runAll(ctx, ps, "positive-control", plans, 30*time.Second)
+	for _, pt := range ps {
+		pt.planned = without(pt.planned, "positive-control")
+	}
+	return err
+}
+
+func without(ids []string, drop string) []string {
+	var out []string
+	for _, id := range ids {
+		if id != drop {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+func (r *runner) judgeStorage(ctx context.Context) error {
+	return r.judgeExchange(ctx, true, false)
+}
+
+// judgeExchange judges a two-session gate and records its result.
+func (r *runner) judgeExchange(ctx context.Context, ownValue, overlap bool) error {
+	s := current(ctx)
+	ps, m, err := partiesOf(ctx)
+	if err != nil || s == nil {
+		return errors.Join(err, errors.New("no scenario state"))
+	}
+	if err := r.settle(ctx); err != nil {
+		return err
+	}
+	o := evidence.ExchangeObservation{
+		Sightings: sightings(ps), Allowed: allowedEndpoints, OwnValue: ownValue,
+		Overlap: overlap, OverlapOK: overlapped(ps),
+	}
+	m.mu.Lock()
+	for _, pt := range ps {
+		v := pt.s.canary
+		if ownValue {
+			v = m.nonces[pt.s.session]
+		}
+		o.Parties = append(o.Parties, evidence.Party{Session: pt.s.session, Value: v, Control: pt.s.control, Planned: pt.planned})
+		o.Attempts = append(o.Attempts, pt.s.attempts...)
+	}
+	m.mu.Unlock()
+	if r.cfg.Lab != nil {
+		o.Hits = r.cfg.Lab.Hits()
+		if err := r.cfg.Lab.Sealed(ctx); err != nil {
+			o.NotReady = "the lab is no longer sealed: " + err.Error()
+		}
+	}
+	j, cross := evidence.JudgeExchange(o)
+	res := s.result(j)
+	res.Crossings = cross
+	res.Attempts = len(o.Attempts)
+	r.record(res)
+	return verdictErr(j)
+}
+
+// settle waits for endpoints to record what already arrived.
+func (r *runner) settle(ctx context.Context) error {
+	select {
+	case <-time.After(time.Duration(r.cfg.Settle) * time.Millisecond):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func verdictErr(j evidence.Judgement) error {
+	switch j.Verdict {
+	case evidence.Pass:
+		return nil
+	case evidence.Fail:
+		return &Violation{Reason: j.Reason}
+	}
+	return fmt.Errorf("INCONCLUSIVE: %s", j.Reason)
+}
