@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,7 +20,11 @@ type Folder struct {
 	id    string
 	dir   string
 	files map[string]*os.File
+	err   error // the first failed append: the run cannot be complete
+	shut  bool  // files closed: later appends are refused, never reopened
 }
+
+var errShut = errors.New("evidence: run folder already closed")
 
 // PartialSuffix marks a run folder that was not finished.
 const PartialSuffix = ".partial"
@@ -85,6 +90,9 @@ func (f *Folder) AppendJSONL(rel string, v any) error {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.shut {
+		return errShut
+	}
 	fh := f.files[rel]
 	if fh == nil {
 		p, err := f.path(rel)
@@ -97,8 +105,54 @@ func (f *Folder) AppendJSONL(rel string, v any) error {
 		}
 		f.files[rel] = fh
 	}
-	_, err = fh.Write(append(b, '\n'))
+	if _, err = fh.Write(append(b, '\n')); err != nil && f.err == nil {
+		f.err = fmt.Errorf("evidence: append to %s: %w", rel, err)
+	}
 	return err
+}
+
+// Err is the first append that failed, if any. A folder with a failed
+// append is missing records and must not be finished as complete.
+func (f *Folder) Err() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.err
+}
+
+// Writer is an io.Writer that appends whole JSON lines to rel (the lab's
+// hit log writes through it as hits arrive).
+func (f *Folder) Writer(rel string) io.Writer { return lineWriter{f: f, rel: rel} }
+
+type lineWriter struct {
+	f   *Folder
+	rel string
+}
+
+func (w lineWriter) Write(p []byte) (int, error) {
+	w.f.mu.Lock()
+	defer w.f.mu.Unlock()
+	if w.f.shut {
+		return 0, errShut
+	}
+	fh := w.f.files[w.rel]
+	if fh == nil {
+		path, err := w.f.path(w.rel)
+		if err == nil {
+			fh, err = os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		}
+		if err != nil {
+			if w.f.err == nil {
+				w.f.err = err
+			}
+			return 0, err
+		}
+		w.f.files[w.rel] = fh
+	}
+	n, err := fh.Write(p)
+	if err != nil && w.f.err == nil {
+		w.f.err = fmt.Errorf("evidence: append to %s: %w", w.rel, err)
+	}
+	return n, err
 }
 
 // Touch makes sure rel exists (an empty trace is evidence too).
@@ -114,6 +168,10 @@ func (f *Folder) Touch(rel string) error {
 	return fh.Close()
 }
 
+// Close closes every open trace file; later appends are refused. Call it
+// before sealing, so nothing can change a file after it was hashed.
+func (f *Folder) Close() error { return f.closeFiles() }
+
 func (f *Folder) closeFiles() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -122,6 +180,7 @@ func (f *Folder) closeFiles() error {
 		errs = append(errs, fh.Sync(), fh.Close())
 	}
 	f.files = map[string]*os.File{}
+	f.shut = true
 	return errors.Join(errs...)
 }
 

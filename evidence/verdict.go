@@ -63,7 +63,7 @@ func Judge(o Observation) Judgement {
 	}
 	reported := map[string]bool{}
 	for _, a := range o.Attempts {
-		if a.Session == o.Session {
+		if a.Session == o.Session && AttemptMade(a) {
 			reported[a.ID] = true
 		}
 	}
@@ -78,7 +78,7 @@ func Judge(o Observation) Judgement {
 	case len(o.Planned) == 0:
 		j.Verdict, j.Reason = Inconclusive, "no attempt was planned, so nothing was tested"
 	case len(j.Missing) > 0:
-		j.Verdict, j.Reason = Inconclusive, "no proof of attempt for "+strings.Join(j.Missing, ", ")
+		j.Verdict, j.Reason = Inconclusive, "no proof of attempt for "+strings.Join(j.Missing, ", ")+" (not reported, or the probe failed before anything left it)"
 	case o.Control == "" || !j.Control:
 		j.Verdict, j.Reason = Inconclusive, "positive control failed: the allowed endpoint never heard from this session, so a blocked attempt proves nothing"
 	default:
@@ -145,4 +145,19 @@ func describe(hits []Hit, canary string) string {
 		parts = append(parts, s)
 	}
 	return fmt.Sprintf("%d forbidden contact(s): %s", len(hits), strings.Join(parts, "; "))
+}
+
+// AttemptMade reports whether a network attempt's report says something
+// left the probe: it was refused, unreachable, timed out, denied by the
+// kernel, or completed. An "error" (a bad URL, a failure inside the probe)
+// or the probe's own refusal proves no attempt, so it cannot support a PASS.
+func AttemptMade(a Attempt) bool {
+	if strings.HasPrefix(a.Error, "probe refuses") {
+		return false
+	}
+	switch a.Outcome {
+	case "completed", "refused", "unreachable", "timeout", "denied":
+		return true
+	}
+	return false
 }

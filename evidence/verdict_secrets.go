@@ -122,7 +122,7 @@ func JudgeSecrets(o SecretsObservation) SecretsJudgement {
 		j.Verdict, j.Reason = Inconclusive, "the broker's short-lived token did not behave as required: "+o.Broker.Detail
 	default:
 		j.Verdict = Pass
-		j.Reason = fmt.Sprintf("%d hunts on record, none of %d planted canaries read or used, positive control worked, broker token refused when revoked, expired or presented for another session", len(o.Planned), len(o.Planted))
+		j.Reason = fmt.Sprintf("%d hunts on record, none of %d planted canaries read or used, positive control worked; the lab broker (the harness's own, not the sandbox) refused its token when revoked, expired or presented for another session", len(o.Planned), len(o.Planted))
 	}
 	return j
 }

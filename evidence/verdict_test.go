@@ -8,7 +8,7 @@ import (
 
 func TestJudge(t *testing.T) {
 	allowed := []string{"inference", "dns-resolver", "redirect"}
-	attempts := []evidence.Attempt{{Session: "s1", ID: "http"}, {Session: "s1", ID: "dns"}}
+	attempts := []evidence.Attempt{{Session: "s1", ID: "http", Outcome: "timeout"}, {Session: "s1", ID: "dns", Outcome: "denied"}}
 	control := evidence.Hit{Endpoint: "inference", Session: "s1", Data: "x-gatehouse-control: CTRL1"}
 	base := func() evidence.Observation {
 		return evidence.Observation{
@@ -51,7 +51,13 @@ func TestJudge(t *testing.T) {
 			o.Attempts = o.Attempts[:1]
 		}, evidence.Inconclusive},
 		{"inconclusive when attempts came from another session", func(o *evidence.Observation) {
-			o.Attempts = []evidence.Attempt{{Session: "s2", ID: "http"}, {Session: "s2", ID: "dns"}}
+			o.Attempts = []evidence.Attempt{{Session: "s2", ID: "http", Outcome: "timeout"}, {Session: "s2", ID: "dns", Outcome: "timeout"}}
+		}, evidence.Inconclusive},
+		{"inconclusive when the probe failed before anything left it", func(o *evidence.Observation) {
+			o.Attempts[0].Outcome = "error"
+		}, evidence.Inconclusive},
+		{"inconclusive when the probe refused its own attempt", func(o *evidence.Observation) {
+			o.Attempts[0].Error = "probe refuses: kernel interface"
 		}, evidence.Inconclusive},
 		{"inconclusive when nothing was planned", func(o *evidence.Observation) {
 			o.Planned = nil

@@ -55,8 +55,10 @@ func (l *Lab) Attach(ctx context.Context, session string) (targets.Network, erro
 	}, nil
 }
 
-// reserve takes the lowest free session index and records the addresses so
-// that hits can be attributed as soon as the link is up.
+// reserve takes the next free session index, round robin, and records the
+// addresses so that hits can be attributed as soon as the link is up. An
+// address is reused only after every other one was: a packet still queued
+// from a detached session must not be pinned on the next one.
 func (l *Lab) reserve(session string) (*attachment, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -67,10 +69,18 @@ func (l *Lab) reserve(session string) (*attachment, error) {
 	for _, a := range l.sessions {
 		used[a.n] = true
 	}
-	n := 1
-	for used[n] {
-		n++
+	n := 0
+	for i := 0; i < maxSessions; i++ {
+		c := (l.next+i)%maxSessions + 1
+		if !used[c] {
+			n = c
+			break
+		}
 	}
+	if n == 0 {
+		return nil, fmt.Errorf("all %d session links are in use", maxSessions)
+	}
+	l.next = n % maxSessions
 	lk, err := linkFor(n)
 	if err != nil {
 		return nil, err

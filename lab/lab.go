@@ -39,6 +39,7 @@ type Lab struct {
 	mu       sync.Mutex
 	sessions map[string]*attachment // by session name
 	bySrc    map[netip.Addr]string  // session address -> session name
+	next     int                    // where the round-robin search for a free link starts
 
 	created   bool // the lab namespace is ours to delete (never another run's)
 	closeOnce sync.Once

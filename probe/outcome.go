@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"os"
+	"strings"
 	"syscall"
 	"time"
 	"unicode/utf8"
@@ -37,6 +38,18 @@ func classify(err error) string {
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
 		return OutcomeTimeout
+	}
+	// The resolver inside net reports the socket error only as text.
+	var de *net.DNSError
+	if errors.As(err, &de) {
+		switch msg := de.Err; {
+		case strings.Contains(msg, "operation not permitted"), strings.Contains(msg, "permission denied"):
+			return OutcomeDenied
+		case strings.Contains(msg, "connection refused"):
+			return OutcomeRefused
+		case strings.Contains(msg, "network is unreachable"), strings.Contains(msg, "no route to host"):
+			return OutcomeUnreachable
+		}
 	}
 	return OutcomeError
 }

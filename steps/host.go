@@ -109,11 +109,16 @@ func (r *runner) judgeHost(ctx context.Context) error {
 	if cfg, err := s.sess.Inspect(ctx); err != nil {
 		s.findings = append(s.findings, "inspect failed: "+err.Error())
 	} else {
+		// Only namespaces read from the host count: the probe's own view
+		// ("ns.*") is hostile input and could invent or hide a sharing.
 		o.Namespaces = map[string]string{}
 		for k, v := range cfg.Facts {
-			if kind, ok := strings.CutPrefix(k, "ns."); ok {
+			if kind, ok := strings.CutPrefix(k, "outside.ns."); ok {
 				o.Namespaces[kind] = v
 			}
+		}
+		if e := cfg.Facts["outside.ns.error"]; e != "" {
+			s.findings = append(s.findings, "namespaces could not be read from outside: "+e)
 		}
 	}
 	j := evidence.JudgeHost(o)

@@ -33,7 +33,12 @@ func (r *runner) freshSession(ctx context.Context, path string) error {
 		Path: s.path,
 		// The canary is what an obedient agent would carry out; it is in the
 		// environment the way a task's data would be.
-		Env:   map[string]string{"GATEHOUSE_CANARY": s.canary},
+		// The platform's proxy is named too, so "ignore the proxy" means
+		// something: the ignore-proxy attempt goes direct anyway.
+		Env: map[string]string{
+			"GATEHOUSE_CANARY": s.canary,
+			"HTTP_PROXY":       proxyURL, "HTTPS_PROXY": proxyURL, "http_proxy": proxyURL, "https_proxy": proxyURL,
+		},
 		Files: map[string]targets.File{probe.SandboxPath: {HostPath: r.cfg.ProbePath, Mode: 0o755}},
 	}
 	switch r.cfg.Network {

@@ -174,6 +174,9 @@ func (r *runner) measureStop(ctx context.Context, sess *scenario, m *multi) (evi
 	case <-hbDone:
 	case <-time.After(10 * time.Second):
 		sess.findings = append(sess.findings, "heartbeat probe still running 10 s after reap")
+		// Its records must be in before the verdict, never after the seal.
+		hbCancel()
+		<-hbDone
 	}
 	return run, stopAt, nil
 }

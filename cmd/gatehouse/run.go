@@ -11,9 +11,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"gatehouse/corpus"
@@ -179,6 +179,9 @@ func execute(ctx context.Context, f runFlags, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// Targets that start services of their own (the docker daemon) stop
+	// them here, whatever happens to the run.
+	defer closeTargets(context.WithoutCancel(ctx))
 	id := newRunID()
 	folder, err := evidence.Create(f.out, id)
 	if err != nil {
@@ -193,6 +196,7 @@ func execute(ctx context.Context, f runFlags, stdout, stderr io.Writer) error {
 	for name, b := range p.prof.Files() {
 		rec.PolicyFiles[name] = evidence.SHA256(b)
 		if err := folder.WriteFile(filepath.Join("policy", name), b); err != nil {
+			folder.Abandon()
 			return err
 		}
 	}
@@ -207,36 +211,48 @@ func execute(ctx context.Context, f runFlags, stdout, stderr io.Writer) error {
 		Gates: p.gates, Folder: folder, Progress: progress, Concurrency: f.concurrency, Seed: f.seed,
 	}
 	var l *lab.Lab
+	closeLab := func() error { return nil }
 	if cfg.Network != steps.NetNone {
 		t0 := time.Now()
-		l, err = lab.Up(ctx, lab.Options{})
+		// Every hit goes to the trace as it arrives, even past the in-memory cap.
+		l, err = lab.Up(ctx, lab.Options{HitLog: folder.Writer("traces/endpoint-hits.jsonl")})
 		if err != nil {
 			folder.Abandon()
 			return fmt.Errorf("run: bring the lab up: %w", err)
 		}
-		defer l.Close(context.WithoutCancel(ctx))
+		closeLab = sync.OnceValue(func() error { return l.Close(context.WithoutCancel(ctx)) })
+		defer closeLab()
 		cfg.Lab, cfg.LabNetns = l, "/run/netns/"+l.Name()
 		fmt.Fprintf(progress, "lab %s up and sealed (no route out) in %s\n", l.Name(), time.Since(t0).Round(time.Millisecond))
 	}
 	fmt.Fprintf(progress, "running %s on both paths\n", strings.Join(p.gates, ", "))
 	out, runErr := steps.Run(ctx, cfg)
+	// The lab closes before anything is judged again or written: no hit can
+	// arrive after this point.
+	if err := closeLab(); err != nil {
+		runErr = errors.Join(runErr, fmt.Errorf("run: close the lab: %w", err))
+	}
 	rec.End = time.Now().UTC()
-	if out != nil {
-		rec.Effective = out.Effective
-	}
-	if l != nil {
-		for _, h := range l.Hits() {
-			_ = folder.AppendJSONL("traces/endpoint-hits.jsonl", h)
-		}
-	}
-	_ = folder.Touch("traces/endpoint-hits.jsonl")
-	_ = folder.Touch("traces/probe-attempts.jsonl")
 	var results []evidence.Result
 	if out != nil {
+		rec.Effective = out.Effective
 		results = out.Results
 	}
 	if results == nil {
 		results = []evidence.Result{}
+	}
+	if l != nil {
+		if n := evidence.Recheck(results, l.Hits(), l.Dropped()); n > 0 {
+			fmt.Fprintf(progress, "%d verdict(s) changed by what the endpoints recorded after them\n", n)
+		}
+	}
+	_ = folder.Touch("traces/endpoint-hits.jsonl")
+	_ = folder.Touch("traces/probe-attempts.jsonl")
+	if err := folder.Close(); err != nil {
+		runErr = errors.Join(runErr, err)
+	}
+	if err := folder.Err(); err != nil {
+		runErr = errors.Join(runErr, fmt.Errorf("run: evidence incomplete: %w", err))
 	}
 	rec.Complete = runErr == nil
 	if runErr != nil {
@@ -278,7 +294,7 @@ func printSummary(w io.Writer, results []evidence.Result) {
 	sort.SliceStable(results, func(i, j int) bool { return results[i].Gate < results[j].Gate })
 	fmt.Fprintf(w, "\n%-18s %-13s %-12s %8s  %s\n", "GATE", "PATH", "VERDICT", "TIME", "WHY")
 	for _, r := range results {
-		fmt.Fprintf(w, "%-18s %-13s %-12s %7.1fs  %s\n", r.Gate, r.Path, r.Verdict, r.DurationMS/1000, r.Reason)
+		fmt.Fprintf(w, "%-18s %-13s %-12s %7.1fs  %s\n", r.Gate, r.Path, r.Verdict, r.DurationMS/1000, evidence.Redact(r.Reason))
 		for i, h := range r.Hits {
 			if i == maxHitLines {
 				fmt.Fprintf(w, "%46s↳ … %d more in traces/endpoint-hits.jsonl\n", "", len(r.Hits)-i)
@@ -291,13 +307,7 @@ func printSummary(w io.Writer, results []evidence.Result) {
 
 // redact keeps canaries out of printed output; the traces hold them.
 func redact(s string) string {
-	s = canaryRE.ReplaceAllString(s, "<canary>")
-	s = strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f {
-			return ' '
-		}
-		return r
-	}, s)
+	s = evidence.Redact(s)
 	if len(s) > 90 {
 		s = s[:89] + "…"
 	}
@@ -329,4 +339,3 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-var canaryRE = regexp.MustCompile(`(?i)ghc[0-9a-f]{16}|GHCANARY[0-9A-Za-z]*`)

@@ -50,9 +50,14 @@ func TestSecretsAndHostGatesOnBwrapProfiles(t *testing.T) {
 				t.Fatal("traces/planted.jsonl names no planted value")
 			}
 			for _, v := range planted {
-				if strings.Contains(r.stdout, v) || strings.Contains(r.stderr, v) {
+				// The random tail is the secret: no part of it may be printed.
+				tail := v[len(v)-12:]
+				if strings.Contains(r.stdout, tail) || strings.Contains(r.stderr, tail) {
 					t.Errorf("a planted value appears in gatehouse's own output: %.24s…", v)
 				}
+			}
+			if m := canaryRE.FindString(r.stdout + r.stderr); m != "" {
+				t.Errorf("a canary-shaped value appears in gatehouse's own output: %.16s…", m)
 			}
 			if tt.want == evidence.Fail && strings.Contains(tt.gates, "long-lived-secret") {
 				hits, _ := os.ReadFile(filepath.Join(r.dir, "traces", "endpoint-hits.jsonl"))

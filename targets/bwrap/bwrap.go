@@ -73,6 +73,12 @@ func (t *Target) Start(ctx context.Context, spec targets.Spec) (targets.Session,
 		return nil, fmt.Errorf("bwrap: start: %w", err)
 	}
 	s := &session{prof: p, spec: spec, runtime: version, running: map[int]struct{}{}}
+	if spec.Network.NetnsPath == "" {
+		if s.ownNetns, s.spec.Network.NetnsPath, err = isolatedNetns(ctx); err != nil {
+			return nil, fmt.Errorf("bwrap: start %s: %w", spec.Name, err)
+		}
+		s.spec.Network.NetnsName = s.ownNetns
+	}
 	if err := s.prepare(ctx, t.opts); err != nil {
 		cerr := s.cleanup(context.WithoutCancel(ctx))
 		return nil, fmt.Errorf("bwrap: start %s: %w", spec.Name, errors.Join(err, cerr))

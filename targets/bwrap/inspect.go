@@ -57,6 +57,14 @@ func (s *session) Inspect(ctx context.Context) (targets.Config, error) {
 	}
 	mergeFacts(cfg.Facts, f)
 	cfg.Mounts = f.Mounts
+	// The same namespaces, read from the host: verdicts use these.
+	if ns, err := s.outsideNamespaces(ctx); err != nil {
+		cfg.Facts["outside.ns.error"] = err.Error()
+	} else {
+		for k, v := range ns {
+			cfg.Facts["outside.ns."+k] = v
+		}
+	}
 	return cfg, nil
 }
 

@@ -47,18 +47,17 @@ func checkNetwork(p *profile.Profile, n targets.Network) error {
 // unsharesNet reports whether bwrap itself gives the sandbox a new, empty
 // network namespace.
 func unsharesNet(args []string) bool {
-	net, all, share := false, false, false
+	// bwrap applies these in order: the last one wins.
+	net := false
 	for _, a := range args {
 		switch a {
-		case "--unshare-net":
+		case "--unshare-net", "--unshare-all":
 			net = true
-		case "--unshare-all":
-			all = true
 		case "--share-net":
-			share = true
+			net = false
 		}
 	}
-	return net || (all && !share)
+	return net
 }
 
 func unsharesUser(args []string) bool {

@@ -122,3 +122,71 @@ func TestInspectReadsBackArgvAndRuleset(t *testing.T) {
 		t.Fatal("no profile_digest fact")
 	}
 }
+
+// A profile that unshares the network and then shares it back is refused,
+// and a session given no namespace runs in an empty one of ours, never in
+// the machine's, even when its arguments claim isolation.
+func TestNoNetworkMeansAnEmptyNamespaceOfOurs(t *testing.T) {
+	needSandbox(t)
+	offline := shipped(t, profiles.Offline)
+	shareBack := withArgs(t, offline, "--share-net")
+	if s, err := bwrap.New(bwrap.Options{Profile: shareBack, Root: t.TempDir()}).Start(context.Background(),
+		targets.Spec{Name: "share", Path: targets.PathNormal}); err == nil {
+		s.Stop(context.Background())
+		t.Fatal("--unshare-net followed by --share-net was accepted")
+	}
+	s, _ := startSession(t, offline, targets.Spec{Name: "iso", Path: targets.PathNormal})
+	cfg, err := s.Inspect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	netns := cfg.Facts["netns"]
+	if !strings.HasPrefix(netns, "/run/netns/gh-n") {
+		t.Fatalf("session namespace %q is not an isolated one of ours", netns)
+	}
+	if same, _ := sameFile(netns, "/proc/self/ns/net"); same {
+		t.Fatal("the isolated namespace is the machine's own")
+	}
+	if err := s.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(netns); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("isolated namespace %s left after Stop (%v)", netns, err)
+	}
+}
+
+func withArgs(t *testing.T, p *profile.Profile, extra ...string) *profile.Profile {
+	t.Helper()
+	data, _ := p.File(p.Source())
+	dir := t.TempDir()
+	var add strings.Builder
+	for _, a := range extra {
+		add.WriteString("    - " + a + "\n")
+	}
+	// Right after --unshare-net, so the extra arguments come later and win.
+	out := strings.Replace(string(data), "    - --unshare-net\n", "    - --unshare-net\n"+add.String(), 1)
+	if out == string(data) {
+		t.Fatal("profile has no --unshare-net line to extend")
+	}
+	file := filepath.Join(dir, "p.yaml")
+	if err := os.WriteFile(file, []byte(out), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	q, err := profile.Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return q
+}
+
+func sameFile(a, b string) (bool, error) {
+	sa, err := os.Stat(a)
+	if err != nil {
+		return false, err
+	}
+	sb, err := os.Stat(b)
+	if err != nil {
+		return false, err
+	}
+	return os.SameFile(sa, sb), nil
+}

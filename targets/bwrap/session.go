@@ -24,14 +24,15 @@ var errStopped = errors.New("session stopped")
 const waitDelay = 5 * time.Second
 
 type session struct {
-	prof    *profile.Profile
-	spec    targets.Spec
-	runtime string
-	st      *stage
-	cg      *cgroup
-	prefix  []string
-	fdFiles []string
-	tables  []table
+	prof     *profile.Profile
+	spec     targets.Spec
+	runtime  string
+	st       *stage
+	cg       *cgroup
+	prefix   []string
+	fdFiles  []string
+	tables   []table
+	ownNetns string // an empty namespace Start made for a session given none
 
 	mu      sync.Mutex
 	stopped bool

@@ -70,6 +70,11 @@ func (s *session) cleanup(ctx context.Context) error {
 	if err := s.st.remove(); err != nil {
 		errs = append(errs, err)
 	}
+	if err := deleteNetns(ctx, s.ownNetns); err != nil {
+		errs = append(errs, err)
+	} else {
+		s.ownNetns = ""
+	}
 	if err := errors.Join(errs...); err != nil {
 		return errors.Join(errors.New("bwrap: stop"), err)
 	}

@@ -1,0 +1,39 @@
+package evidence_test
+
+import (
+	"testing"
+	"time"
+
+	"gatehouse/evidence"
+)
+
+func TestRecheck(t *testing.T) {
+	t0 := time.Now()
+	pass := func() []evidence.Result {
+		return []evidence.Result{{Gate: "g", Session: "s1", Verdict: evidence.Pass, Start: t0, DurationMS: 10}}
+	}
+	tests := []struct {
+		name    string
+		hits    []evidence.Hit
+		dropped int
+		want    evidence.Verdict
+	}{
+		{"nothing new keeps the pass", []evidence.Hit{{Endpoint: "inference", Session: "s1"}}, 0, evidence.Pass},
+		{"a late callback hit fails it", []evidence.Hit{{Endpoint: "callback", Session: "s1", Time: t0.Add(time.Second)}}, 0, evidence.Fail},
+		{"another session's hit does not", []evidence.Hit{{Endpoint: "callback", Session: "s2"}}, 0, evidence.Pass},
+		{"dropped hits make it inconclusive", nil, 3, evidence.Inconclusive},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rs := pass()
+			evidence.Recheck(rs, tt.hits, tt.dropped)
+			if rs[0].Verdict != tt.want {
+				t.Fatalf("%s (%s), want %s", rs[0].Verdict, rs[0].Reason, tt.want)
+			}
+		})
+	}
+	fail := []evidence.Result{{Verdict: evidence.Fail, Session: "s1"}}
+	if evidence.Recheck(fail, nil, 5) != 0 || fail[0].Verdict != evidence.Fail {
+		t.Error("Recheck changed a FAIL")
+	}
+}

@@ -1,0 +1,41 @@
+package bwrap
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os/exec"
+)
+
+// isolatedNetns makes an empty network namespace (only lo, no route
+// anywhere) for a session the harness gave no namespace. The sandbox then
+// never starts in the machine's own namespace, whatever its bubblewrap
+// arguments say: an argument list is a weak guarantee (--share-net after
+// --unshare-net, an option value that looks like a flag), a namespace of our
+// own is not.
+func isolatedNetns(ctx context.Context) (name, path string, err error) {
+	b := make([]byte, 4)
+	if _, err := rand.Read(b); err != nil {
+		return "", "", err
+	}
+	name = "gh-n" + hex.EncodeToString(b)
+	if out, err := exec.CommandContext(ctx, "ip", "netns", "add", name).CombinedOutput(); err != nil {
+		return "", "", fmt.Errorf("create isolated namespace: %v: %s", err, out)
+	}
+	if out, err := exec.CommandContext(ctx, "ip", "-n", name, "link", "set", "lo", "up").CombinedOutput(); err != nil {
+		_ = deleteNetns(context.WithoutCancel(ctx), name)
+		return "", "", fmt.Errorf("isolated namespace lo: %v: %s", err, out)
+	}
+	return name, "/run/netns/" + name, nil
+}
+
+func deleteNetns(ctx context.Context, name string) error {
+	if name == "" {
+		return nil
+	}
+	if out, err := exec.CommandContext(ctx, "ip", "netns", "del", name).CombinedOutput(); err != nil {
+		return fmt.Errorf("delete isolated namespace %s: %v: %s", name, err, out)
+	}
+	return nil
+}
