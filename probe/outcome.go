@@ -27,7 +27,10 @@ func classify(err error) string {
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return OutcomeRefused
 	case errors.Is(err, syscall.ENETUNREACH), errors.Is(err, syscall.EHOSTUNREACH),
-		errors.Is(err, syscall.ENETDOWN), errors.Is(err, syscall.EHOSTDOWN):
+		errors.Is(err, syscall.ENETDOWN), errors.Is(err, syscall.EHOSTDOWN),
+		// The kernel had no address of that family to send from (IPv6
+		// disabled in the sandbox): it decided, so the attempt was made.
+		errors.Is(err, syscall.EADDRNOTAVAIL), errors.Is(err, syscall.EAFNOSUPPORT):
 		return OutcomeUnreachable
 	case errors.Is(err, syscall.EPERM), errors.Is(err, syscall.EACCES):
 		return OutcomeDenied

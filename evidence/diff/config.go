@@ -44,7 +44,7 @@ var networkFacts = map[string]bool{"resolv_conf": true, "routes": true}
 // volatileFacts differ on every run whatever the configuration: namespace
 // inode numbers, the session's namespace name, our own bookkeeping.
 func volatileFact(k string) bool {
-	return strings.HasPrefix(k, "ns.") || k == "netns" || k == "path" || k == "profile" || k == "profile_digest"
+	return strings.HasPrefix(k, "ns.") || strings.HasPrefix(k, "outside.ns.") || k == "netns" || k == "path" || k == "profile" || k == "profile_digest"
 }
 
 // normalizers replace per-run names and secrets with placeholders.
@@ -54,6 +54,9 @@ var normalizers = []struct {
 }{
 	{regexp.MustCompile(`/run/netns/gh-[0-9a-z-]+`), "/run/netns/<session>"},
 	{regexp.MustCompile(`/tmp/gatehouse-[^/\s"]+`), "/tmp/<session-dir>"},
+	{regexp.MustCompile(`/run/gatehouse/gh-[0-9a-f]+/s[0-9]+-[0-9]+`), "/run/gatehouse/<session-dir>"},
+	{regexp.MustCompile(`/storage/s[0-9]+\b`), "/storage/<session>"},
+	{regexp.MustCompile(`\bghhost[0-9a-f]{16}`), "<nonce>"},
 	{regexp.MustCompile(`(?i)ghc[0-9a-f]{16}|GHCANARY[0-9A-Za-z]*`), "<canary>"},
 	{regexp.MustCompile(`ghbroker-[0-9a-f]+`), "<broker-token>"},
 	{regexp.MustCompile(`\bgh[0-9a-z]{3,}p\b`), "<veth>"},

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"syscall"
@@ -115,11 +116,24 @@ func (d *Daemon) start(ctx context.Context, o DaemonOptions) error {
 	// nsenter execs dockerd in place, so the death signal reaches dockerd if
 	// Gatehouse dies without calling Stop.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
-	if err := cmd.Start(); err != nil {
+	// The death signal follows the OS thread that forked, not the process:
+	// fork from a thread locked for dockerd's whole life, or Go may retire
+	// that thread and the signal would stop the daemon mid-run.
+	started := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with dockerd
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		d.waitErr = cmd.Wait()
+		close(d.exited)
+	}()
+	if err := <-started; err != nil {
 		return err
 	}
 	d.cmd = cmd
-	go func() { d.waitErr = cmd.Wait(); close(d.exited) }()
 	if err := d.waitReady(ctx); err != nil {
 		return fmt.Errorf("%w (log: %s)", err, tail(d.logPath, 400))
 	}
