@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
@@ -49,11 +50,34 @@ func Open(ctx context.Context, path string) (*Index, error) {
 		return nil, fmt.Errorf("index: open %s: %w", path, err)
 	}
 	ix := &Index{db: db}
-	if err := ix.migrate(ctx); err != nil {
+	if err := ix.migrateRetrying(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("index: open %s: %w", path, err)
 	}
 	return ix, nil
+}
+
+// migrateRetrying retries the first write on SQLITE_BUSY. Two processes
+// creating the same new file race on switching it to WAL, and SQLite
+// answers that race with an immediate BUSY that busy_timeout never sees.
+func (ix *Index) migrateRetrying(ctx context.Context) error {
+	deadline := time.Now().Add(15 * time.Second)
+	for wait := 10 * time.Millisecond; ; wait = min(wait*2, 500*time.Millisecond) {
+		err := ix.migrate(ctx)
+		if err == nil || !busy(err) || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+	}
+}
+
+func busy(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "SQLITE_BUSY") || strings.Contains(msg, "database is locked")
 }
 
 // Close closes the database.
