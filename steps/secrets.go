@@ -52,6 +52,9 @@ func registerSecrets(sc *godog.ScenarioContext, r *runner) {
 		ps.mu.Lock()
 		defer ps.mu.Unlock()
 		for sess, p := range ps.all {
+			if p == nil {
+				continue
+			}
 			if p.stopSleeper != nil {
 				p.stopSleeper()
 			}

@@ -116,12 +116,20 @@ func (r *runner) recordPlanted(session string, p *plant) {
 	_ = r.cfg.Folder.AppendJSONL("traces/planted.jsonl", map[string]string{"session": session, "place": "host/nonce", "value": p.nonce})
 }
 
+// plantDirs guards the shared parent folders of every session's plants.
+var plantDirs sync.Mutex
+
 func (r *runner) newPlant(ctx context.Context, s *scenario, spec *targets.Spec) (*plant, error) {
 	parent := filepath.Join(plantRoot, labName(r.cfg.LabNetns))
-	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return nil, err
+	// Shared parents are made and removed under one lock: a concurrent
+	// scenario's teardown must not remove the parent between our two calls.
+	plantDirs.Lock()
+	err := os.MkdirAll(parent, 0o755)
+	var root string
+	if err == nil {
+		root, err = os.MkdirTemp(parent, s.session+"-")
 	}
-	root, err := os.MkdirTemp(parent, s.session+"-")
+	plantDirs.Unlock()
 	if err != nil {
 		return nil, err
 	}
@@ -227,8 +235,10 @@ func (p *plant) unplant(ctx context.Context) error {
 	}
 	if p.root != "" {
 		errs = append(errs, os.RemoveAll(p.root))
+		plantDirs.Lock()
 		_ = os.Remove(filepath.Dir(p.root)) // fails while another session still has one
 		_ = os.Remove(plantRoot)
+		plantDirs.Unlock()
 	}
 	return errors.Join(errs...)
 }
