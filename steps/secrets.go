@@ -81,6 +81,10 @@ func (r *runner) startSleeper(ctx context.Context) error {
 	if s == nil || s.sess == nil || p == nil {
 		return errors.New("no session: a 'fresh sandbox session' step must come first")
 	}
+	if !r.cfg.SecretProcess {
+		s.findings = append(s.findings, "not tested: other processes' environments (the profile does not say the platform runs a secret-holding process in the session; set secret_process: true if it does)")
+		return nil
+	}
 	v := canary("process")
 	p.planted = append(p.planted, evidence.Planted{Place: "process/DB_PASSWORD", Value: v})
 	if r.cfg.Folder != nil {

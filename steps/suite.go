@@ -48,6 +48,9 @@ type Config struct {
 	Gates     []string
 	Folder    *evidence.Folder // traces and reports go here; may be nil in unit tests
 	Progress  io.Writer
+	// SecretProcess: the profile says the platform runs a secret-holding
+	// process in the session, so the long-lived-secret gate plants one.
+	SecretProcess bool
 	// Concurrency is how many scenarios run at once (default 2).
 	Concurrency int
 	Seed        int64

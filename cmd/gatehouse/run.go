@@ -209,6 +209,7 @@ func execute(ctx context.Context, f runFlags, stdout, stderr io.Writer) error {
 	cfg := steps.Config{
 		Target: tgt, Network: string(p.prof.Network), ProbePath: p.probePath, Features: p.features,
 		Gates: p.gates, Folder: folder, Progress: progress, Concurrency: f.concurrency, Seed: f.seed,
+		SecretProcess: p.prof.SecretProcess,
 	}
 	var l *lab.Lab
 	closeLab := func() error { return nil }
@@ -338,4 +339,3 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
-

@@ -30,6 +30,12 @@ type Profile struct {
 	Bwrap       Bwrap             `yaml:"bwrap"`
 	Docker      docker.Spec       `yaml:"docker"` // targets docker and gvisor; see docs/docker.md
 	Limits      Limits            `yaml:"limits"`
+	// SecretProcess says the platform runs a process holding a secret in its
+	// environment inside the session (a tool server started with an API key,
+	// the agent runtime itself). Gatehouse then plants one and checks whether
+	// the agent can read it; without it that place is not tested (and the
+	// result says so).
+	SecretProcess bool `yaml:"secret_process"`
 
 	source string            // the file name as the caller gave it
 	main   string            // the profile's own key in files
