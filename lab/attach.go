@@ -39,7 +39,10 @@ func (l *Lab) Attach(ctx context.Context, session string) (targets.Network, erro
 	if err != nil {
 		return targets.Network{}, fmt.Errorf("lab: attach session %s: %w", session, err)
 	}
-	if err := l.plumb(ctx, a); err != nil {
+	l.plumbing.Lock()
+	err = l.plumb(ctx, a)
+	l.plumbing.Unlock()
+	if err != nil {
 		if derr := l.Detach(context.WithoutCancel(ctx), session); derr != nil {
 			err = errors.Join(err, derr)
 		}
@@ -153,6 +156,8 @@ func (l *Lab) detach(ctx context.Context, session string) error {
 	// Delete the lab end first: that removes the pair at once, whereas a
 	// deleted namespace is torn down asynchronously by the kernel.
 	var err error
+	l.plumbing.Lock()
+	defer l.plumbing.Unlock()
 	if _, serr := os.Stat(NetnsPath(l.name)); serr == nil {
 		if _, derr := ip(ctx, "-n", l.name, "link", "del", a.labVeth); derr != nil && !strings.Contains(derr.Error(), "Cannot find device") {
 			err = derr

@@ -40,6 +40,10 @@ type Lab struct {
 	sessions map[string]*attachment // by session name
 	bySrc    map[netip.Addr]string  // session address -> session name
 	next     int                    // where the round-robin search for a free link starts
+	// plumbing is held (write) while links are made or removed and (read)
+	// while Sealed reads the namespace: a half-made or half-removed veth
+	// must not read as a foreign interface or route.
+	plumbing sync.RWMutex
 
 	created   bool // the lab namespace is ours to delete (never another run's)
 	closeOnce sync.Once

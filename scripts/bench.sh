@@ -13,20 +13,27 @@ echo "== lab bring-up, session attach, bwrap session start (Go benchmarks, 20 ru
 go test -run '^$' -bench 'LabUp|Attach' -benchtime 20x ./lab | grep ^Benchmark
 go test -run '^$' -bench 'SessionStart' -benchtime 20x ./targets/bwrap | grep ^Benchmark
 
-for profile in bwrap-hardened bwrap-leaky; do
+whole_run() { # whole_run LABEL GATES PROFILE
+  local label=$1 sel=$2 profile=$3 dir="$out/$1-$3"
   echo
-  echo "== whole run of $gates on $profile ($reps runs)"
+  echo "== $label on $profile ($reps runs)"
   for i in $(seq "$reps"); do
     start=$(date +%s%N)
-    bin/gatehouse run --quiet --profile "targets/profiles/$profile.yaml" --gates "$gates" --out "$out/$profile" >/dev/null 2>&1
+    bin/gatehouse run --quiet --profile "targets/profiles/$profile.yaml" ${sel:+--gates "$sel"} --out "$dir" >/dev/null 2>&1
     code=$?
     end=$(date +%s%N)
     printf '  run %d: %6.2f s (exit %d)\n' "$i" "$(echo "($end-$start)/1000000000" | bc -l)" "$code"
   done
   echo "  per gate and path (mean scenario time over the runs, from results.json):"
-  cat "$out/$profile"/*/results.json | jq -rs '
+  cat "$dir"/2*/results.json | jq -rs '
     [.[][]] | group_by(.gate + " " + .path)[] |
     "    \(.[0].gate) \(.[0].path): \((map(.duration_ms) | add / length / 1000 * 100 | round / 100)) s"'
+}
+for profile in bwrap-hardened bwrap-leaky; do
+  whole_run "the three network gates" "$gates" "$profile"
+done
+for profile in bwrap-hardened bwrap-leaky; do
+  whole_run "all eight gates" "" "$profile"
 done
 
 if [ -x scripts/bench-docker.sh ]; then
