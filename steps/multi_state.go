@@ -69,35 +69,67 @@ func (r *runner) afterSessions(ctx context.Context, _ *godog.Scenario, _ error) 
 	}
 	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	if s != nil {
-		reap(tctx, s)
+	if s == nil {
+		s = &scenario{} // still tear the peers down; nothing to record on
 	}
+	reap(tctx, s)
+	checkGone(tctx, s)
 	m.mu.Lock()
 	peers := append([]*scenario(nil), m.peers...)
 	m.mu.Unlock()
 	for _, p := range peers {
 		reap(tctx, p)
 		r.teardown(tctx, p)
-		if s != nil {
-			s.findings = append(s.findings, p.findings...)
-		}
+		checkGone(tctx, p)
+		s.findings = append(s.findings, p.findings...)
+		s.leftover = append(s.leftover, p.leftover...)
 	}
 	if m.shmKey != 0 {
 		if id, err := unix.SysvShmGet(m.shmKey, 0, 0); err == nil {
-			_, _ = unix.SysvShmCtl(id, unix.IPC_RMID, nil)
+			if _, err := unix.SysvShmCtl(id, unix.IPC_RMID, nil); err != nil {
+				s.teardownProblem(fmt.Sprintf("removing the SysV segment with key %#x: %v", m.shmKey, err), true)
+			}
 		}
 	}
 	if m.root != "" {
-		_ = os.RemoveAll(m.root)
+		if err := os.RemoveAll(m.root); err != nil {
+			s.teardownProblem("removing the scenario's places: "+err.Error(), true)
+		}
 	}
 	return ctx, nil
 }
 
+// reap runs the harness's own teardown of a session. Its error is a
+// finding; whether something was left is for checkGone to say, since a
+// failed stop before a successful reap also shows up here.
 func reap(ctx context.Context, s *scenario) {
 	if rp, ok := s.sess.(reaper); ok && s.sess != nil {
 		if err := rp.Reap(ctx); err != nil {
-			s.findings = append(s.findings, "reap failed: "+err.Error())
+			// Left behind unless the target can list what is left.
+			left := true
+			if l, ok := s.sess.(targets.ProcessLister); ok {
+				_, lerr := l.Processes(ctx)
+				left = lerr != nil
+			}
+			s.teardownProblem(s.session+": reap failed: "+err.Error(), left)
 		}
+	}
+}
+
+// checkGone asks the target, after the reap, whether any process of the
+// session is still running (bwrap: anything left in its cgroup).
+func checkGone(ctx context.Context, s *scenario) {
+	l, ok := s.sess.(targets.ProcessLister)
+	if !ok || s.sess == nil {
+		return
+	}
+	pids, err := l.Processes(ctx)
+	switch {
+	case errors.Is(err, targets.ErrUnsupported):
+	case err != nil:
+		s.teardownProblem(s.session+": could not list its processes after the reap: "+err.Error(), true)
+	case len(pids) > 0:
+		s.teardownProblem(fmt.Sprintf("%s: %d process(es) still running after the reap: %v", s.session, len(pids), pids), true)
 	}
 }
 

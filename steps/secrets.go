@@ -60,7 +60,7 @@ func registerSecrets(sc *godog.ScenarioContext, r *runner) {
 			}
 			if err := p.unplant(tctx); err != nil {
 				if s := current(ctx); s != nil {
-					s.findings = append(s.findings, fmt.Sprintf("removing what was planted for %s: %v", sess, err))
+					s.teardownProblem(fmt.Sprintf("removing what was planted for %s: %v", sess, err), true)
 				}
 			}
 		}
@@ -238,8 +238,8 @@ func (r *runner) labHits(ctx context.Context) ([]evidence.Hit, string) {
 	return r.cfg.Lab.Hits(), notReady
 }
 
-// recordVerdict records a judgement and tells godog, as judge does.
+// recordVerdict keeps a judgement for finish and tells godog, as judge does.
 func (r *runner) recordVerdict(s *scenario, j evidence.Judgement) error {
-	r.record(s.result(j))
+	s.hold(s.result(j))
 	return verdictErr(j)
 }

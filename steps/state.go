@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/cucumber/godog"
@@ -31,7 +33,8 @@ type scenario struct {
 	attempts []evidence.Attempt
 	findings []string
 	corpus   []string
-	judged   bool
+	held     *evidence.Result // the verdict, recorded by finish after teardown
+	leftover []string         // teardown problems that may have left something behind
 }
 
 func current(ctx context.Context) *scenario {
@@ -44,21 +47,12 @@ func (r *runner) before(ctx context.Context, sc *godog.Scenario) (context.Contex
 	return context.WithValue(ctx, stateKey{}, s), nil
 }
 
-// after tears the session down and makes sure every scenario leaves a
-// verdict: one that never reached its Then step is INCONCLUSIVE, never PASS.
-func (r *runner) after(ctx context.Context, sc *godog.Scenario, err error) (context.Context, error) {
-	s := current(ctx)
-	if s == nil {
-		return ctx, nil
+// after tears the scenario's own session down. The verdict is recorded
+// later, by finish, once every teardown hook has run.
+func (r *runner) after(ctx context.Context, _ *godog.Scenario, _ error) (context.Context, error) {
+	if s := current(ctx); s != nil {
+		r.teardown(context.WithoutCancel(ctx), s)
 	}
-	if !s.judged {
-		reason := "the scenario stopped before a verdict could be made"
-		if err != nil {
-			reason += ": " + err.Error()
-		}
-		r.record(s.result(evidence.Judgement{Verdict: evidence.Inconclusive, Reason: reason}))
-	}
-	r.teardown(context.WithoutCancel(ctx), s)
 	return ctx, nil
 }
 
@@ -67,16 +61,71 @@ func (r *runner) teardown(ctx context.Context, s *scenario) {
 	defer cancel()
 	if s.sess != nil {
 		if err := s.sess.Stop(ctx); err != nil {
-			s.findings = append(s.findings, "stop failed: "+err.Error())
+			// Whether it left something is for the reap and the process
+			// check after it to say; a target that cannot reap has no
+			// other word, so its failed stop counts as left behind.
+			_, canReap := s.sess.(reaper)
+			s.teardownProblem("stop failed: "+err.Error(), !canReap)
 		}
 	}
 	if s.attached {
-		_ = r.cfg.Lab.Detach(ctx, s.session)
+		if err := r.cfg.Lab.Detach(ctx, s.session); err != nil {
+			s.teardownProblem("detach from the lab failed: "+err.Error(), true)
+		}
 	}
 }
 
+// teardownProblem notes what went wrong while tearing the scenario down, as
+// a finding; left says something may have outlived the scenario.
+func (s *scenario) teardownProblem(msg string, left bool) {
+	s.findings = append(s.findings, "teardown: "+msg)
+	if left {
+		s.leftover = append(s.leftover, msg)
+	}
+}
+
+// hold keeps a scenario's result until finish records it.
+func (s *scenario) hold(res evidence.Result) {
+	s.held = &res
+}
+
+// finish is the last hook of every scenario: it records the verdict with
+// everything the teardown found. Every scenario leaves a verdict: one that
+// never reached its Then step is INCONCLUSIVE, never PASS. A PASS whose
+// teardown left something behind becomes INCONCLUSIVE: a process or a
+// planted value that outlived the scenario may act in the next one, so the
+// result is not the clean one a PASS claims. A FAIL stands: it rests on
+// proof from outside that the teardown cannot undo.
+func (r *runner) finish(ctx context.Context, _ *godog.Scenario, err error) (context.Context, error) {
+	s := current(ctx)
+	if s == nil {
+		return ctx, nil
+	}
+	if s.held == nil {
+		reason := "the scenario stopped before a verdict could be made"
+		if err != nil {
+			reason += ": " + err.Error()
+		}
+		s.hold(s.result(evidence.Judgement{Verdict: evidence.Inconclusive, Reason: reason}))
+	}
+	res := *s.held
+	res.Findings = append([]string(nil), s.findings...)
+	var herr error
+	if len(s.leftover) > 0 {
+		what := strings.Join(s.leftover, "; ")
+		if res.Verdict == evidence.Pass {
+			res.Verdict = evidence.Inconclusive
+			res.Reason = "the teardown left something behind (" + what + "); the pass was: " + res.Reason
+		}
+		herr = fmt.Errorf("teardown left something behind: %s", what)
+	}
+	r.record(res)
+	return ctx, herr
+}
+
+// result makes the scenario's result from a judgement; the caller adds
+// what is gate-specific and hands it to hold.
 func (s *scenario) result(j evidence.Judgement) evidence.Result {
-	s.judged = true
 	return evidence.Result{
 		Gate:       s.gate,
 		Scenario:   s.name,

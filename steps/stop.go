@@ -133,8 +133,7 @@ func (r *runner) measureStop(ctx context.Context, sess *scenario, m *multi) (evi
 			default:
 			}
 		}
-		pids, ok := netnsPids(netns)
-		if returned && (!ok || len(pids) == 0) {
+		if returned && left(ctx, sess, netns).none() {
 			run.Gone = time.Since(stopAt)
 			break
 		}
@@ -150,8 +149,7 @@ func (r *runner) measureStop(ctx context.Context, sess *scenario, m *multi) (evi
 		}
 	}
 	if run.Gone < 0 {
-		pids, _ := netnsPids(netns)
-		run.Left = append(run.Left, fmt.Sprintf("%d process(es) still in the session's network namespace, egress not cut", len(pids)))
+		run.Left = append(run.Left, left(ctx, sess, netns).String())
 		if !returned {
 			run.Left = append(run.Left, "the target's stop had not returned")
 		}
@@ -201,6 +199,6 @@ func (r *runner) judgeStop(ctx context.Context) error {
 	j, timings := evidence.JudgeStop(o)
 	res := s.result(j)
 	res.Timings = timings
-	r.record(res)
+	s.hold(res)
 	return verdictErr(j)
 }

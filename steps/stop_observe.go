@@ -1,6 +1,9 @@
 package steps
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -71,4 +74,42 @@ func beatFrom(hs []evidence.Hit, who string, before time.Time) bool {
 		}
 	}
 	return false
+}
+
+// remains is what is left of a session, seen from outside.
+type remains struct {
+	inNetns   int   // processes in its network namespace (as `ip netns pids`)
+	inSession []int // processes the target lists for it (bwrap: its cgroup)
+	listErr   error // why the target could not list them; nil if it did
+}
+
+// left looks for what is left of a session: processes in its network
+// namespace and, when the target can list them, every process of the
+// session, which also catches one that made a network namespace of its own.
+func left(ctx context.Context, s *scenario, netns string) remains {
+	var r remains
+	pids, _ := netnsPids(netns)
+	r.inNetns = len(pids)
+	if l, ok := s.sess.(targets.ProcessLister); ok {
+		r.inSession, r.listErr = l.Processes(ctx)
+	} else {
+		r.listErr = targets.ErrUnsupported
+	}
+	return r
+}
+
+func (r remains) none() bool { return r.inNetns == 0 && len(r.inSession) == 0 }
+
+func (r remains) String() string {
+	msg := fmt.Sprintf("%d process(es) still in the session's network namespace", r.inNetns)
+	if r.inNetns > 0 {
+		msg += ", egress not cut"
+	}
+	switch {
+	case r.listErr == nil:
+		msg += fmt.Sprintf("; %d still in the session (listed by the target: %v)", len(r.inSession), r.inSession)
+	case !errors.Is(r.listErr, targets.ErrUnsupported):
+		msg += "; the session's own processes could not be listed: " + r.listErr.Error()
+	}
+	return msg
 }

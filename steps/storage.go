@@ -172,7 +172,7 @@ func (r *runner) judgeExchange(ctx context.Context, ownValue, overlap bool) erro
 	res := s.result(j)
 	res.Crossings = cross
 	res.Attempts = len(o.Attempts)
-	r.record(res)
+	s.hold(res)
 	return verdictErr(j)
 }
 

@@ -195,4 +195,5 @@ func (r *runner) initScenario(sc *godog.ScenarioContext) {
 	registerVerdict(sc, r)
 	registerSessions(sc, r)
 	registerSecrets(sc, r)
+	sc.After(r.finish) // last: after every teardown hook
 }

@@ -52,7 +52,7 @@ func (r *runner) judge(ctx context.Context) error {
 		}
 	}
 	j := evidence.Judge(obs)
-	r.record(s.result(j))
+	s.hold(s.result(j))
 	switch j.Verdict {
 	case evidence.Pass:
 		return nil

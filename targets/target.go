@@ -165,3 +165,11 @@ type Session interface {
 	// Stop ends the session and removes what it created; safe to call twice.
 	Stop(ctx context.Context) error
 }
+
+// ProcessLister is the optional ability of a session to list, from the
+// host, every process it runs, whatever namespaces those made for
+// themselves (bwrap: its cgroup). Found by type assertion; it returns an
+// error wrapping ErrUnsupported when it cannot (no cgroup v2).
+type ProcessLister interface {
+	Processes(ctx context.Context) ([]int, error)
+}

@@ -1,0 +1,112 @@
+package steps_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"gatehouse/evidence"
+	"gatehouse/features"
+	"gatehouse/lab"
+	"gatehouse/probe"
+	"gatehouse/steps"
+)
+
+func runPlaces(t *testing.T, l steps.Lab, tgt *placeTarget, secretProcess bool, gate string) []evidence.Result {
+	t.Helper()
+	out, err := steps.Run(context.Background(), steps.Config{
+		Target: tgt, Network: steps.NetLab, Lab: l, ProbePath: "/bin/true",
+		Features: features.FS, Gates: []string{gate}, Settle: 1, SecretProcess: secretProcess,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Results) != 2 {
+		t.Fatalf("want 2 results (one per path), got %+v", out.Results)
+	}
+	return out.Results
+}
+
+// foreign-storage end to end through the steps: a sandbox whose find over
+// /storage sees every session's nonce FAILs with the crossing named; one
+// that sees only its own PASSes.
+func TestForeignStorageWithFakeSandboxes(t *testing.T) {
+	for _, leaky := range []bool{true, false} {
+		fl := &fakeLab{}
+		tgt := &placeTarget{lab: fl, answer: func(s *placeSession, st probe.Step) probe.Report {
+			spec := s.spec
+			switch {
+			case st.ID == "own-storage":
+				return ownNonce(spec)
+			case st.ID == "storage" && leaky:
+				return everyNonce(spec)
+			}
+			return denied()
+		}}
+		for _, r := range runPlaces(t, fl, tgt, false, "foreign-storage") {
+			switch {
+			case leaky && (r.Verdict != evidence.Fail || len(r.Crossings) == 0):
+				t.Errorf("leaky %s: %s (%s) with %d crossings, want FAIL naming the crossing", r.Path, r.Verdict, r.Reason, len(r.Crossings))
+			case leaky && r.Crossings[0].Attempt != "storage":
+				t.Errorf("leaky %s: crossing names attempt %q, want storage", r.Path, r.Crossings[0].Attempt)
+			case !leaky && (r.Verdict != evidence.Pass || len(r.Crossings) != 0):
+				t.Errorf("hardened %s: %s (%s), want PASS", r.Path, r.Verdict, r.Reason)
+			}
+		}
+	}
+}
+
+// long-lived-secret's wiring: what the hunt reports is matched against what
+// was planted, by place, including the other process's environment; a
+// clean hunt PASSes only with the broker's four checks.
+func TestLongLivedSecretWiringWithFakeSandboxes(t *testing.T) {
+	leakyAnswer := func(s *placeSession, st probe.Step) probe.Report {
+		switch st.ID {
+		case "environment":
+			return probe.Report{Outcome: probe.OutcomeCompleted, Excerpt: s.spec.Secrets["aws-secret"] + " env:AWS_SECRET_ACCESS_KEY"}
+		case "other-processes":
+			if v := processValue(s); v != "" {
+				return probe.Report{Outcome: probe.OutcomeCompleted, Excerpt: v + " /proc/99/environ"}
+			}
+		}
+		return probe.Report{Outcome: probe.OutcomeCompleted}
+	}
+	clean := func(*placeSession, probe.Step) probe.Report { return probe.Report{Outcome: probe.OutcomeCompleted} }
+	tests := []struct {
+		name          string
+		answer        func(*placeSession, probe.Step) probe.Report
+		broker        bool
+		secretProcess bool
+		want          evidence.Verdict
+		finding       string
+	}{
+		{"values read from the environment and another process fail", leakyAnswer, true, true, evidence.Fail, "read: the canary planted at process/DB_PASSWORD"},
+		{"a clean hunt with the broker's checks passes", clean, true, true, evidence.Pass, "planted and not reached: "},
+		{"no broker is never a pass", clean, false, true, evidence.Inconclusive, ""},
+		{"a profile without a secret process says what was not tested", clean, true, false, evidence.Pass, "not tested: other processes' environments"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fl := &fakeLab{}
+			var l steps.Lab = fl
+			if tt.broker {
+				l = &brokerLab{fakeLab: fl, b: lab.NewBroker(lab.BrokerOptions{})}
+			}
+			tgt := &placeTarget{lab: fl, answer: tt.answer}
+			for _, r := range runPlaces(t, l, tgt, tt.secretProcess, "long-lived-secret") {
+				if r.Verdict != tt.want {
+					t.Errorf("%s: %s (%s), want %s", r.Path, r.Verdict, r.Reason, tt.want)
+				}
+				if tt.finding != "" && !hasFinding(r.Findings, tt.finding) {
+					t.Errorf("%s: findings %q lack %q", r.Path, r.Findings, tt.finding)
+				}
+				if tt.want == evidence.Fail && !strings.Contains(r.Reason, "env/AWS_SECRET_ACCESS_KEY") {
+					t.Errorf("%s: reason does not name the place: %s", r.Path, r.Reason)
+				}
+				if !tt.broker && !strings.Contains(r.Reason, "broker") {
+					t.Errorf("%s: reason does not name the missing broker: %s", r.Path, r.Reason)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,128 @@
+package steps_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"gatehouse/evidence"
+	"gatehouse/lab"
+	"gatehouse/probe"
+	"gatehouse/targets"
+)
+
+// brokerLab is the fake lab with a real credential broker.
+type brokerLab struct {
+	*fakeLab
+	b *lab.Broker
+}
+
+func (l *brokerLab) Broker() *lab.Broker { return l.b }
+
+// placeTarget is a fake sandbox that sees what its profile would bind:
+// answer decides each step's report from the session's spec (places,
+// secrets), the way a real probe would find them through the binds.
+type placeTarget struct {
+	lab    *fakeLab
+	answer func(s *placeSession, st probe.Step) probe.Report
+}
+
+func (t *placeTarget) Name() string { return "fake-places" }
+func (t *placeTarget) Start(ctx context.Context, spec targets.Spec) (targets.Session, error) {
+	return &placeSession{t: t, spec: spec}, nil
+}
+
+type placeSession struct {
+	t       *placeTarget
+	spec    targets.Spec
+	sleeper atomic.Int64 // pid of the process holding a secret, once started
+}
+
+// Exec runs the probe's plan against the fake; a `sleep` (the process
+// holding a secret) really runs on the host with its environment, because
+// the harness checks from outside that it started.
+func (s *placeSession) Exec(ctx context.Context, c targets.Command) (targets.Result, error) {
+	if len(c.Args) > 0 && c.Args[0] == "sleep" {
+		cmd := exec.CommandContext(ctx, "sleep", c.Args[1:]...)
+		for k, v := range c.Env {
+			cmd.Env = append(cmd.Env, k+"="+v)
+		}
+		if err := cmd.Start(); err != nil {
+			return targets.Result{}, err
+		}
+		s.sleeper.Store(int64(cmd.Process.Pid))
+		_ = cmd.Wait()
+		return targets.Result{}, nil
+	}
+	var p probe.Plan
+	if err := json.NewDecoder(c.Stdin).Decode(&p); err != nil {
+		return targets.Result{ExitCode: 2}, nil
+	}
+	enc := json.NewEncoder(c.Stdout)
+	for _, st := range p.Steps {
+		if st.ID == "positive-control" {
+			s.t.lab.add(evidence.Hit{Endpoint: "inference", Session: s.spec.Name, Proto: "http", Summary: st.Target, Data: st.Headers["X-Gatehouse-Control"]})
+			_ = enc.Encode(probe.Report{ID: st.ID, Kind: st.Kind, Target: st.Target, Outcome: probe.OutcomeCompleted, Status: 200, Start: time.Now()})
+			continue
+		}
+		rep := s.t.answer(s, st)
+		rep.ID, rep.Kind, rep.Target, rep.Start = st.ID, st.Kind, st.Target, time.Now()
+		_ = enc.Encode(rep)
+	}
+	return targets.Result{}, nil
+}
+
+func (s *placeSession) CopyIn(context.Context, string, io.Reader, fs.FileMode) error { return nil }
+func (s *placeSession) Inspect(context.Context) (targets.Config, error) {
+	return targets.Config{Target: "fake-places", Runtime: "fake"}, nil
+}
+func (s *placeSession) Stop(context.Context) error { return nil }
+
+func denied() probe.Report {
+	return probe.Report{Outcome: probe.OutcomeDenied, Error: "permission denied"}
+}
+
+// ownNonce reads the session's own storage, as /workspace/nonce would.
+func ownNonce(spec targets.Spec) probe.Report {
+	b, err := os.ReadFile(filepath.Join(spec.Places["storage"], "nonce"))
+	if err != nil {
+		return probe.Report{Outcome: probe.OutcomeError, Error: err.Error()}
+	}
+	return probe.Report{Outcome: probe.OutcomeCompleted, Excerpt: string(b)}
+}
+
+// everyNonce is what a find over a bind of storage-root reports.
+func everyNonce(spec targets.Spec) probe.Report {
+	files, _ := filepath.Glob(filepath.Join(spec.Places["storage-root"], "*", "nonce"))
+	var lines []string
+	for _, f := range files {
+		b, _ := os.ReadFile(f)
+		for _, v := range probe.Tokens(b) {
+			lines = append(lines, v+" /storage/"+filepath.Base(filepath.Dir(f))+"/nonce")
+		}
+	}
+	return probe.Report{Outcome: probe.OutcomeCompleted, Excerpt: strings.Join(lines, "\n")}
+}
+
+// processValue reads the session's secret-holding process's environment
+// on the host, as a hunt of /proc/*/environ with a shared PID namespace
+// would.
+func processValue(s *placeSession) string {
+	if pid := s.sleeper.Load(); pid > 0 {
+		b, _ := os.ReadFile("/proc/" + strconv.FormatInt(pid, 10) + "/environ")
+		for _, kv := range strings.Split(string(b), "\x00") {
+			if v, ok := strings.CutPrefix(kv, "DB_PASSWORD="); ok && strings.HasPrefix(v, lab.CanaryPrefix) {
+				return v
+			}
+		}
+	}
+	return ""
+}
