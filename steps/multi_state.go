@@ -149,7 +149,7 @@ func (r *runner) addPlaces(ctx context.Context, s *scenario, spec *targets.Spec)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.root == "" {
-		root, err := os.MkdirTemp("", "gatehouse-places-")
+		root, err := os.MkdirTemp("", "gatehouse-places-"+labName(r.cfg.LabNetns)+"-")
 		if err != nil {
 			return fmt.Errorf("places: %w", err)
 		}

@@ -38,5 +38,5 @@ func TestInterruptLeavesNothingBehind(t *testing.T) {
 			t.Errorf("partial run.json does not say complete=false:\n%s", b)
 		}
 	}
-	assertNothingLeft(t)
+	assertNothingLeft(t, r.stdout)
 }

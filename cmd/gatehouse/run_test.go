@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -114,21 +115,45 @@ func TestNetworkGatesOnBwrapProfiles(t *testing.T) {
 					t.Errorf("run folder lacks %s", f)
 				}
 			}
-			assertNothingLeft(t)
+			assertNothingLeft(t, r.stdout)
 		})
 	}
 }
 
-func assertNothingLeft(t *testing.T) {
+// assertNothingLeft checks that no namespace and no probe process is left.
+// Given the run's printed output, it looks only at the labs that run named
+// ("lab gh-xxxx up"), so that other runs on the machine at the same time do
+// not count; without it, every gh-* namespace counts (CI runs one package
+// at a time).
+func assertNothingLeft(t *testing.T, outputs ...string) {
 	t.Helper()
 	left, err := lab.List(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(left) > 0 {
-		t.Errorf("namespaces left behind: %v", left)
+	var labs []string
+	for _, o := range outputs {
+		for _, m := range labLineRE.FindAllStringSubmatch(o, -1) {
+			labs = append(labs, m[1])
+		}
+	}
+	for _, ns := range left {
+		mine := len(outputs) == 0
+		for _, l := range labs {
+			if ns == l || strings.HasPrefix(ns, l+"-") {
+				mine = true
+			}
+		}
+		if mine {
+			t.Errorf("namespace left behind: %s", ns)
+		}
+	}
+	if len(outputs) > 0 {
+		return
 	}
 	if b, _ := exec.Command("pgrep", "-f", "gatehouse/bin/probe").Output(); len(b) > 0 {
 		t.Errorf("probe processes left behind: %s", b)
 	}
 }
+
+var labLineRE = regexp.MustCompile(`lab (gh-[0-9a-f]+) up`)

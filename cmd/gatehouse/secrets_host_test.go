@@ -68,7 +68,7 @@ func TestSecretsAndHostGatesOnBwrapProfiles(t *testing.T) {
 			if left := plantedLeft(planted); len(left) > 0 {
 				t.Errorf("planted files left behind: %v", left)
 			}
-			assertNothingLeft(t)
+			assertNothingLeft(t, r.stdout)
 		})
 	}
 }
