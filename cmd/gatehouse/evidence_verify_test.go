@@ -37,7 +37,7 @@ func testVerify(t *testing.T, e *evidenceRuns) {
 		{"unsigned run", []string{e.unsignedRun.dir, "--key", e.pub}, exitViolation, nil, "UNSIGNED"},
 		{"partial folder", []string{partial, "--key", e.pub}, exitViolation, nil, "partial"},
 		{"no key", []string{e.hard.dir}, exitUsage, nil, "--key"},
-		{"keyless is not built", []string{e.hard.dir, "--keyless"}, exitUsage, nil, "keyless signing not built"},
+		{"keyless needs identity, issuer and trusted root", []string{e.hard.dir, "--keyless"}, exitUsage, nil, "--certificate-identity"},
 		{"two bundles", []string{e.hard.dir, e.leaky.dir, "--key", e.pub}, exitUsage, nil, "exactly one"},
 	}
 	for _, tt := range tests {

@@ -17,8 +17,10 @@ import (
 	"gatehouse/targets/profile"
 )
 
-const gateHelp = `Usage: gatehouse gate --key cosign.pub --policy FILE [--image DIGEST]
-                     [--require GATES] [--max-age DURATION] [--db PATH]
+const gateHelp = `Usage: gatehouse gate (--key cosign.pub | --certificate-identity ID
+                       --certificate-oidc-issuer URL --trusted-root FILE)
+                     --policy FILE [--image DIGEST] [--require GATES]
+                     [--max-age DURATION] [--db PATH]
 
 Decides whether a release may go out. It passes (exit 0) only if the index
 holds evidence for exactly this policy (the profile FILE and every file it
@@ -26,8 +28,10 @@ references, by digest) and image, and the NEWEST such run:
   - is younger than --max-age,
   - PASSed every required gate (default: every gate the run has) on both the
     normal and the assume-breach path, each with a working positive control,
-  - and its bundle verifies with --key right now (the index is only a cache:
-    the decision is taken again from the signed files).
+  - and its bundle verifies with --key (or, keyless, as the certificate
+    identity and issuer against the trusted root, as in 'verify') right now
+    (the index is only a cache: the decision is taken again from the signed
+    files).
 An older pass never outvotes a newer failure. --image is required whenever
 the evidence names an image. Unsigned runs never pass.
 
@@ -45,7 +49,7 @@ func runGate(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fl.SetOutput(stderr)
 	fl.Usage = func() { fmt.Fprint(stderr, gateHelp); fl.PrintDefaults() }
 	var vf verifyFlags
-	fl.StringVar(&vf.key, "key", "", "cosign public key the evidence must be signed with (required)")
+	vf.register(fl, "cosign public key the evidence must be signed with (or the keyless flags)")
 	policy := fl.String("policy", "", "profile file whose policy the release uses (required)")
 	image := fl.String("image", "", "sandbox image digest (sha256:...) the release uses")
 	require := fl.String("require", "", "comma-separated gates that must pass (default: every gate in the run)")
@@ -65,7 +69,7 @@ func runGate(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return &usageError{fmt.Errorf("gate: --policy: %w", err)}
 	}
-	v, err := loadVerifier(vf)
+	v, err := loadVerifierFor("gate", vf)
 	if err != nil {
 		return err
 	}

@@ -19,7 +19,6 @@ import (
 	"gatehouse/corpus"
 	"gatehouse/evidence"
 	"gatehouse/evidence/index"
-	"gatehouse/evidence/keys"
 	"gatehouse/features"
 	"gatehouse/lab"
 	"gatehouse/steps"
@@ -27,7 +26,7 @@ import (
 )
 
 const runHelp = `Usage: gatehouse run --profile FILE [--target NAME] [--gates LIST] [--out DIR]
-                     [--key cosign.key] [--archive] [--db PATH]
+                     [--key cosign.key | --keyless --trusted-root FILE] [--archive] [--db PATH]
 
 Runs the gates against a sandbox target, prints each scenario's verdict as it
 finishes and a summary table at the end, and writes a run folder
@@ -40,6 +39,14 @@ accept it. Without --key the folder is left UNSIGNED: it is still indexed and
 readable, but verify and gate refuse it as unsigned. --archive also writes
 <out>/<id>.tar.gz. Every finished run, signed or not, is recorded in the
 SQLite index (default <out>/gatehouse-index.db).
+
+With --keyless (in CI) the seal uses an ephemeral key, a Fulcio certificate
+for the job's OIDC identity token (from --oidc-token-file or
+$SIGSTORE_ID_TOKEN, read when sealing; never an interactive login) and a
+Rekor entry; --trusted-root is the trusted_root.json the bundle must verify
+against before it is indexed. Verify it with --certificate-identity and
+--certificate-oidc-issuer. (Tested only against an in-process virtual
+Sigstore: see docs/evidence.md.)
 
 The lab of controlled endpoints is brought up in network namespaces of its own
 for the run and removed afterwards. Needs root (namespaces, nftables).
@@ -58,6 +65,7 @@ Flags:
 type runFlags struct {
 	target, profile, gates, out, probe, features string
 	key, db                                      string
+	signing                                      signFlags // keyless; see seal.go
 	archive                                      bool
 	concurrency                                  int
 	seed                                         int64
@@ -79,6 +87,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fl.Int64Var(&f.seed, "seed", 0, "scenario order seed (0: file order); recorded in run.json")
 	fl.BoolVar(&f.quiet, "quiet", false, "print only the summary")
 	fl.StringVar(&f.key, "key", "", "cosign private key to seal the run with (password from COSIGN_PASSWORD); without it the run is unsigned")
+	f.signing.register(fl)
 	fl.BoolVar(&f.archive, "archive", false, "also write <out>/<id>.tar.gz of the run folder")
 	fl.StringVar(&f.db, "db", "", "SQLite index to record the run in (default <out>/"+index.DefaultName+")")
 	if err := fl.Parse(args); err != nil {
@@ -103,7 +112,7 @@ type plan struct {
 	gates     []string
 	features  fs.FS
 	probePath string
-	signer    *keys.Signer // nil: the run stays unsigned
+	signer    sealer // nil: the run stays unsigned
 }
 
 func prepare(f runFlags) (*plan, error) {
@@ -138,12 +147,10 @@ func prepare(f runFlags) (*plan, error) {
 	if err != nil {
 		return nil, &usageError{err}
 	}
-	// Decrypt the key before the run, not after: a wrong password must not
-	// cost a whole run, and scrypt takes a noticeable moment.
-	if f.key != "" {
-		if p.signer, err = keys.LoadSignerFile(f.key); err != nil {
-			return nil, usagef("run: --key %s: %w", f.key, err)
-		}
+	// Before the run, not after: a wrong password or a missing token must
+	// not cost a whole run.
+	if p.signer, err = loadSealer(f.key, f.signing); err != nil {
+		return nil, err
 	}
 	return p, nil
 }

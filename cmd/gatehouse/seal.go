@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -11,12 +12,13 @@ import (
 	"gatehouse/evidence"
 	"gatehouse/evidence/bundle"
 	"gatehouse/evidence/index"
+	"gatehouse/evidence/keyless"
 	"gatehouse/evidence/keys"
 	htmlreport "gatehouse/evidence/report"
 )
 
 // seal finishes a complete run folder in the one safe order: report.html,
-// then (with a key) SHA256SUMS and the signed attestations while the folder
+// then (with a key or keyless) SHA256SUMS and the signed attestations while the folder
 // still has its partial name, then the rename. No folder ever carries a
 // final name without its signature. Then the optional archive and the index
 // record.
@@ -64,17 +66,18 @@ func seal(ctx context.Context, f runFlags, p *plan, folder *evidence.Folder, not
 		return dir, fmt.Errorf("run: evidence is in %s but could not be indexed: %w", dir, err)
 	}
 	if p.signer == nil {
-		fmt.Fprintf(note, "UNSIGNED: no --key, so verify and gate will refuse it; recorded in %s\n", db)
+		fmt.Fprintf(note, "UNSIGNED: no --key or --keyless, so verify and gate will refuse it; recorded in %s\n", db)
 	} else {
 		fmt.Fprintf(note, "signed:   %s; recorded in %s\n", p.signer.Identity(), db)
 	}
 	return dir, nil
 }
 
-// indexRow re-verifies a signed bundle with the signer's own public key, so
-// the index never records a bundle that does not verify, and builds its
-// row. An unsigned run is recorded with no key and no verification time.
-func indexRow(ctx context.Context, dir string, s *keys.Signer) (index.Run, error) {
+// indexRow re-verifies a signed bundle as its signer (the key's public half,
+// or the certificate's exact identity against the trusted root), so the
+// index never records a bundle that does not verify, and builds its row. An
+// unsigned run is recorded with no key and no verification time.
+func indexRow(ctx context.Context, dir string, s sealer) (index.Run, error) {
 	if s == nil {
 		in, err := htmlreport.Load(dir)
 		if err != nil {
@@ -82,11 +85,7 @@ func indexRow(ctx context.Context, dir string, s *keys.Signer) (index.Run, error
 		}
 		return index.FromRun(dir, in.Run, in.Results, summarize(in.Results), "", time.Time{}), nil
 	}
-	pub, err := s.GetPublicKeyPem()
-	if err != nil {
-		return index.Run{}, fmt.Errorf("run: %w", err)
-	}
-	v, err := keys.NewVerifier([]byte(pub))
+	v, err := s.selfVerifier()
 	if err != nil {
 		return index.Run{}, fmt.Errorf("run: %w", err)
 	}
@@ -137,4 +136,83 @@ func writeArchive(dir, path string) error {
 		return fmt.Errorf("run: archive: %w", err)
 	}
 	return nil
+}
+
+// sealer is what a run seals with: a cosign key or a keyless identity.
+type sealer interface {
+	bundle.Signer
+	Fingerprint() string // recorded in the index as the signer
+	selfVerifier() (bundle.Verifier, error)
+}
+
+type keySealer struct{ *keys.Signer }
+
+func (k keySealer) selfVerifier() (bundle.Verifier, error) {
+	pub, err := k.GetPublicKeyPem()
+	if err != nil {
+		return nil, err
+	}
+	return keys.NewVerifier([]byte(pub))
+}
+
+type keylessSealer struct{ *keyless.Signer }
+
+func (k keylessSealer) selfVerifier() (bundle.Verifier, error) { return k.Verifier() }
+
+// signFlags are run's keyless signing flags; --key is one of run's own.
+type signFlags struct {
+	keyless                                     bool
+	tokenFile, fulcioURL, rekorURL, trustedRoot string
+}
+
+func (s *signFlags) register(fl *flag.FlagSet) {
+	fl.BoolVar(&s.keyless, "keyless", false, "seal keylessly: ephemeral key, Fulcio certificate for the CI's OIDC token, Rekor entry (needs --trusted-root)")
+	fl.StringVar(&s.tokenFile, "oidc-token-file", "", "keyless: file holding the OIDC identity token (default: $"+keyless.TokenEnv+")")
+	fl.StringVar(&s.fulcioURL, "fulcio-url", keyless.DefaultFulcioURL, "keyless: Fulcio certificate authority")
+	fl.StringVar(&s.rekorURL, "rekor-url", keyless.DefaultRekorURL, "keyless: Rekor transparency log")
+	fl.StringVar(&s.trustedRoot, "trusted-root", "", "keyless: Sigstore trusted_root.json the sealed bundle must verify against")
+}
+
+// loadSealer prepares signing before the run starts, so a wrong password,
+// a missing token or trusted root costs nothing: it decrypts the key (scrypt
+// takes a moment), or checks a token is there and loads the trusted root.
+// The keyless token is read again when sealing: CI may refresh it.
+func loadSealer(key string, s signFlags) (sealer, error) {
+	// Zero values are the defaults too: compare builds runFlags without
+	// registering these flags.
+	custom := func(v, def string) bool { return v != "" && v != def }
+	set := s.tokenFile != "" || s.trustedRoot != "" ||
+		custom(s.fulcioURL, keyless.DefaultFulcioURL) || custom(s.rekorURL, keyless.DefaultRekorURL)
+	switch {
+	case s.keyless && key != "":
+		return nil, usagef("run: --key and --keyless are mutually exclusive")
+	case !s.keyless && set:
+		return nil, usagef("run: --oidc-token-file, --fulcio-url, --rekor-url and --trusted-root go with --keyless")
+	case key != "":
+		k, err := keys.LoadSignerFile(key)
+		if err != nil {
+			return nil, usagef("run: --key %s: %w", key, err)
+		}
+		return keySealer{k}, nil
+	case !s.keyless:
+		return nil, nil
+	case s.trustedRoot == "":
+		return nil, usagef("run: --keyless needs --trusted-root FILE (the Sigstore trusted_root.json the bundle must verify against)")
+	}
+	if _, err := keyless.Token(s.tokenFile)(); err != nil {
+		return nil, usagef("run: --keyless: %w", err)
+	}
+	tr, err := keyless.LoadTrustedRoot(s.trustedRoot)
+	if err != nil {
+		return nil, usagef("run: --trusted-root: %w", err)
+	}
+	svc, err := keyless.PublicGood(keyless.Config{FulcioURL: s.fulcioURL, RekorURL: s.rekorURL, TokenFile: s.tokenFile})
+	if err != nil {
+		return nil, fmt.Errorf("run: %w", err)
+	}
+	k, err := keyless.NewSigner(svc, tr)
+	if err != nil {
+		return nil, fmt.Errorf("run: %w", err)
+	}
+	return keylessSealer{k}, nil
 }

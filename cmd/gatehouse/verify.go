@@ -13,11 +13,14 @@ import (
 
 	"gatehouse/evidence"
 	"gatehouse/evidence/bundle"
+	"gatehouse/evidence/keyless"
 	"gatehouse/evidence/keys"
 	htmlreport "gatehouse/evidence/report"
 )
 
 const verifyHelp = `Usage: gatehouse verify BUNDLE --key cosign.pub
+       gatehouse verify BUNDLE --certificate-identity ID --certificate-oidc-issuer URL
+                               --trusted-root trusted_root.json
 
 Verifies an evidence bundle (a run folder or its .tar.gz) fully offline: both
 signatures, that the signed statements name every file, that every file's
@@ -37,8 +40,18 @@ one file's digest; this command checks everything):
     --bundle RUN/attestations/test-result.sigstore.json \
     --type https://in-toto.io/attestation/test-result/v0.1 RUN/run.json
 
+A keyless bundle (sealed with 'run --keyless') verifies, still offline,
+against a Sigstore trusted root file: the certificate must chain to its
+Fulcio CA and name exactly the given identity and OIDC issuer, the signature
+must be in its Rekor log, and the log's time must fall inside the
+certificate's validity (and, when the root lists CT logs, the certificate
+must carry an SCT). --key and the keyless flags are mutually exclusive.
+
 Example:
   gatehouse verify gatehouse-runs/20261130T105520Z-95008d.tar.gz --key cosign.pub
+  gatehouse verify RUN --trusted-root trusted_root.json \
+    --certificate-identity https://github.com/ORG/REPO/.github/workflows/ci.yml@refs/heads/main \
+    --certificate-oidc-issuer https://token.actions.githubusercontent.com
 
 Exit codes: 0 verified, 1 not verified (the message names the file and
 field), 2 usage.
@@ -47,8 +60,17 @@ Flags:
 `
 
 type verifyFlags struct {
-	key, identity, issuer string
-	keyless               bool
+	key, identity, issuer, trustedRoot string
+	keyless                            bool
+}
+
+// register adds the signer flags verify and gate share.
+func (f *verifyFlags) register(fl *flag.FlagSet, keyUsage string) {
+	fl.StringVar(&f.key, "key", "", keyUsage)
+	fl.BoolVar(&f.keyless, "keyless", false, "require a keyless signature (implied by the flags below)")
+	fl.StringVar(&f.identity, "certificate-identity", "", "keyless: the certificate identity (SAN) to require, exactly")
+	fl.StringVar(&f.issuer, "certificate-oidc-issuer", "", "keyless: the OIDC issuer to require, exactly")
+	fl.StringVar(&f.trustedRoot, "trusted-root", "", "keyless: Sigstore trusted_root.json to verify against (offline)")
 }
 
 func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -56,10 +78,7 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fl := flag.NewFlagSet("verify", flag.ContinueOnError)
 	fl.SetOutput(stderr)
 	fl.Usage = func() { fmt.Fprint(stderr, verifyHelp); fl.PrintDefaults() }
-	fl.StringVar(&f.key, "key", "", "cosign public key (cosign.pub) the bundle must be signed with")
-	fl.BoolVar(&f.keyless, "keyless", false, "verify a Fulcio/Rekor keyless signature (not built yet)")
-	fl.StringVar(&f.identity, "certificate-identity", "", "keyless: the signer identity to require")
-	fl.StringVar(&f.issuer, "certificate-oidc-issuer", "", "keyless: the OIDC issuer to require")
+	f.register(fl, "cosign public key (cosign.pub) the bundle must be signed with")
 	pos, err := parseArgs(fl, args)
 	if err != nil {
 		return err
@@ -98,16 +117,45 @@ func parseArgs(fl *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-func loadVerifier(f verifyFlags) (bundle.Verifier, error) {
+// loadVerifier builds the key or the keyless verifier for verify (and diff).
+func loadVerifier(f verifyFlags) (bundle.Verifier, error) { return loadVerifierFor("verify", f) }
+
+// loadVerifierFor is loadVerifier with verb prefixing the usage errors.
+func loadVerifierFor(verb string, f verifyFlags) (bundle.Verifier, error) {
+	kl := f.keyless || f.identity != "" || f.issuer != "" || f.trustedRoot != ""
 	switch {
-	case f.keyless:
-		return nil, usagef("verify: --keyless: %v", bundle.ErrKeylessNotBuilt)
+	case f.key != "" && kl:
+		return nil, usagef("%s: --key and keyless verification (--keyless, --certificate-identity, --certificate-oidc-issuer, --trusted-root) are mutually exclusive", verb)
+	case kl:
+		return loadKeylessVerifier(verb, f)
 	case f.key == "":
-		return nil, usagef("verify: --key cosign.pub is required")
+		return nil, usagef("%s: --key cosign.pub is required (or, for a keyless bundle, --certificate-identity, --certificate-oidc-issuer and --trusted-root)", verb)
 	}
 	v, err := keys.LoadVerifierFile(f.key)
 	if err != nil {
-		return nil, usagef("verify: --key %s: %w", f.key, err)
+		return nil, usagef("%s: --key %s: %w", verb, f.key, err)
+	}
+	return v, nil
+}
+
+func loadKeylessVerifier(verb string, f verifyFlags) (bundle.Verifier, error) {
+	var missing []string
+	for _, m := range []struct{ flag, val string }{{"--certificate-identity", f.identity},
+		{"--certificate-oidc-issuer", f.issuer}, {"--trusted-root", f.trustedRoot}} {
+		if m.val == "" {
+			missing = append(missing, m.flag)
+		}
+	}
+	if len(missing) > 0 {
+		return nil, usagef("%s: keyless verification needs %s (we never fetch a trusted root or guess an identity)", verb, strings.Join(missing, ", "))
+	}
+	tr, err := keyless.LoadTrustedRoot(f.trustedRoot)
+	if err != nil {
+		return nil, usagef("%s: --trusted-root: %w", verb, err)
+	}
+	v, err := keyless.NewVerifier(tr, f.identity, f.issuer)
+	if err != nil {
+		return nil, usagef("%s: %w", verb, err)
 	}
 	return v, nil
 }

@@ -6,7 +6,6 @@ package bundle
 
 import (
 	"context"
-	"errors"
 
 	protobundle "github.com/sigstore/protobuf-specs/gen/pb-go/bundle/v1"
 	sgbundle "github.com/sigstore/sigstore-go/pkg/bundle"
@@ -30,8 +29,8 @@ const (
 )
 
 // Signer turns a DSSE payload into a signed Sigstore bundle. A key signer
-// (keys.Signer) embeds a public key hint; a keyless signer would fetch a
-// Fulcio certificate and a Rekor entry behind the same method.
+// (keys.Signer) embeds a public key hint; a keyless signer
+// (keyless.Signer) fetches a Fulcio certificate and a Rekor entry.
 type Signer interface {
 	SignDSSE(ctx context.Context, payloadType string, payload []byte) (*protobundle.Bundle, error)
 	Identity() string
@@ -44,27 +43,3 @@ type Verifier interface {
 	VerifyBundle(ctx context.Context, b *sgbundle.Bundle) (*verify.VerificationResult, error)
 	Identity() string
 }
-
-// ErrKeylessNotBuilt is what the keyless placeholders return.
-var ErrKeylessNotBuilt = errors.New("keyless signing not built yet: use --key")
-
-// Keyless stands in for Fulcio/OIDC signing and certificate-identity
-// verification. It satisfies both interfaces so the CLI flags can be wired
-// now, and refuses every call.
-type Keyless struct {
-	CertificateIdentity string
-	OIDCIssuer          string
-}
-
-// SignDSSE refuses: keyless signing is not built.
-func (Keyless) SignDSSE(context.Context, string, []byte) (*protobundle.Bundle, error) {
-	return nil, ErrKeylessNotBuilt
-}
-
-// VerifyBundle refuses: keyless verification is not built.
-func (Keyless) VerifyBundle(context.Context, *sgbundle.Bundle) (*verify.VerificationResult, error) {
-	return nil, ErrKeylessNotBuilt
-}
-
-// Identity names the expected certificate identity.
-func (k Keyless) Identity() string { return "keyless " + k.CertificateIdentity + " @ " + k.OIDCIssuer }
