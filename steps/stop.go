@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"time"
 
 	"github.com/cucumber/godog"
@@ -119,6 +120,9 @@ func (r *runner) measureStop(ctx context.Context, sess *scenario, m *multi) (evi
 	if b != nil {
 		b.Revoke(sess.session)
 	}
+	if err := r.stopCommand(ctx, sess, netns, limit); err != nil {
+		sess.findings = append(sess.findings, "the profile's stop command failed: "+err.Error())
+	}
 	stopped := make(chan error, 1)
 	go func() { stopped <- sess.sess.Stop(context.WithoutCancel(ctx)) }()
 	returned := false
@@ -201,4 +205,26 @@ func (r *runner) judgeStop(ctx context.Context) error {
 	res.Timings = timings
 	s.hold(res)
 	return verdictErr(j)
+}
+
+// stopCommand runs the platform's own stop, when the profile names one. Its
+// outcome is only a finding: whether the session stopped is measured from
+// outside like any other stop.
+func (r *runner) stopCommand(ctx context.Context, sess *scenario, netns string, limit time.Duration) error {
+	argv := r.cfg.StopCommand
+	if len(argv) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), limit)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(),
+		"GATEHOUSE_SESSION="+sess.session,
+		"GATEHOUSE_NETNS="+netns,
+		"GATEHOUSE_TARGET="+r.cfg.Target.Name())
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%v: %s", err, firstLine(string(out)))
+	}
+	return nil
 }

@@ -51,6 +51,9 @@ type Config struct {
 	// SecretProcess: the profile says the platform runs a secret-holding
 	// process in the session, so the long-lived-secret gate plants one.
 	SecretProcess bool
+	// StopCommand is the profile's own stop (argv run on the host), sent by
+	// the stop-signal gate before the target's Stop.
+	StopCommand []string
 	// Concurrency is how many scenarios run at once (default 2).
 	Concurrency int
 	Seed        int64

@@ -216,7 +216,7 @@ func execute(ctx context.Context, f runFlags, stdout, stderr io.Writer) error {
 	cfg := steps.Config{
 		Target: tgt, Network: string(p.prof.Network), ProbePath: p.probePath, Features: p.features,
 		Gates: p.gates, Folder: folder, Progress: progress, Concurrency: f.concurrency, Seed: f.seed,
-		SecretProcess: p.prof.SecretProcess,
+		SecretProcess: p.prof.SecretProcess, StopCommand: p.prof.Limits.StopCommand,
 	}
 	var l *lab.Lab
 	closeLab := func() error { return nil }

@@ -85,6 +85,11 @@ type Limits struct {
 	// stop-signal gate must catch. The harness's own teardown (Reap) ends
 	// everything either way.
 	StopScope StopScope `yaml:"stop_scope"`
+	// StopCommand is the platform's own stop, for platforms that have one
+	// (an API call, a CLI): argv run on the host when the stop-signal gate
+	// stops a session, before the target's Stop. It gets GATEHOUSE_SESSION,
+	// GATEHOUSE_NETNS and GATEHOUSE_TARGET in its environment.
+	StopCommand []string `yaml:"stop_command"`
 }
 
 // StopScope is how far a target's Stop reaches.
