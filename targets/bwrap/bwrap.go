@@ -124,7 +124,7 @@ func (s *session) prepare(ctx context.Context, opts Options) error {
 		return err
 	}
 	if s.prof.Egress != "" {
-		if s.tables, err = applyEgress(ctx, s.spec.Network.NetnsPath, st, s.prof); err != nil {
+		if s.egress, err = applyEgress(ctx, s.spec.Network.NetnsPath, s.prof); err != nil {
 			return err
 		}
 	}

@@ -11,6 +11,7 @@ import (
 
 	"gatehouse/probe"
 	"gatehouse/targets"
+	"gatehouse/targets/egress"
 )
 
 // maxFacts caps what Inspect reads from the probe: it runs inside the
@@ -42,7 +43,7 @@ func (s *session) Inspect(ctx context.Context) (targets.Config, error) {
 		},
 	}
 	if netns := s.spec.Network.NetnsPath; netns != "" {
-		rules, err := nft(ctx, netns, "list", "ruleset")
+		rules, err := egress.List(ctx, netns)
 		if err != nil {
 			return cfg, fmt.Errorf("bwrap: inspect: %w", err)
 		}

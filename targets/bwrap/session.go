@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"gatehouse/targets"
+	"gatehouse/targets/egress"
 	"gatehouse/targets/profile"
 )
 
@@ -31,8 +32,8 @@ type session struct {
 	cg       *cgroup
 	prefix   []string
 	fdFiles  []string
-	tables   []table
-	ownNetns string // an empty namespace Start made for a session given none
+	egress   *egress.Applied // the profile's ruleset, when it has one
+	ownNetns string          // an empty namespace Start made for a session given none
 
 	mu      sync.Mutex
 	stopped bool

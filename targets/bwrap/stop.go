@@ -64,7 +64,7 @@ func (s *session) cleanup(ctx context.Context) error {
 	if err := s.killNetnsProcs(ctx); err != nil {
 		errs = append(errs, err)
 	}
-	if err := flushEgress(ctx, s.spec.Network.NetnsPath, s.tables); err != nil {
+	if err := s.egress.Flush(ctx); err != nil {
 		errs = append(errs, err)
 	}
 	if err := s.st.remove(); err != nil {

@@ -62,7 +62,12 @@ func Apply(ctx context.Context, netns, name string, rules []byte) (*Applied, err
 
 // Ruleset is what nft lists in the namespace now, for the evidence.
 func (a *Applied) Ruleset(ctx context.Context) (string, error) {
-	return nft(ctx, a.Netns, nil, "list", "ruleset")
+	return List(ctx, a.Netns)
+}
+
+// List is the whole ruleset in force in a namespace, whoever loaded it.
+func List(ctx context.Context, netns string) (string, error) {
+	return nft(ctx, netns, nil, "list", "ruleset")
 }
 
 // Flush deletes the tables; a namespace already removed has nothing left.
