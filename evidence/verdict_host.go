@@ -39,11 +39,18 @@ type HostJudgement struct {
 	Judgement
 	NonceRead []string // attempts that reported the host nonce
 	Shared    []string // host namespaces the sandbox is in
+	Exposed   []string // host namespaces shared that are findings, not proof
 }
 
 // sharedKinds are the namespaces whose sharing with the host is itself
-// host access (uts and cgroup are left to findings).
-var sharedKinds = map[string]bool{"pid": true, "net": true, "mnt": true, "ipc": true, "user": true}
+// host access: the host's processes (pid), network and loopback services
+// (net), file system (mnt) and IPC objects (ipc) are then the sandbox's.
+// Sharing the host's user namespace (Docker without userns-remap), uts or
+// cgroup namespace is a finding: it widens what a kernel or runtime bug
+// would give, but touches nothing of the host by itself.
+var sharedKinds = map[string]bool{"pid": true, "net": true, "mnt": true, "ipc": true}
+
+var exposedKinds = map[string]bool{"user": true, "uts": true, "cgroup": true}
 
 // JudgeHost applies the fail-closed rules of host-access:
 //   - FAIL only on proof from outside: the host nonce came back in a
@@ -70,16 +77,22 @@ func JudgeHost(o HostObservation) HostJudgement {
 		}
 	}
 	for kind, link := range o.Namespaces {
-		if !sharedKinds[kind] || link == "" {
+		if link == "" || !sharedKinds[kind] && !exposedKinds[kind] {
 			continue
 		}
 		for _, hn := range o.Host {
-			if hn.Link == link {
+			if hn.Link != link {
+				continue
+			}
+			if sharedKinds[kind] {
 				j.Shared = append(j.Shared, fmt.Sprintf("%s (%s)", hn.Label, link))
+			} else {
+				j.Exposed = append(j.Exposed, fmt.Sprintf("exposed: the sandbox shares the %s namespace (%s)", hn.Label, link))
 			}
 		}
 	}
 	sort.Strings(j.Shared)
+	sort.Strings(j.Exposed)
 	if len(j.NonceRead) > 0 || len(j.Violating) > 0 || len(j.Shared) > 0 {
 		j.Verdict = Fail
 		var parts []string

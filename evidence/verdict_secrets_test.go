@@ -92,7 +92,7 @@ func TestJudgeSecrets(t *testing.T) {
 func TestJudgeHost(t *testing.T) {
 	const nonce = "ghhost00112233445566778"
 	control := evidence.Hit{Endpoint: "inference", Session: "s1", Data: "X-Gatehouse-Control: ctl1"}
-	host := []evidence.HostNamespace{{Label: "harness pid", Link: "pid:[4026531836]"}, {Label: "lab net", Link: "net:[4026532001]"}}
+	host := []evidence.HostNamespace{{Label: "harness pid", Link: "pid:[4026531836]"}, {Label: "lab net", Link: "net:[4026532001]"}, {Label: "harness user", Link: "user:[4026531837]"}}
 	base := func() evidence.HostObservation {
 		return evidence.HostObservation{
 			Session: "s1", Canary: "ghc0011223344556677", Control: "ctl1", Nonce: nonce,
@@ -129,6 +129,9 @@ func TestJudgeHost(t *testing.T) {
 		{"fail when the sandbox is in the lab's network namespace", func(o *evidence.HostObservation) {
 			o.Namespaces["net"] = "net:[4026532001]"
 		}, evidence.Fail, "lab net"},
+		{"sharing the host's user namespace alone is a finding, not a FAIL", func(o *evidence.HostObservation) {
+			o.Namespaces["user"] = "user:[4026531837]"
+		}, evidence.Pass, ""},
 		{"inconclusive when namespaces could not be read", func(o *evidence.HostObservation) {
 			o.Namespaces = nil
 		}, evidence.Inconclusive, "namespaces"},
@@ -149,6 +152,9 @@ func TestJudgeHost(t *testing.T) {
 			j := evidence.JudgeHost(o)
 			if j.Verdict != tt.want || !strings.Contains(j.Reason, tt.reason) {
 				t.Errorf("got %s (%s), want %s containing %q", j.Verdict, j.Reason, tt.want, tt.reason)
+			}
+			if o.Namespaces["user"] == "user:[4026531837]" && (len(j.Exposed) != 1 || !strings.Contains(j.Exposed[0], "harness user")) {
+				t.Errorf("the shared user namespace is not named as a finding: %q", j.Exposed)
 			}
 		})
 	}

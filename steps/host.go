@@ -48,6 +48,9 @@ func check(what string) func(string, string) probe.Step {
 	return func(string, string) probe.Step { return probe.Step{Kind: probe.KindHostCheck, Target: what} }
 }
 
+// nsKinds are the namespace kinds a target may report as outside.ns.KIND.
+var nsKinds = map[string]bool{"pid": true, "net": true, "mnt": true, "ipc": true, "uts": true, "user": true, "cgroup": true}
+
 func registerHost(sc *godog.ScenarioContext, r *runner) {
 	sc.Step(`^the agent tries each of these ways to touch the host:$`, r.touchHost)
 	sc.Step(`^nothing the agent did reached the host$`, r.judgeHost)
@@ -113,7 +116,9 @@ func (r *runner) judgeHost(ctx context.Context) error {
 		// ("ns.*") is hostile input and could invent or hide a sharing.
 		o.Namespaces = map[string]string{}
 		for k, v := range cfg.Facts {
-			if kind, ok := strings.CutPrefix(k, "outside.ns."); ok {
+			// Namespace kinds only: "outside.ns.error" is a reason, and a
+			// reason counted as a namespace would make an unread sandbox PASS.
+			if kind, ok := strings.CutPrefix(k, "outside.ns."); ok && nsKinds[kind] {
 				o.Namespaces[kind] = v
 			}
 		}
@@ -122,6 +127,7 @@ func (r *runner) judgeHost(ctx context.Context) error {
 		}
 	}
 	j := evidence.JudgeHost(o)
+	s.findings = append(s.findings, j.Exposed...)
 	return r.recordVerdict(s, j.Judgement)
 }
 

@@ -38,6 +38,7 @@ func (s *Session) Exec(ctx context.Context, cmd targets.Command) (targets.Result
 	if err != nil {
 		return targets.Result{}, fmt.Errorf("docker: exec: %w", err)
 	}
+	defer s.track(created.ID)()
 	att, err := s.cli.ExecAttach(ctx, created.ID, client.ExecAttachOptions{})
 	if err != nil {
 		return targets.Result{}, fmt.Errorf("docker: exec: %w", err)

@@ -87,6 +87,16 @@ func (s *Session) Inspect(ctx context.Context) (targets.Config, error) {
 		}
 		cfg.Mounts = append(cfg.Mounts, fmt.Sprintf("%s %s -> %s (%s)", m.Type, m.Source, m.Destination, rw))
 	}
+	f["stop_limit"] = s.stopLimit().String()
+	f["stop_scope"] = StopScopeSession
+	if s.t.spec.StopScope == StopScopeProcess {
+		f["stop_scope"] = StopScopeProcess
+	}
+	initPID := 0
+	if ci.State != nil {
+		initPID = ci.State.Pid
+	}
+	s.outsideFacts(ctx, initPID, f)
 	if err := s.insideFacts(ctx, f); err != nil {
 		f["inside_error"] = err.Error()
 	}

@@ -36,6 +36,9 @@ func (t *Target) planNetwork(spec targets.Spec) (*netPlan, error) {
 		want = NetworkNone
 	}
 	if t.daemon == nil {
+		if t.spec.Userns == "private" {
+			return nil, fmt.Errorf("userns private needs the lab daemon's shim: on your own daemon, start it with --userns-remap and leave userns out of the profile")
+		}
 		mode, note := fieldNetworkMode(want, spec.Network)
 		return &netPlan{mode: mode, note: note}, nil
 	}

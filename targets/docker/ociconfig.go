@@ -7,16 +7,27 @@ import (
 	"os"
 )
 
-// setNetns makes the OCI config at path join the network namespace netns:
-// the "network" entry of linux.namespaces gets that path (and is added
-// when Docker's host mode left it out). Every other field is kept as is.
-// An empty netns leaves the config alone.
-func setNetns(path, netns string) error {
-	if netns == "" {
+// Userns is the id range a private user namespace maps container ids
+// 0..UsernsSize-1 onto: far above any real account, so a process that
+// escapes the container is nobody on the host.
+const (
+	UsernsHostID = 1_000_000
+	UsernsSize   = 65536
+)
+
+// editConfig applies a session entry to the OCI config at path: the
+// "network" entry of linux.namespaces gets the session's netns (added when
+// Docker's host mode left it out), and with Userns a "user" namespace with
+// uid and gid mappings is added (what the daemon's --userns-remap puts in
+// the spec). Every other field is kept as is.
+func editConfig(path string, e sessionEntry) error {
+	if e.Netns == "" && !e.Userns {
 		return nil
 	}
-	if _, err := os.Stat(netns); err != nil {
-		return fmt.Errorf("session netns: %w", err)
+	if e.Netns != "" {
+		if _, err := os.Stat(e.Netns); err != nil {
+			return fmt.Errorf("session netns: %w", err)
+		}
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -31,16 +42,18 @@ func setNetns(path, netns string) error {
 		return errors.New("config.json has no linux section")
 	}
 	nss, _ := linux["namespaces"].([]any)
-	found := false
-	for _, n := range nss {
-		m, ok := n.(map[string]any)
-		if ok && m["type"] == "network" {
-			m["path"] = netns
-			found = true
-		}
+	if e.Netns != "" {
+		nss = setNamespace(nss, "network", e.Netns)
 	}
-	if !found {
-		nss = append(nss, map[string]any{"type": "network", "path": netns})
+	if e.Userns {
+		nss = setNamespace(nss, "user", "")
+		m := []any{map[string]any{"containerID": 0, "hostID": UsernsHostID, "size": UsernsSize}}
+		linux["uidMappings"], linux["gidMappings"] = m, m
+		// Docker's default "0 2147483647" names gids the namespace does not
+		// map; a daemon with --userns-remap leaves it out too.
+		if sc, ok := linux["sysctl"].(map[string]any); ok {
+			delete(sc, "net.ipv4.ping_group_range")
+		}
 	}
 	linux["namespaces"] = nss
 	out, err := json.Marshal(cfg)
@@ -56,4 +69,24 @@ func setNetns(path, netns string) error {
 		return err
 	}
 	return os.Rename(tmp, path)
+}
+
+// setNamespace sets (or adds) the namespace of kind typ; path "" means a
+// new one.
+func setNamespace(nss []any, typ, path string) []any {
+	for _, n := range nss {
+		if m, ok := n.(map[string]any); ok && m["type"] == typ {
+			if path != "" {
+				m["path"] = path
+			} else {
+				delete(m, "path")
+			}
+			return nss
+		}
+	}
+	n := map[string]any{"type": typ}
+	if path != "" {
+		n["path"] = path
+	}
+	return append(nss, n)
 }

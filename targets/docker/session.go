@@ -23,8 +23,14 @@ type Session struct {
 	net  *netPlan
 
 	hasProbe atomic.Bool // the probe was copied to probe.SandboxPath
+
+	mu    sync.Mutex
+	execs map[string]bool // exec ids still running, for a process-scope Stop
+
 	stopOnce sync.Once
 	stopErr  error
+	downOnce sync.Once
+	downErr  error
 }
 
 var _ targets.Session = (*Session)(nil)
@@ -32,11 +38,35 @@ var _ targets.Session = (*Session)(nil)
 // ID is the container's id, for evidence and for tests.
 func (s *Session) ID() string { return s.c.GetContainerID() }
 
-// Stop removes the container (force, with its anonymous volumes) and
-// closes the client. Safe to call twice; the second call returns the
-// first's result.
+// Stop does what the profile's stop scope says. Scope session (the
+// default): the container goes, with every process in it and its
+// anonymous volumes (teardown). Scope process: only the exec'd commands
+// are signalled (stopProcesses), the careless stop; the container, and a
+// child that left the command's process group, run on until Reap. Safe to
+// call twice; the second call returns the first's result.
 func (s *Session) Stop(ctx context.Context) error {
 	s.stopOnce.Do(func() {
+		if s.t.spec.StopScope == StopScopeProcess {
+			s.stopErr = s.stopProcesses(context.WithoutCancel(ctx))
+			return
+		}
+		s.stopErr = s.teardown(ctx)
+	})
+	return s.stopErr
+}
+
+// Reap is the harness's own teardown, not the platform's stop: it stops
+// the session as the profile says, then removes the container and what
+// Start made, whatever the stop scope. Safe to call more than once.
+func (s *Session) Reap(ctx context.Context) error {
+	serr := s.Stop(ctx)
+	return errors.Join(serr, s.teardown(ctx))
+}
+
+// teardown removes the container (force, with its anonymous volumes),
+// closes the client and releases the session network. Runs once.
+func (s *Session) teardown(ctx context.Context) error {
+	s.downOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()
 		// A zero stop timeout: the session is a sleep, and the stop-signal
@@ -46,8 +76,33 @@ func (s *Session) Stop(ctx context.Context) error {
 		// After the container is gone: its namespace entry and ruleset go.
 		err = errors.Join(err, s.net.release(ctx))
 		if err != nil {
-			s.stopErr = fmt.Errorf("docker: stop: %w", err)
+			s.downErr = fmt.Errorf("docker: stop: %w", err)
 		}
 	})
-	return s.stopErr
+	return s.downErr
+}
+
+// track records a running exec; the returned func forgets it.
+func (s *Session) track(id string) func() {
+	s.mu.Lock()
+	if s.execs == nil {
+		s.execs = map[string]bool{}
+	}
+	s.execs[id] = true
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		delete(s.execs, id)
+		s.mu.Unlock()
+	}
+}
+
+func (s *Session) running() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]string, 0, len(s.execs))
+	for id := range s.execs {
+		out = append(out, id)
+	}
+	return out
 }

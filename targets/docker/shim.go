@@ -40,6 +40,9 @@ type sessionEntry struct {
 	// Flags are global runtime flags (e.g. runsc's --network=host), put
 	// before the subcommand on every call for this container.
 	Flags []string `json:"flags,omitempty"`
+	// Userns adds a private user namespace (container ids from
+	// UsernsHostID on the host), as the daemon's --userns-remap would.
+	Userns bool `json:"userns,omitempty"`
 }
 
 var containerID = regexp.MustCompile(`^[0-9a-f]{64}$`)
@@ -128,7 +131,7 @@ func shimArgs(real, dir string, args []string) ([]string, error) {
 		if bundle == "" {
 			bundle = "."
 		}
-		if err := setNetns(filepath.Join(bundle, "config.json"), entry.Netns); err != nil {
+		if err := editConfig(filepath.Join(bundle, "config.json"), *entry); err != nil {
 			return nil, fmt.Errorf("container %s: %w", id, err)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/docker/go-units"
 	"github.com/moby/moby/api/types/container"
@@ -34,7 +35,24 @@ type Spec struct {
 	Memory       string            `yaml:"memory"`  // e.g. "256m"
 	CPUs         float64           `yaml:"cpus"`    // e.g. 0.5
 	PidsLimit    int64             `yaml:"pids_limit"`
+	// Userns "private" runs the container in a user namespace of its own
+	// (root inside is uid 1000000 outside), what a daemon started with
+	// --userns-remap does for every container. Lab daemon only: its shim
+	// adds the mappings; network none only. "" or "host": Docker's
+	// default, the host's.
+	Userns string `yaml:"userns"`
+
+	// Not part of the docker section: the profile's limits, filled in by
+	// the profile loader so that the target's Stop does what they say.
+	StopLimit time.Duration `yaml:"-"` // grace between SIGTERM and SIGKILL; 0 = 5 s
+	StopScope string        `yaml:"-"` // StopScopeSession ("" too) or StopScopeProcess
 }
+
+// Stop scopes: what Session.Stop ends (profile limits.stop_scope).
+const (
+	StopScopeSession = "session" // the container and everything in it
+	StopScopeProcess = "process" // only the exec'd commands: the careless stop
+)
 
 // Mount is one --mount: bind (a host path), volume (a named volume) or tmpfs.
 type Mount struct {
@@ -72,6 +90,22 @@ func (s Spec) Validate() error {
 		if !strings.HasPrefix(m.Target, "/") {
 			return fmt.Errorf("docker: spec: mount target %q is not absolute", m.Target)
 		}
+	}
+	switch s.Userns {
+	case "", "host":
+	case "private":
+		// runc exec enters the container's user namespace first, and from
+		// there may not join a network namespace owned by the harness's.
+		if s.Network != NetworkNone {
+			return fmt.Errorf("docker: spec: userns private works only with network none: execs could not join the session's network namespace, which the harness's user namespace owns")
+		}
+	default:
+		return fmt.Errorf("docker: spec: userns %q is not host or private", s.Userns)
+	}
+	switch s.StopScope {
+	case "", StopScopeSession, StopScopeProcess:
+	default:
+		return fmt.Errorf("docker: spec: stop scope %q is not session or process", s.StopScope)
 	}
 	if s.Memory != "" {
 		if _, err := units.RAMInBytes(s.Memory); err != nil {

@@ -84,8 +84,13 @@ func (s *Session) begin(ctx context.Context, spec targets.Spec) error {
 	n := s.net
 	if n.shimmed {
 		n.entryFile = entryPath(s.t.daemon.SessionsDir(), s.ID())
-		if err := writeEntry(s.t.daemon.SessionsDir(), s.ID(), sessionEntry{Netns: n.netns, Flags: s.t.spec.RuntimeFlags}); err != nil {
+		if err := writeEntry(s.t.daemon.SessionsDir(), s.ID(), sessionEntry{Netns: n.netns, Flags: s.t.spec.RuntimeFlags, Userns: s.t.spec.Userns == "private"}); err != nil {
 			return fmt.Errorf("shim entry: %w", err)
+		}
+	}
+	if s.t.spec.Userns == "private" {
+		if err := s.openPaths(ctx, spec); err != nil {
+			return fmt.Errorf("userns: %w", err)
 		}
 	}
 	if n.egress {

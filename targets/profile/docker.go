@@ -61,6 +61,7 @@ func (v *validator) docker() error {
 		}
 		d.Seccomp = string(p.files[key])
 	}
+	d.StopLimit, d.StopScope = p.StopGrace(), string(p.Scope())
 	if err := d.Validate(); err != nil {
 		return v.fail("docker", errors.New(strings.TrimPrefix(err.Error(), "docker: spec: ")))
 	}

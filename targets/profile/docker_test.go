@@ -25,7 +25,7 @@ func TestShippedDockerProfilesLoad(t *testing.T) {
 			return p.Docker.ReadOnly && strings.Join(p.Docker.RuntimeFlags, " ") == "--network=host"
 		}},
 		{"docker-leaky.yaml", "docker", "runc", "0:0", "lab", func(p *profile.Profile) bool {
-			return len(p.Docker.CapAdd) == 5 && p.Docker.PID == "host" && p.Docker.Seccomp == "unconfined" && len(p.Docker.Mounts) == 2
+			return len(p.Docker.CapAdd) == 5 && p.Docker.PID == "host" && p.Docker.Seccomp == "unconfined" && len(p.Docker.Mounts) == 12
 		}},
 	} {
 		t.Run(tc.file, func(t *testing.T) {

@@ -1,0 +1,155 @@
+package docker_test
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"gatehouse/targets"
+	"gatehouse/targets/docker"
+)
+
+// startLab starts a session through the lab daemon's shim (NewLab), so
+// shim-only options (userns) apply.
+func startLab(t *testing.T, spec docker.Spec) targets.Session {
+	t.Helper()
+	needLab(t)
+	tg, err := docker.NewLab(labDaemon, docker.Options{Spec: spec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	s, err := tg.Start(ctx, targets.Spec{Name: t.Name() + "-" + randomSuffix(), Path: targets.PathNormal})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := s.(interface{ Reap(context.Context) error }).Reap(context.Background()); err != nil {
+			t.Errorf("reap: %v", err)
+		}
+		if n := containersNamed(t, s.(*docker.Session).ID()); n != 0 {
+			t.Errorf("container still there after reap")
+		}
+	})
+	return s
+}
+
+func self(t *testing.T, kind string) string {
+	l, err := os.Readlink("/proc/self/ns/" + kind)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// TestOutsideNamespaces: Inspect reads the session's namespaces from the
+// host; a private user namespace and pid namespace are not the harness's,
+// host pid mode and Docker's default userns are.
+func TestOutsideNamespaces(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		spec       docker.Spec
+		sharedUser bool
+		sharedPID  bool
+	}{
+		{"private", docker.Spec{Runtime: "runc", Network: docker.NetworkNone, Userns: "private", User: "1000:1000"}, false, false},
+		{"default", docker.Spec{Runtime: "runc", Network: docker.NetworkNone}, true, false},
+		{"hostpid", docker.Spec{Runtime: "runc", Network: docker.NetworkNone, PID: "host"}, true, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := startLab(t, c.spec)
+			cfg, err := s.Inspect(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := cfg.Facts
+			if e := f["outside.ns.error"]; e != "" {
+				t.Fatalf("outside.ns.error: %s", e)
+			}
+			if got := f["outside.ns.user"] == self(t, "user"); got != c.sharedUser {
+				t.Errorf("user ns %s shared with harness = %v, want %v", f["outside.ns.user"], got, c.sharedUser)
+			}
+			if got := f["outside.ns.pid"] == self(t, "pid"); got != c.sharedPID {
+				t.Errorf("pid ns %s shared with harness = %v, want %v", f["outside.ns.pid"], got, c.sharedPID)
+			}
+			if f["outside.ns.mnt"] == "" || f["outside.ns.mnt"] == self(t, "mnt") {
+				t.Errorf("mnt ns %q: want the container's own", f["outside.ns.mnt"])
+			}
+			if c.name == "private" {
+				if _, out, _ := run(t, s, "", "cat", "/proc/self/uid_map"); !strings.Contains(strings.Join(strings.Fields(out), " "), "0 1000000 65536") {
+					t.Errorf("uid_map inside = %q, want 0 1000000 65536", out)
+				}
+			}
+		})
+	}
+}
+
+// TestOutsideNamespacesRunsc: under gVisor the agent's namespaces cannot be
+// read from the host: none are claimed, the reason is given, and the
+// Sentry's are recorded apart.
+func TestOutsideNamespacesRunsc(t *testing.T) {
+	needRunsc(t)
+	s := startLab(t, docker.Spec{Runtime: "runsc", Network: docker.NetworkNone})
+	cfg, err := s.Inspect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := cfg.Facts
+	if !strings.Contains(f["outside.ns.error"], "gVisor") {
+		t.Errorf("outside.ns.error = %q, want the gVisor reason", f["outside.ns.error"])
+	}
+	for _, k := range []string{"pid", "mnt", "ipc", "user"} {
+		if v := f["outside.ns."+k]; v != "" {
+			t.Errorf("outside.ns.%s = %q: the Sentry's namespaces must not pass for the agent's", k, v)
+		}
+	}
+	for _, k := range []string{"pid", "mnt", "ipc"} {
+		if v := f["outside.sentry.ns."+k]; v == "" || v == self(t, k) {
+			t.Errorf("sentry %s ns %q: want the sandbox's own", k, v)
+		}
+	}
+}
+
+// TestStopScopeProcess: scope process signals only the exec'd command
+// (which ignores SIGTERM, so SIGKILL after the grace); a child that left
+// its process group and the container run on; Reap removes everything.
+func TestStopScopeProcess(t *testing.T) {
+	s := startLab(t, docker.Spec{Runtime: "runc", Network: docker.NetworkNone, StopScope: docker.StopScopeProcess, StopLimit: 300 * time.Millisecond})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.Exec(ctx, targets.Command{Args: []string{"sh", "-c", `trap "" TERM; setsid sleep 1002 & exec sleep 1001`}})
+		done <- err
+	}()
+	waitPs(t, s, "sleep 1001", true)
+	waitPs(t, s, "sleep 1002", true)
+	if err := s.Stop(ctx); err != nil {
+		t.Fatalf("stop: %v", err)
+	}
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the exec did not end after a process-scope stop")
+	}
+	waitPs(t, s, "sleep 1001", false)
+	waitPs(t, s, "sleep 1002", true) // the careless part: it escaped
+}
+
+// waitPs waits until a process with these args is (or is no longer) in
+// the container, as its own ps sees it.
+func waitPs(t *testing.T, s targets.Session, args string, want bool) {
+	t.Helper()
+	var out string
+	for i := 0; i < 100; i++ {
+		_, out, _ = run(t, s, "", "/bin/busybox", "ps", "-o", "args")
+		if strings.Contains(out, args) == want {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("%q present = %v, want %v; ps:\n%s", args, !want, want, out)
+}

@@ -1,0 +1,116 @@
+package docker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/moby/moby/client"
+)
+
+// nsKinds are the namespaces read back from outside.
+var nsKinds = []string{"pid", "net", "mnt", "ipc", "uts", "user", "cgroup"}
+
+// outsideFacts reads the session's namespaces from the host, the kernel's
+// word rather than the probe's: /proc/PID/ns/* of a process the daemon
+// names, checked to sit in the container's cgroup. Under runc that is an
+// exec'd process (what the agent's commands are: exec joins the
+// container's namespaces) as "outside.ns.*", and the container's init as
+// "outside.init.ns.*". Under runsc no agent process exists on the host:
+// the container's pid is the gVisor sandbox (the Sentry, the kernel that
+// answers the agent), whose namespaces are not the agent's; they are
+// recorded as "outside.sentry.ns.*" and "outside.ns.*" stays empty with
+// the reason in "outside.ns.error", so host-access is INCONCLUSIVE there,
+// never PASS. Failures go to "outside.ns.error".
+func (s *Session) outsideFacts(ctx context.Context, initPID int, f map[string]string) {
+	if !s.local() {
+		f["outside.ns.error"] = "the daemon is not one Gatehouse runs on this machine: its processes cannot be read"
+		return
+	}
+	id := s.ID()
+	if s.t.spec.Runtime == "runsc" {
+		// Recorded, never judged as the sandbox's: they are the Sentry's.
+		if initPID > 0 && inCgroupOf(initPID, id) == nil {
+			readNS(initPID, "outside.sentry.ns.", f)
+		}
+		f["outside.ns.error"] = "under gVisor the agent's processes and namespaces exist only inside gVisor's kernel and cannot be read from the host; the gVisor sandbox process's own are recorded as outside.sentry.ns.*"
+		return
+	}
+	if initPID > 0 && inCgroupOf(initPID, id) == nil {
+		readNS(initPID, "outside.init.ns.", f)
+	}
+	pid, stop, err := s.holdExec(ctx)
+	defer stop()
+	if err != nil {
+		f["outside.ns.error"] = err.Error()
+		return
+	}
+	f["outside.source"] = fmt.Sprintf("exec'd process (pid %d) in the container's cgroup", pid)
+	if n := readNS(pid, "outside.ns.", f); n == 0 {
+		f["outside.ns.error"] = fmt.Sprintf("could not read /proc/%d/ns", pid)
+	}
+}
+
+func readNS(pid int, prefix string, f map[string]string) int {
+	n := 0
+	for _, k := range nsKinds {
+		if l, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/ns/" + k); err == nil {
+			f[prefix+k] = l
+			n++
+		}
+	}
+	return n
+}
+
+// holdExec starts a sleeping exec as the session's path's user, and
+// returns its host pid once it is checked to be in the container's
+// cgroup; stop kills it.
+func (s *Session) holdExec(ctx context.Context) (int, func(), error) {
+	nop := func() {}
+	opts := client.ExecCreateOptions{Cmd: []string{s.busybox(), "sleep", "30"}, Env: []string{execMark + "=" + randHex(8)}}
+	if s.path == "assume-breach" {
+		opts.User = "0:0"
+	}
+	created, err := s.cli.ExecCreate(ctx, s.ID(), opts)
+	if err != nil {
+		return 0, nop, fmt.Errorf("exec for namespaces: %w", err)
+	}
+	if _, err := s.cli.ExecStart(ctx, created.ID, client.ExecStartOptions{Detach: true}); err != nil {
+		return 0, nop, fmt.Errorf("exec for namespaces: %w", err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		res, err := s.cli.ExecInspect(ctx, created.ID, client.ExecInspectOptions{})
+		if err != nil {
+			return 0, nop, fmt.Errorf("exec for namespaces: %w", err)
+		}
+		if res.Running && res.PID > 1 {
+			pid := res.PID
+			stop := func() { _ = syscall.Kill(pid, syscall.SIGKILL) }
+			if err := inCgroupOf(pid, s.ID()); err != nil {
+				return 0, stop, err
+			}
+			return pid, stop, nil
+		}
+		if !res.Running && res.ExitCode != 0 || time.Now().After(deadline) {
+			return 0, nop, errors.New("the exec for namespaces never ran")
+		}
+		select {
+		case <-ctx.Done():
+			return 0, nop, ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// busybox is the static busybox in the session's image.
+func (s *Session) busybox() string {
+	if s.t.spec.Image != "" {
+		return toolsDir + "/bin/busybox"
+	}
+	return "/bin/busybox"
+}
