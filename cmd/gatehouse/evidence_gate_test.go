@@ -36,7 +36,8 @@ func testGate(t *testing.T, e *evidenceRuns) {
 	}
 	hard, leaky, offline := profilePath("bwrap-hardened.yaml"), profilePath("bwrap-leaky.yaml"), profilePath("bwrap-offline.yaml")
 	base := func(policy string, extra ...string) []string {
-		return append([]string{"--key", e.pub, "--policy", policy, "--db", e.db}, extra...)
+		// These runs ran one gate: name it, since the default is all eight.
+		return append([]string{"--key", e.pub, "--policy", policy, "--db", e.db, "--require", "external-callback"}, extra...)
 	}
 	tests := []struct {
 		name string
@@ -47,6 +48,8 @@ func testGate(t *testing.T, e *evidenceRuns) {
 		{"right config passes", base(hard, "--max-age", "1h"), exitOK, "PASS: release allowed by run " + e.hard.id},
 		{"same policy bytes in another folder pass", base(copyProfile(t, "bwrap-hardened", "")), exitOK, "PASS"},
 		{"required gate that ran passes", base(hard, "--require", "external-callback"), exitOK, "PASS"},
+		{"a run of some gates does not release by default", []string{"--key", e.pub, "--policy", hard, "--db", e.db}, exitViolation,
+			"[gate-missing] gate cloud-metadata has no result"},
 		{"a FAIL", base(leaky), exitViolation, "[gate-fail] gate external-callback FAILED on path normal"},
 		{"an INCONCLUSIVE", base(offline), exitViolation, "[gate-inconclusive] gate external-callback is INCONCLUSIVE"},
 		{"a missing gate", base(hard, "--require", "external-callback,cloud-metadata"), exitViolation,
@@ -56,9 +59,9 @@ func testGate(t *testing.T, e *evidenceRuns) {
 		{"a different policy", base(copyProfile(t, "bwrap-hardened", "# edited\n")), exitViolation,
 			"[no-evidence] no verified evidence for policy"},
 		{"too old", base(hard, "--max-age", "1ms"), exitViolation, "[too-old]"},
-		{"signed by another key", []string{"--key", otherKey + ".pub", "--policy", hard, "--db", e.db}, exitViolation,
+		{"signed by another key", []string{"--key", otherKey + ".pub", "--policy", hard, "--db", e.db, "--require", "external-callback"}, exitViolation,
 			"[bad-signature]"},
-		{"only unsigned evidence", []string{"--key", e.pub, "--policy", hard, "--db", e.unsignedDB}, exitViolation,
+		{"only unsigned evidence", []string{"--key", e.pub, "--policy", hard, "--db", e.unsignedDB, "--require", "external-callback"}, exitViolation,
 			"[bad-signature]"},
 		{"no index", base(hard)[:4], exitViolation, "no index at"},
 		{"no policy", []string{"--key", e.pub, "--db", e.db}, exitUsage, "--policy FILE is required"},

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"gatehouse/features"
 	"io"
 	"io/fs"
 	"os"
@@ -26,7 +27,8 @@ Decides whether a release may go out. It passes (exit 0) only if the index
 holds evidence for exactly this policy (the profile FILE and every file it
 references, by digest) and image, and the NEWEST such run:
   - is younger than --max-age,
-  - PASSed every required gate (default: every gate the run has) on both the
+  - PASSed every required gate (default: all eight built-in gates, so a run
+    of only some gates is not enough) on both the
     normal and the assume-breach path, each with a working positive control,
   - and its bundle verifies with --key (or, keyless, as the certificate
     identity and issuer against the trusted root, as in 'verify') right now
@@ -52,7 +54,7 @@ func runGate(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	vf.register(fl, "cosign public key the evidence must be signed with (or the keyless flags)")
 	policy := fl.String("policy", "", "profile file whose policy the release uses (required)")
 	image := fl.String("image", "", "sandbox image digest (sha256:...) the release uses")
-	require := fl.String("require", "", "comma-separated gates that must pass (default: every gate in the run)")
+	require := fl.String("require", "", "comma-separated gates that must pass (default: every built-in gate)")
 	maxAge := fl.String("max-age", "", "refuse evidence older than this (e.g. 72h, 7d; default: no limit)")
 	db := fl.String("db", index.DefaultPath("gatehouse-runs"), "SQLite index of recorded runs")
 	pos, err := parseArgs(fl, args)
@@ -80,6 +82,12 @@ func runGate(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	for _, g := range strings.Split(*require, ",") {
 		if g = strings.TrimSpace(g); g != "" {
 			req.Require = append(req.Require, g)
+		}
+	}
+	if len(req.Require) == 0 {
+		// A release needs every gate, not just the ones a run chose to run.
+		if req.Require, err = features.Gates(features.FS); err != nil {
+			return err
 		}
 	}
 	rows, err := candidates(ctx, *db, req.PolicyDigest)
