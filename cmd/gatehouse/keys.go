@@ -26,6 +26,7 @@ Flags:
 func runKeys(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
 		fmt.Fprint(stderr, keysHelp)
+		fmt.Fprintln(stderr, "  -out string\n    \tpath prefix: writes PREFIX.key and PREFIX.pub (default \"cosign\")")
 		return nil
 	}
 	if len(args) == 0 || args[0] != "generate" {
@@ -47,7 +48,7 @@ func runKeys(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	pw, err := keys.Password()
 	if err != nil {
-		return usagef("keys generate: %w (set it to the password that will protect the private key)", err)
+		return usagef("keys generate: %w", err)
 	}
 	keyPath, pubPath, err := keys.GenerateFiles(*prefix, pw)
 	if err != nil {

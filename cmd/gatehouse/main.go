@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"gatehouse/targets/docker"
@@ -77,9 +78,12 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, "\nUsage: gatehouse COMMAND [flags]   (gatehouse COMMAND --help for details)")
 	fmt.Fprintln(w, "\nCommands:")
 	for _, v := range verbs() {
+		if strings.HasPrefix(v.summary, "(internal)") {
+			continue
+		}
 		fmt.Fprintf(w, "  %-9s %s\n", v.name, v.summary)
 	}
-	fmt.Fprintln(w, "\nExit codes: 0 pass, 1 violation (or evidence refused), 2 usage/config, 3 inconclusive.")
+	fmt.Fprintln(w, "\nExit codes: 0 pass, 1 violation (or evidence refused), 2 usage/config, 3 inconclusive or the run could not finish.")
 }
 
 // usageError is a mistake in the command line or a configuration file.
