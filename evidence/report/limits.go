@@ -23,6 +23,7 @@ func NotProven(run evidence.Run) []string {
 			run.Start.Format("2006-01-02") + ".",
 		"It does not prove that every prompt injection fails, that no other attempt or technique would get through, or that no sandbox escape exists.",
 		"Gates that were not run (or were SKIPPED or INCONCLUSIVE) prove nothing either way.",
+		"For long-lived-secret, foreign-storage and cross-session, \"nothing read\" is partly the probe's silence: a FAIL there is proof (the probe cannot invent a random value), a PASS is not proof that nothing was read inside the sandbox.",
 		"A signature proves who sealed these files and that they were not changed since; it does not make the harness, the probe or the lab correct.",
 		"Any change to the runtime, kernel, image, policy files, model, agent or its tools needs a new run: this evidence does not carry over.",
 	}
