@@ -2,8 +2,8 @@
 # Docker/gVisor speed figures, called by scripts/bench.sh (or alone, after
 # `make build`). Benchmarks, not tests: it measures and prints.
 #  1. cold start, median and p95 over 20 sessions: bare `docker run --rm` of
-#     the probe base image by hand vs a Gatehouse session (create, probe
-#     copied in, start, first exec, stop), for runc and runsc, on a lab
+#     the probe base image by hand vs a Gatehouse session (create with the
+#     probe placed, start, first exec, stop), for runc and runsc, on a lab
 #     daemon; bwrap's session start for comparison; the overhead ratio.
 #  2. a full run of the network gates per target (gatehouse compare of the
 #     three hardened profiles: also its per-run cold start and run time).

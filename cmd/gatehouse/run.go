@@ -64,6 +64,7 @@ Flags:
 
 type runFlags struct {
 	target, profile, gates, out, probe, features string
+	dockerHost                                   string // field mode: refused, see fieldRefusal
 	key, db                                      string
 	signing                                      signFlags // keyless; see seal.go
 	archive                                      bool
@@ -83,6 +84,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fl.StringVar(&f.out, "out", "gatehouse-runs", "folder that receives the run folder")
 	fl.StringVar(&f.probe, "probe", "", "static probe binary (default: gatehouse-probe next to this binary, or $GATEHOUSE_PROBE)")
 	fl.StringVar(&f.features, "features", "", "folder of .feature files to run instead of the built-in gates")
+	fl.StringVar(&f.dockerHost, "docker-host", "", "a team's own Docker daemon (field mode; docker and gvisor targets): NOT BUILT, refused with exit 2 (docs/docker.md)")
 	fl.IntVar(&f.concurrency, "concurrency", 2, "scenarios run at once")
 	fl.Int64Var(&f.seed, "seed", 0, "scenario order seed (0: file order); recorded in run.json")
 	fl.BoolVar(&f.quiet, "quiet", false, "print only the summary")
@@ -123,6 +125,10 @@ func prepare(f runFlags) (*plan, error) {
 	p := &plan{prof: prof, target: prof.Target}
 	if f.target != "" && f.target != prof.Target {
 		return nil, usagef("run: --target %s but profile %s is for target %q", f.target, f.profile, prof.Target)
+	}
+	if f.dockerHost != "" {
+		// Before anything is started or dialled: the daemon is not contacted.
+		return nil, fieldRefusal(f.dockerHost, prof.Target)
 	}
 	p.features = features.FS
 	if f.features != "" {

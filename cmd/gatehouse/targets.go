@@ -101,3 +101,21 @@ func labDocker(ctx context.Context, labName string, stdout io.Writer) (func(), e
 	fmt.Fprintf(stdout, "{\"docker_host\": %q, \"runtimes\": %q}\n", d.Host(), d.Runtimes())
 	return func() { _ = d.Stop(context.WithoutCancel(ctx)) }, nil
 }
+
+// fieldRefusal is run's answer to --docker-host. Verdicts are earned from
+// controlled endpoints that Gatehouse runs in its own lab namespaces, and
+// the probe's attempts aim at the lab's addresses; a container on a
+// team's daemon reaches neither (and would aim at real ones, such as the
+// cloud's metadata service). Until field endpoints exist, a field run
+// would produce verdicts that mean nothing, so it is refused (exit 2).
+func fieldRefusal(host, target string) error {
+	if target != profile.TargetDocker && target != profile.TargetGVisor {
+		return usagef("run: --docker-host applies to the docker and gvisor targets only, not %q", target)
+	}
+	return usagef("run: --docker-host %s: field mode is not built yet, refusing rather than giving verdicts that mean nothing.\n"+
+		"Gatehouse's verdicts come from controlled endpoints in its own lab, which a container on that daemon cannot reach; a field run needs\n"+
+		"the team's own: a callback server (external-callback), an authoritative DNS zone whose queries it can read (dns-exfiltration),\n"+
+		"a metadata endpoint (cloud-metadata), an inference endpoint the sandbox is allowed to reach (the positive control), and\n"+
+		"Gatehouse's planted places, secrets and broker on the daemon's host. Nothing was started and the daemon was not contacted.\n"+
+		"See docs/docker.md, \"In the field\"; run in the lab without --docker-host", host)
+}

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
-	"strings"
 	"syscall"
 	"time"
 
@@ -192,22 +191,6 @@ func writeDaemonConfig(path, stateDir string, shim []string) ([]string, error) {
 		return nil, err
 	}
 	return names, os.WriteFile(path, b, 0o600)
-}
-
-// writeShimScript writes the executable the daemon runs as runtime name:
-// the shim, told which real runtime to run and where the entries are.
-func writeShimScript(stateDir, name, real string, shim []string) (string, error) {
-	dir := filepath.Join(stateDir, "rt")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", err
-	}
-	argv := append(append([]string{}, shim...), "--real", real, "--sessions", filepath.Join(stateDir, "sessions"), "--")
-	for i, a := range argv {
-		argv[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
-	}
-	path := filepath.Join(dir, name)
-	body := "#!/bin/sh\nexec " + strings.Join(argv, " ") + ` "$@"` + "\n"
-	return path, os.WriteFile(path, []byte(body), 0o700)
 }
 
 func cgroupParent(stateDir string) string { return "gatehouse-" + filepath.Base(stateDir) }

@@ -4,12 +4,16 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
+
+	"github.com/moby/moby/api/types/mount"
 
 	"gatehouse/targets"
 	"gatehouse/targets/egress"
 )
 
-// netPlan is how one session is networked, decided before create.
+// netPlan is what one session gets on the host, decided before create:
+// how it is networked, and the files it binds (stageFiles).
 type netPlan struct {
 	mode       string // Docker network mode: none, host or (field daemon) bridge
 	runtime    string // the daemon runtime to use; "" keeps the spec's
@@ -19,7 +23,11 @@ type netPlan struct {
 	resolvFile string // host file bound at /etc/resolv.conf, removed at Stop
 	note       string // for Inspect: how the network was made
 
-	entryFile string          // the shim entry, removed at Stop
+	filesDir   string        // staged session files, removed at Stop
+	fileMounts []mount.Mount // read-only binds of the staged files
+	hasProbe   bool          // the probe is among them
+
+	entryFile string          // the shim entry (and its .flags marker), removed at Stop
 	applied   *egress.Applied // the ruleset in force, flushed at Stop
 }
 
@@ -86,8 +94,12 @@ func (p *netPlan) cleanup() {
 	if p.resolvFile != "" {
 		_ = os.Remove(p.resolvFile)
 	}
+	if p.filesDir != "" {
+		_ = os.RemoveAll(p.filesDir)
+	}
 	if p.entryFile != "" {
 		_ = os.Remove(p.entryFile)
+		_ = os.Remove(strings.TrimSuffix(p.entryFile, ".json") + ".flags")
 	}
 }
 

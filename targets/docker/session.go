@@ -69,9 +69,12 @@ func (s *Session) teardown(ctx context.Context) error {
 	s.downOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()
-		// A zero stop timeout: the session is a sleep, and the stop-signal
-		// gate measures how fast compute is gone.
-		err := s.c.Terminate(ctx, testcontainers.StopTimeout(0))
+		// One forced remove, not testcontainers-go's Terminate (stop, then
+		// remove): the daemon SIGKILLs and deletes in one call, which is
+		// what a stop with a zero timeout did anyway (the session is a
+		// sleep, and the stop-signal gate measures how fast compute is
+		// gone), one API call and two runtime calls (kill 15, kill 9) fewer.
+		_, err := s.cli.ContainerRemove(ctx, s.ID(), client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
 		_ = s.cli.Close()
 		// After the container is gone: its namespace entry and ruleset go.
 		err = errors.Join(err, s.net.release(ctx))

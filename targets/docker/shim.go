@@ -49,10 +49,17 @@ var containerID = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
 func entryPath(dir, id string) string { return filepath.Join(dir, id+".json") }
 
+// writeEntry writes the entry, and first its runtime flags for the shim
+// script when it has some (the script must never skip them).
 func writeEntry(dir, id string, e sessionEntry) error {
 	b, err := json.Marshal(e)
 	if err != nil {
 		return err
+	}
+	if len(e.Flags) > 0 {
+		if err := os.WriteFile(flagsPath(dir, id), []byte(flagsLine(e.Flags)), 0o600); err != nil {
+			return err
+		}
 	}
 	tmp := entryPath(dir, id) + ".tmp"
 	if err := os.WriteFile(tmp, b, 0o600); err != nil {

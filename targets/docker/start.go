@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -23,7 +22,7 @@ import (
 // images that have no sleep of their own.
 const toolsDir = "/gatehouse"
 
-// Start creates a container that only sleeps, places its files, records
+// Start creates a container that only sleeps, binds or copies its files, records
 // the shim entry (which namespace it joins), applies the egress ruleset in
 // that namespace and starts it; commands run in it through Exec. Nothing
 // is pulled: the image must already be on the daemon.
@@ -42,12 +41,18 @@ func (t *Target) Start(ctx context.Context, spec targets.Spec) (targets.Session,
 	if err != nil {
 		return nil, fmt.Errorf("docker: start: %w", err)
 	}
-	req, err := t.request(spec, img, plan)
-	if err != nil {
+	if err := t.stageFiles(spec, plan); err != nil {
+		plan.cleanup()
 		return nil, fmt.Errorf("docker: start: %w", err)
 	}
-	// Created, not started: files go in first (our CopyIn, which also
-	// works on a read-only root), then the container starts.
+	req, err := t.request(spec, img, plan)
+	if err != nil {
+		plan.cleanup()
+		return nil, fmt.Errorf("docker: start: %w", err)
+	}
+	// Created, not started: the shim entry and egress ruleset must be in
+	// place first, and files not bound (stageFiles) are copied in (our
+	// CopyIn, which also works on a read-only root).
 	c, err := testcontainers.GenericContainer(ctx, testcontainers.GenericContainerRequest{ContainerRequest: req, Started: false, Logger: tclog.NewNoopLogger()})
 	if err != nil {
 		if c != nil {
@@ -78,7 +83,7 @@ func (t *Target) Start(ctx context.Context, spec targets.Spec) (targets.Session,
 
 // begin does what must happen between create and start.
 func (s *Session) begin(ctx context.Context, spec targets.Spec) error {
-	if err := s.placeFiles(ctx, spec.Files); err != nil {
+	if err := s.placeFiles(ctx, spec); err != nil {
 		return err
 	}
 	n := s.net
@@ -127,6 +132,7 @@ func (t *Target) request(spec targets.Spec, img string, plan *netPlan) (testcont
 	if plan.resolvFile != "" {
 		hc.Mounts = append(hc.Mounts, mount.Mount{Type: mount.TypeBind, Source: plan.resolvFile, Target: "/etc/resolv.conf", ReadOnly: true})
 	}
+	hc.Mounts = append(hc.Mounts, plan.fileMounts...)
 	env := mergeEnv(t.opts.Env, t.spec.Env, spec.Env)
 	for k, v := range env {
 		if env[k], err = targets.Expand(v, spec); err != nil {
@@ -153,16 +159,14 @@ func (t *Target) request(spec targets.Spec, img string, plan *netPlan) (testcont
 	return req, nil
 }
 
-// placeFiles copies the spec's files, and busybox for a user image's sleep.
-func (s *Session) placeFiles(ctx context.Context, files map[string]targets.File) error {
-	if s.t.spec.Image != "" {
-		files = maps.Clone(files)
-		if files == nil {
-			files = map[string]targets.File{}
-		}
-		files[toolsDir+"/bin/busybox"] = targets.File{HostPath: BusyboxPath, Mode: 0o755}
+// placeFiles copies the session's files in through the archive API,
+// unless stageFiles bound them already (lab daemon).
+func (s *Session) placeFiles(ctx context.Context, spec targets.Spec) error {
+	if s.net.filesDir != "" {
+		s.hasProbe.Store(s.net.hasProbe)
+		return nil
 	}
-	for p, f := range files {
+	for p, f := range s.t.sessionFiles(spec.Files) {
 		var r io.Reader = bytes.NewReader(f.Data)
 		if f.HostPath != "" {
 			fh, err := os.Open(f.HostPath)
