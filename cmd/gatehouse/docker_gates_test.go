@@ -49,6 +49,9 @@ func TestAllGatesOnDockerProfiles(t *testing.T) {
 				}
 			}
 			r := runProfile(t, tt.profile, "")
+			if code := exitFor(r.results); r.code != code {
+				t.Errorf("exit %d, want %d for these verdicts", r.code, code)
+			}
 			if len(r.results) != 2*allGates {
 				t.Fatalf("want %d results (8 gates x 2 paths), got %d; stdout:\n%s\nstderr:\n%s", 2*allGates, len(r.results), r.stdout, r.stderr)
 			}
@@ -118,4 +121,18 @@ func checkLeakyProofs(t *testing.T, results []evidence.Result) {
 			}
 		}
 	}
+}
+
+// exitFor is the exit code run must give for a set of verdicts.
+func exitFor(rs []evidence.Result) int {
+	code := exitOK
+	for _, r := range rs {
+		switch r.Verdict {
+		case evidence.Fail:
+			return exitViolation
+		case evidence.Inconclusive:
+			code = exitInconclusive
+		}
+	}
+	return code
 }

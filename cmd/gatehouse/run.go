@@ -22,6 +22,7 @@ import (
 	"gatehouse/features"
 	"gatehouse/lab"
 	"gatehouse/steps"
+	"gatehouse/targets"
 	"gatehouse/targets/profile"
 )
 
@@ -48,11 +49,16 @@ against before it is indexed. Verify it with --certificate-identity and
 --certificate-oidc-issuer. (Tested only against an in-process virtual
 Sigstore: see docs/evidence.md.)
 
+Targets (the profile's target field, or --target): bwrap (the embedded
+default), docker (runc or any runtime the lab daemon knows) and gvisor (docker
+with runsc); docs/profiles.md and docs/docker.md describe their profiles.
+
 The lab of controlled endpoints is brought up in network namespaces of its own
 for the run and removed afterwards. Needs root (namespaces, nftables).
 
 Example:
   gatehouse run --profile targets/profiles/bwrap-hardened.yaml
+  gatehouse run --profile targets/profiles/docker-hardened.yaml --model m-2026-10 --agent triage-bot/1.4
   gatehouse run --profile targets/profiles/bwrap-leaky.yaml --gates external-callback,cloud-metadata
   COSIGN_PASSWORD=... gatehouse run --profile targets/profiles/bwrap-hardened.yaml --key cosign.key --archive
 
@@ -65,6 +71,7 @@ Flags:
 type runFlags struct {
 	target, profile, gates, out, probe, features string
 	dockerHost                                   string // field mode: refused, see fieldRefusal
+	model, agent, commit, pipeline               string // what the evidence says was tested
 	key, db                                      string
 	signing                                      signFlags // keyless; see seal.go
 	archive                                      bool
@@ -79,7 +86,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fl.SetOutput(stderr)
 	fl.Usage = func() { fmt.Fprint(stderr, runHelp); fl.PrintDefaults() }
 	fl.StringVar(&f.profile, "profile", "", "profile YAML describing the sandbox (required)")
-	fl.StringVar(&f.target, "target", "", "target adapter; defaults to the profile's `target` field")
+	fl.StringVar(&f.target, "target", "", "target adapter: bwrap, docker or gvisor; defaults to the profile's `target` field")
 	fl.StringVar(&f.gates, "gates", "", "comma-separated gates to run (default: every gate in the features)")
 	fl.StringVar(&f.out, "out", "gatehouse-runs", "folder that receives the run folder")
 	fl.StringVar(&f.probe, "probe", "", "static probe binary (default: gatehouse-probe next to this binary, or $GATEHOUSE_PROBE)")
@@ -88,6 +95,10 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fl.IntVar(&f.concurrency, "concurrency", 2, "scenarios run at once")
 	fl.Int64Var(&f.seed, "seed", 0, "scenario order seed (0: file order); recorded in run.json")
 	fl.BoolVar(&f.quiet, "quiet", false, "print only the summary")
+	fl.StringVar(&f.model, "model", os.Getenv("GATEHOUSE_MODEL"), "model the agent uses, recorded in the evidence ($GATEHOUSE_MODEL)")
+	fl.StringVar(&f.agent, "agent", os.Getenv("GATEHOUSE_AGENT"), "agent and version, recorded in the evidence ($GATEHOUSE_AGENT)")
+	fl.StringVar(&f.commit, "commit", os.Getenv("GATEHOUSE_COMMIT"), "commit under test, recorded in the evidence ($GATEHOUSE_COMMIT)")
+	fl.StringVar(&f.pipeline, "pipeline", os.Getenv("GATEHOUSE_PIPELINE"), "CI pipeline or job, recorded in the evidence ($GATEHOUSE_PIPELINE)")
 	fl.StringVar(&f.key, "key", "", "cosign private key to seal the run with (password from COSIGN_PASSWORD); without it the run is unsigned")
 	f.signing.register(fl)
 	fl.BoolVar(&f.archive, "archive", false, "also write <out>/<id>.tar.gz of the run folder")
@@ -204,7 +215,7 @@ func execute(ctx context.Context, f runFlags, stdout, stderr io.Writer) error {
 		ID: id, Harness: evidence.HarnessVersion(), Target: p.target, Profile: p.prof.Name,
 		ProfileFile: f.profile, PolicyDigest: p.prof.Digest(), PolicyFiles: map[string]string{},
 		Corpus: corpus.Version(), Gates: p.gates, Seed: f.seed, Start: time.Now().UTC(),
-		Commit: os.Getenv("GATEHOUSE_COMMIT"), Pipeline: os.Getenv("GATEHOUSE_PIPELINE"),
+		Commit: f.commit, Pipeline: f.pipeline, Model: f.model, Agent: f.agent,
 	}
 	for name, b := range p.prof.Files() {
 		rec.PolicyFiles[name] = evidence.SHA256(b)
@@ -250,6 +261,7 @@ func execute(ctx context.Context, f runFlags, stdout, stderr io.Writer) error {
 	var results []evidence.Result
 	if out != nil {
 		rec.Effective = out.Effective
+		rec.ImageDigest = imageDigest(out.Effective)
 		results = out.Results
 	}
 	if results == nil {
@@ -351,4 +363,26 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// imageDigest is the sandbox image the runtime reported for every path
+// (docker's image id, a content digest); "" when the target has no image or
+// the paths disagree (then nothing is claimed).
+func imageDigest(eff map[string]any) string {
+	d := ""
+	for _, v := range eff {
+		c, ok := v.(targets.Config)
+		if !ok {
+			continue
+		}
+		id := c.Facts["image_id"]
+		if id == "" || !strings.HasPrefix(id, "sha256:") {
+			continue
+		}
+		if d != "" && d != id {
+			return ""
+		}
+		d = id
+	}
+	return d
 }

@@ -56,6 +56,8 @@ var normalizers = []struct {
 	{regexp.MustCompile(`/tmp/gatehouse-[^/\s"]+`), "/tmp/<session-dir>"},
 	{regexp.MustCompile(`/run/gatehouse/gh-[0-9a-f]+/s[0-9]+-[0-9]+`), "/run/gatehouse/<session-dir>"},
 	{regexp.MustCompile(`/storage/s[0-9]+\b`), "/storage/<session>"},
+	{regexp.MustCompile(`/run/ghd-[0-9a-f]+/`), "/run/<lab-daemon>/"},
+	{regexp.MustCompile(`sessions/[^/\s"]+\.files-[^/\s"]+`), "sessions/<session-files>"},
 	{regexp.MustCompile(`\bghhost[0-9a-f]{16}`), "<nonce>"},
 	{regexp.MustCompile(`(?i)ghc[0-9a-f]{16}|GHCANARY[0-9A-Za-z]*`), "<canary>"},
 	{regexp.MustCompile(`ghbroker-[0-9a-f]+`), "<broker-token>"},
