@@ -25,7 +25,9 @@ Runs the same gates against each profile, one after the other, exactly as
 --out), then prints one matrix: gate x path x profile, with each profile's
 cold start (Target.Start until the session is ready, median and p95 over
 the run's sessions) and full run time. The matrix is written to
-<out>/compare-<id>.json and .txt.
+<out>/compare-<id>.json and .txt. With --key every run is sealed and the
+matrix names each run's folder and the digest of its signed SHA256SUMS, so
+each row can be checked with 'gatehouse verify'.
 
 Example:
   gatehouse compare --profile targets/profiles/bwrap-hardened.yaml \
@@ -56,6 +58,7 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fl.StringVar(&f.probe, "probe", "", "static probe binary (default: as for run)")
 	fl.IntVar(&f.concurrency, "concurrency", 2, "scenarios run at once")
 	fl.BoolVar(&f.quiet, "quiet", false, "print only the matrix")
+	fl.StringVar(&f.key, "key", "", "cosign private key: every run is sealed as with 'run --key', and the matrix names each run's SHA256SUMS digest")
 	if err := fl.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -148,6 +151,9 @@ func compareOne(ctx context.Context, f runFlags, stdout, stderr io.Writer) profi
 	}
 	if b, rerr := os.ReadFile(filepath.Join(pr.RunDir, "results.json")); rerr == nil {
 		_ = json.Unmarshal(b, &pr.results)
+	}
+	if b, rerr := os.ReadFile(filepath.Join(pr.RunDir, "SHA256SUMS")); rerr == nil {
+		pr.Sealed = evidence.SHA256(b)
 	}
 	return pr
 }

@@ -56,6 +56,13 @@ func TestCompareDockerAndGVisor(t *testing.T) {
 	for _, f := range files {
 		args = append(args, "--profile", profilePath(f))
 	}
+	// Sealed runs: the matrix must point at evidence verify can check.
+	key := filepath.Join(t.TempDir(), "cmp")
+	t.Setenv("COSIGN_PASSWORD", "compare-test")
+	if k := gatehouse(t, context.Background(), "keys", "generate", "--out", key); k.code != exitOK {
+		t.Fatal(k.stderr)
+	}
+	args = append(args, "--key", key+".key")
 	r := gatehouse(t, context.Background(), args...)
 	if r.code != exitOK {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
@@ -78,6 +85,9 @@ func TestCompareDockerAndGVisor(t *testing.T) {
 	for i, p := range cmp.Profiles {
 		if p.ColdStart.N != 6 || p.ColdStart.MedianMS <= 0 || p.RunDir == "" {
 			t.Errorf("%s: cold start %+v, run dir %q", p.Profile, p.ColdStart, p.RunDir)
+		}
+		if v := gatehouse(t, context.Background(), "verify", "--key", key+".pub", p.RunDir); v.code != exitOK || p.Sealed == "" {
+			t.Errorf("%s: the matrix row's run does not verify (exit %d, sealed %q): %s", p.Profile, v.code, p.Sealed, v.stderr)
 		}
 		for _, row := range cmp.Matrix {
 			if got := evidence.Verdict(row.Verdicts[i]); got != want[p.Profile] {

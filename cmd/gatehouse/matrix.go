@@ -20,11 +20,14 @@ type comparison struct {
 }
 
 type profileRun struct {
-	File       string    `json:"file"`
-	Profile    string    `json:"profile"`
-	Target     string    `json:"target"`
-	RunID      string    `json:"run_id,omitempty"`
-	RunDir     string    `json:"run_dir,omitempty"`
+	File    string `json:"file"`
+	Profile string `json:"profile"`
+	Target  string `json:"target"`
+	RunID   string `json:"run_id,omitempty"`
+	RunDir  string `json:"run_dir,omitempty"`
+	// Sealed is the sha256 of the run's SHA256SUMS when the run was signed:
+	// the matrix row points at evidence 'gatehouse verify' can check.
+	Sealed     string    `json:"sealed_sha256sums,omitempty"`
 	RunSeconds float64   `json:"run_seconds"`
 	ColdStart  coldStart `json:"cold_start"`
 	Error      string    `json:"error,omitempty"`
