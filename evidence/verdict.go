@@ -24,6 +24,14 @@ type Observation struct {
 	// NotReady, when non-empty, says why the endpoints could not be trusted
 	// to have recorded everything; the verdict is then at best INCONCLUSIVE.
 	NotReady string
+	// Emitted is the kernel's count of packets the session sent toward each
+	// lab destination while the attempts ran (nil: no accounting, and the
+	// probe's report is the only proof of attempt). Dests maps an attempt to
+	// the destination its first packet goes to. AcctError says the
+	// accounting existed but could not be read: no PASS then.
+	Emitted   map[string]uint64
+	Dests     map[string]string
+	AcctError string
 }
 
 // Judgement is a verdict with what decided it.
@@ -72,9 +80,25 @@ func Judge(o Observation) Judgement {
 			j.Missing = append(j.Missing, id)
 		}
 	}
+	var unproven []string
+	if o.Emitted != nil {
+		for _, a := range o.Attempts {
+			if a.Session != o.Session || !reported[a.ID] || !leavesPacket(a.Outcome) {
+				continue
+			}
+			if d := o.Dests[a.ID]; d != "" && o.Emitted[d] == 0 {
+				unproven = append(unproven, fmt.Sprintf("%s (the probe says %s, the kernel counted no packet toward %s)", a.ID, a.Outcome, d))
+			}
+		}
+		sort.Strings(unproven)
+	}
 	switch {
 	case o.NotReady != "":
 		j.Verdict, j.Reason = Inconclusive, "endpoints not ready: "+o.NotReady
+	case o.AcctError != "":
+		j.Verdict, j.Reason = Inconclusive, "the kernel-side accounting of the attempts could not be read: "+o.AcctError
+	case len(unproven) > 0:
+		j.Verdict, j.Reason = Inconclusive, "the probe's report and the kernel disagree: "+strings.Join(unproven, "; ")
 	case len(o.Planned) == 0:
 		j.Verdict, j.Reason = Inconclusive, "no attempt was planned, so nothing was tested"
 	case len(j.Missing) > 0:
@@ -145,6 +169,17 @@ func describe(hits []Hit, canary string) string {
 		parts = append(parts, s)
 	}
 	return fmt.Sprintf("%d forbidden contact(s): %s", len(hits), strings.Join(parts, "; "))
+}
+
+// leavesPacket: outcomes that mean a packet left the sandbox's socket layer
+// (a netfilter drop happens after the accounting counts it). "unreachable"
+// is the kernel refusing locally (no route, no address): nothing to count.
+func leavesPacket(outcome string) bool {
+	switch outcome {
+	case "completed", "refused", "timeout", "denied":
+		return true
+	}
+	return false
 }
 
 // AttemptMade reports whether a network attempt's report says something

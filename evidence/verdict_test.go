@@ -59,6 +59,26 @@ func TestJudge(t *testing.T) {
 		{"inconclusive when the probe refused its own attempt", func(o *evidence.Observation) {
 			o.Attempts[0].Error = "probe refuses: kernel interface"
 		}, evidence.Inconclusive},
+		{"pass when the kernel counted a packet toward every attempt", func(o *evidence.Observation) {
+			o.Dests = map[string]string{"http": "callback4", "dns": "authority"}
+			o.Emitted = map[string]uint64{"callback4": 3, "authority": 1}
+		}, evidence.Pass},
+		{"inconclusive when the probe says it tried but the kernel counted nothing", func(o *evidence.Observation) {
+			o.Dests = map[string]string{"http": "callback4", "dns": "authority"}
+			o.Emitted = map[string]uint64{"callback4": 0, "authority": 1}
+		}, evidence.Inconclusive},
+		{"an attempt the kernel refused locally needs no packet", func(o *evidence.Observation) {
+			o.Attempts[0].Outcome = "unreachable"
+			o.Dests = map[string]string{"http": "callback6", "dns": "authority"}
+			o.Emitted = map[string]uint64{"authority": 1}
+		}, evidence.Pass},
+		{"inconclusive when the accounting could not be read", func(o *evidence.Observation) {
+			o.AcctError = "table gone"
+		}, evidence.Inconclusive},
+		{"fail stays fail whatever the accounting says", func(o *evidence.Observation) {
+			o.AcctError = "table gone"
+			o.Hits = append(o.Hits, evidence.Hit{Endpoint: "callback", Session: "s1"})
+		}, evidence.Fail},
 		{"inconclusive when nothing was planned", func(o *evidence.Observation) {
 			o.Planned = nil
 		}, evidence.Inconclusive},

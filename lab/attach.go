@@ -130,6 +130,9 @@ func (l *Lab) plumb(ctx context.Context, a *attachment) error {
 			return err
 		}
 	}
+	if err := addAccounting(ctx, NetnsPath(s)); err != nil {
+		return err
+	}
 	// As on a typical host, where unprivileged users may send ICMP echo
 	// through datagram sockets: an unprivileged sandbox must be able to try
 	// ping, or the ICMP callback attempt would be blocked by our namespace

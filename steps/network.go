@@ -36,10 +36,44 @@ func (r *runner) tryEach(ctx context.Context, familyName string, table *godog.Ta
 	if err != nil {
 		return err
 	}
+	if s.dests == nil {
+		s.dests = map[string]string{}
+	}
 	for _, st := range steps {
 		s.planned = append(s.planned, st.ID)
+		s.dests[st.ID] = destOf(st)
 	}
-	return r.runProbe(ctx, s, steps)
+	em, counting := r.cfg.Lab.(emitter)
+	counting = counting && s.attached
+	var before map[string]uint64
+	if counting {
+		var err error
+		if before, err = em.Emitted(ctx, s.session); err != nil {
+			s.acctErr = err.Error()
+			counting = false
+		}
+	}
+	if err := r.runProbe(ctx, s, steps); err != nil {
+		return err
+	}
+	if counting {
+		after, err := em.Emitted(ctx, s.session)
+		if err != nil {
+			s.acctErr = err.Error()
+			return nil
+		}
+		d := delta(before, after)
+		if s.emitted == nil {
+			s.emitted = d
+		} else {
+			for k, v := range d {
+				s.emitted[k] += v
+			}
+		}
+	} else if s.acctErr == "" {
+		s.findings = append(s.findings, "no kernel-side accounting for this session (no lab session namespace): proof of attempt is the probe's report")
+	}
+	return nil
 }
 
 func (r *runner) callInference(ctx context.Context) error {

@@ -31,6 +31,12 @@ type scenario struct {
 	attached bool
 	planned  []string
 	attempts []evidence.Attempt
+	// Kernel-side accounting of the attempts (network gates): packets the
+	// session emitted per lab destination while they ran, and where each
+	// attempt's first packet goes. nil when the lab cannot count.
+	emitted  map[string]uint64
+	dests    map[string]string
+	acctErr  string
 	findings []string
 	corpus   []string
 	held     *evidence.Result // the verdict, recorded by finish after teardown

@@ -213,3 +213,29 @@ Feature: external-callback
 		t.Fatalf("got %+v", out.Results)
 	}
 }
+
+// countingLab is a fake lab whose kernel accounting counted nothing: a
+// probe that reports timeouts without sending a packet is caught.
+type countingLab struct{ *fakeLab }
+
+func (countingLab) Emitted(ctx context.Context, session string) (map[string]uint64, error) {
+	return map[string]uint64{"callback4": 0, "callback6": 0, "inference": 0, "resolver": 0, "authority": 0,
+		"metadata4": 0, "metadata6": 0, "wireserver": 0, "alibaba": 0}, nil
+}
+
+func TestProbeClaimsTheKernelDidNotSeeAreInconclusive(t *testing.T) {
+	fl := &fakeLab{}
+	tgt := &fakeTarget{lab: fl, deliver: func(s probe.Step) bool { return s.ID == "positive-control" }}
+	out, err := steps.Run(context.Background(), steps.Config{
+		Target: tgt, Network: steps.NetLab, Lab: countingLab{fl}, ProbePath: "/bin/true",
+		Features: features.FS, Gates: []string{"external-callback"}, Settle: 1,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range out.Results {
+		if r.Verdict != evidence.Inconclusive || !strings.Contains(r.Reason, "kernel counted no packet") {
+			t.Errorf("%s/%s: %s (%s), want INCONCLUSIVE naming the kernel's count", r.Gate, r.Path, r.Verdict, r.Reason)
+		}
+	}
+}

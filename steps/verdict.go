@@ -38,12 +38,15 @@ func (r *runner) judge(ctx context.Context) error {
 		return ctx.Err()
 	}
 	obs := evidence.Observation{
-		Session:  s.session,
-		Canary:   s.canary,
-		Control:  s.control,
-		Planned:  s.planned,
-		Attempts: s.attempts,
-		Allowed:  allowedEndpoints,
+		Session:   s.session,
+		Canary:    s.canary,
+		Control:   s.control,
+		Planned:   s.planned,
+		Attempts:  s.attempts,
+		Allowed:   allowedEndpoints,
+		Emitted:   s.emitted,
+		Dests:     s.dests,
+		AcctError: s.acctErr,
 	}
 	if r.cfg.Lab != nil {
 		obs.Hits = r.cfg.Lab.Hits()
