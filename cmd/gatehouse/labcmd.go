@@ -30,8 +30,9 @@ its own; these commands are for exploring it by hand.
             (--detach: serve in the background; 'lab down' stops it;
             --docker: also run a Docker daemon inside the lab namespace
             and print its DOCKER_HOST; it stops with the lab)
-  down      stop a detached lab and remove every gh-* namespace left behind,
-            including those of crashed runs
+  down      stop a detached lab and remove every gh-* namespace, lab Docker
+            daemon and planted fixture (/run/gatehouse) left behind, including
+            those of crashed runs
   status    list the gh-* namespaces present and the detached lab, if any
 
 Example:
@@ -161,6 +162,16 @@ func labDown(ctx context.Context, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "removed namespaces: %s\n", strings.Join(left, " "))
 	}
 	_ = os.Remove(filepath.Join(stateDir, "lab.json"))
+	// Planted canaries and host fixtures of runs that died before their
+	// teardown (every lab is gone now, so none is in use).
+	if plants, _ := filepath.Glob(filepath.Join(stateDir, "*")); len(plants) > 0 {
+		for _, p := range plants {
+			if err := os.RemoveAll(p); err != nil {
+				return fmt.Errorf("lab down: remove %s: %w", p, err)
+			}
+		}
+		fmt.Fprintf(stdout, "removed planted fixtures left behind: %d folder(s) under %s\n", len(plants), stateDir)
+	}
 	fmt.Fprintln(stdout, "no lab namespaces left")
 	return nil
 }
