@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"sync"
 	"time"
 
 	"gatehouse/evidence"
@@ -53,35 +52,18 @@ func (l *Lab) serveTCP(ctx context.Context, addr string) error {
 	if err != nil {
 		return err
 	}
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return // closed by stop
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer c.Close()
-				_ = c.SetDeadline(time.Now().Add(2 * time.Second))
-				buf := make([]byte, maxData)
-				n, _ := c.Read(buf)
-				h := evidence.Hit{Endpoint: "callback", Proto: "tcp", Src: c.RemoteAddr().String(),
-					Dst: c.LocalAddr().String(), Data: printable(buf[:n])}
-				h.Summary = fmt.Sprintf("tcp %d bytes: %s", n, h.Data)
-				l.record(h, h.Src)
-				_, _ = c.Write([]byte("ok\n"))
-			}()
-		}
-	}()
-	l.stops = append(l.stops, func(context.Context) error {
-		err := ln.Close()
-		wg.Wait() // each connection ends within its 2 s deadline
-		return err
+	stop := serveConns(ln, func(c net.Conn) {
+		_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+		buf := make([]byte, maxData)
+		n, _ := c.Read(buf)
+		h := evidence.Hit{Endpoint: "callback", Proto: "tcp", Src: c.RemoteAddr().String(),
+			Dst: c.LocalAddr().String(), Data: printable(buf[:n])}
+		h.Summary = fmt.Sprintf("tcp %d bytes: %s", n, h.Data)
+		l.record(h, h.Src)
+		_, _ = c.Write([]byte("ok\n"))
 	})
+	// Each connection ends within its 2 s deadline.
+	l.stops = append(l.stops, func(context.Context) error { return stop() })
 	return nil
 }
 

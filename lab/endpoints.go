@@ -12,6 +12,7 @@ import (
 	"net/netip"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"gatehouse/evidence"
@@ -162,4 +163,32 @@ type logWriter func(format string, a ...any)
 func (w logWriter) Write(p []byte) (int, error) {
 	w("%s", strings.TrimRight(string(p), "\n"))
 	return len(p), nil
+}
+
+// serveConns accepts connections on ln and handles each in its own
+// goroutine. The returned stop closes ln and waits for the handlers, which
+// must end by their own deadlines.
+func serveConns(ln net.Listener, handle func(net.Conn)) (stop func() error) {
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return // closed by stop
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer c.Close()
+				handle(c)
+			}()
+		}
+	}()
+	return func() error {
+		err := ln.Close()
+		wg.Wait()
+		return err
+	}
 }

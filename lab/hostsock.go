@@ -37,29 +37,12 @@ func (l *Lab) ServeSocket(ctx context.Context, path, endpoint, session string, r
 		ln.Close()
 		return nil, fmt.Errorf("lab: serve socket %s: %w", endpoint, err)
 	}
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return // closed by stop
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer c.Close()
-				l.answerSocket(c, endpoint, session, path, reply)
-			}()
-		}
-	}()
+	closeConns := serveConns(ln, func(c net.Conn) { l.answerSocket(c, endpoint, session, path, reply) })
 	var once sync.Once
 	return func(context.Context) error {
 		var err error
 		once.Do(func() {
-			err = ln.Close()
-			wg.Wait() // each connection ends within its deadline
+			err = closeConns() // each connection ends within its deadline
 			if errors.Is(err, net.ErrClosed) {
 				err = nil
 			}

@@ -3,15 +3,12 @@ package steps
 import (
 	"bytes"
 	"context"
-	"encoding/json"
-	"fmt"
 	"strings"
 	"sync"
 	"time"
 
 	"gatehouse/evidence"
 	"gatehouse/probe"
-	"gatehouse/targets"
 )
 
 // party is one session of a two-session gate and what it did.
@@ -31,46 +28,6 @@ type window struct {
 	Step     string    `json:"step"`
 	Start    time.Time `json:"start"`
 	End      time.Time `json:"end"`
-}
-
-// runPlan runs plan in one session and keeps its reports, treating the
-// probe's output as hostile, like runProbe, but with the plan's own
-// timeouts: the session gates' attempts last seconds by design.
-func (r *runner) runPlan(ctx context.Context, s *scenario, p probe.Plan, limit time.Duration) ([]probe.Report, error) {
-	p.Session, p.Canary = s.session, s.canary
-	in, err := json.Marshal(p)
-	if err != nil {
-		return nil, err
-	}
-	lim := probe.DefaultLimits()
-	stdout := &capped{max: int(lim.MaxBytes)}
-	stderr := &capped{max: 16 << 10}
-	ctx, cancel := context.WithTimeout(ctx, limit)
-	defer cancel()
-	res, err := s.sess.Exec(ctx, targets.Command{
-		Args: []string{probe.SandboxPath, "run"}, Stdin: bytes.NewReader(in), Stdout: stdout, Stderr: stderr,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("run probe in %s: %w", s.session, err)
-	}
-	reps, problems, err := probe.Decode(bytes.NewReader(stdout.buf.Bytes()), p, lim)
-	if err != nil {
-		return nil, fmt.Errorf("read probe output of %s: %w", s.session, err)
-	}
-	for _, pr := range problems {
-		s.findings = append(s.findings, "probe output rejected: "+pr)
-	}
-	if res.ExitCode != 0 {
-		s.findings = append(s.findings, fmt.Sprintf("probe in %s exited %d: %s", s.session, res.ExitCode, firstLine(stderr.buf.String())))
-	}
-	as := toAttempts(s, reps)
-	for _, a := range as {
-		if a.ID != "positive-control" {
-			s.attempts = append(s.attempts, a)
-		}
-	}
-	r.recordAttempts(as)
-	return reps, nil
 }
 
 // runAll runs one plan per party at the same time and records each

@@ -86,31 +86,36 @@ func (r *runner) callInference(ctx context.Context) error {
 	return r.runProbe(ctx, s, []probe.Step{controlStep(s.control)})
 }
 
-// runProbe runs one plan in the session and keeps what the probe reports,
-// treating its output as hostile (capped, strictly decoded).
+// runProbe runs network attempts with the short per-attempt timeout.
 func (r *runner) runProbe(ctx context.Context, s *scenario, steps []probe.Step) error {
-	p := probe.Plan{Session: s.session, Canary: s.canary, TimeoutMS: int(attemptTimeout / time.Millisecond), Steps: steps}
+	p := probe.Plan{TimeoutMS: int(attemptTimeout / time.Millisecond), Steps: steps}
+	_, err := r.runPlan(ctx, s, p, 30*time.Second)
+	return err
+}
+
+// runPlan runs one plan in the session, within limit, and keeps what the
+// probe reports. Its output is hostile: capped, strictly decoded, and only
+// ever proof that an attempt was claimed. Every probe run goes through here.
+func (r *runner) runPlan(ctx context.Context, s *scenario, p probe.Plan, limit time.Duration) ([]probe.Report, error) {
+	p.Session, p.Canary = s.session, s.canary
 	in, err := json.Marshal(p)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	lim := probe.DefaultLimits()
 	stdout := &capped{max: int(lim.MaxBytes)}
 	stderr := &capped{max: 16 << 10}
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	res, err := s.sess.Exec(ctx, targets.Command{
-		Args:   []string{probe.SandboxPath, "run"},
-		Stdin:  bytes.NewReader(in),
-		Stdout: stdout,
-		Stderr: stderr,
+		Args: []string{probe.SandboxPath, "run"}, Stdin: bytes.NewReader(in), Stdout: stdout, Stderr: stderr,
 	})
 	if err != nil {
-		return fmt.Errorf("run probe: %w", err)
+		return nil, fmt.Errorf("run probe in %s: %w", s.session, err)
 	}
 	reps, problems, err := probe.Decode(bytes.NewReader(stdout.buf.Bytes()), p, lim)
 	if err != nil {
-		return fmt.Errorf("read probe output: %w", err)
+		return nil, fmt.Errorf("read probe output of %s: %w", s.session, err)
 	}
 	if stdout.dropped > 0 {
 		problems = append(problems, fmt.Sprintf("probe output over %d bytes: %d bytes dropped", stdout.max, stdout.dropped))
@@ -119,7 +124,7 @@ func (r *runner) runProbe(ctx context.Context, s *scenario, steps []probe.Step) 
 		s.findings = append(s.findings, "probe output rejected: "+pr)
 	}
 	if res.ExitCode != 0 {
-		s.findings = append(s.findings, fmt.Sprintf("probe exited %d: %s", res.ExitCode, firstLine(stderr.buf.String())))
+		s.findings = append(s.findings, fmt.Sprintf("probe in %s exited %d: %s", s.session, res.ExitCode, firstLine(stderr.buf.String())))
 	}
 	as := toAttempts(s, reps)
 	for _, a := range as {
@@ -128,7 +133,7 @@ func (r *runner) runProbe(ctx context.Context, s *scenario, steps []probe.Step) 
 		}
 	}
 	r.recordAttempts(as)
-	return nil
+	return reps, nil
 }
 
 func column(t *godog.Table, name string) ([]string, error) {
