@@ -1,8 +1,6 @@
 package probe_test
 
 import (
-	"bytes"
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"net"
@@ -26,26 +24,11 @@ func tok(tag string) string {
 	return "gh" + tag + hex.EncodeToString(b)
 }
 
-// runParallel runs steps at once, as the session gates' plans do.
+// runParallel runs steps at once (Parallel 0 means all), as the session
+// gates' plans do, with their longer deadline.
 func runParallel(t *testing.T, steps ...probe.Step) map[string]probe.Report {
 	t.Helper()
-	plan := probe.Plan{Session: "s1", TimeoutMS: 5000, Parallel: len(steps), Steps: steps}
-	if err := plan.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	var out bytes.Buffer
-	if err := probe.Run(context.Background(), plan, &out); err != nil {
-		t.Fatalf("Run: %v", err)
-	}
-	reps, problems, err := probe.Decode(&out, plan, probe.DefaultLimits())
-	if err != nil || len(problems) > 0 {
-		t.Fatalf("Decode: %v, problems %q", err, problems)
-	}
-	m := map[string]probe.Report{}
-	for _, r := range reps {
-		m[r.ID] = r
-	}
-	return m
+	return runPlan(t, 5000, steps...)
 }
 
 func freePort(t *testing.T, network string) string {
