@@ -227,19 +227,3 @@ func (r *runner) judgeSecrets(ctx context.Context) error {
 
 // labHits returns every hit, and why they cannot be trusted if the lab is
 // no longer sealed. (settle, in storage.go, waits for them first.)
-func (r *runner) labHits(ctx context.Context) ([]evidence.Hit, string) {
-	if r.cfg.Lab == nil {
-		return nil, ""
-	}
-	notReady := ""
-	if err := r.cfg.Lab.Sealed(ctx); err != nil {
-		notReady = "the lab is no longer sealed: " + err.Error()
-	}
-	return r.cfg.Lab.Hits(), notReady
-}
-
-// recordVerdict keeps a judgement for finish and tells godog, as judge does.
-func (r *runner) recordVerdict(s *scenario, j evidence.Judgement) error {
-	s.hold(s.result(j))
-	return verdictErr(j)
-}

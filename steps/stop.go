@@ -195,11 +195,9 @@ func (r *runner) judgeStop(ctx context.Context) error {
 		p.findings = nil
 	}
 	m.mu.Unlock()
-	hits := r.cfg.Lab.Hits()
+	hits, notReady := r.labHits(ctx)
 	o.Control = evidence.ControlReached(hits, allowedEndpoints, s.session, s.control)
-	if err := r.cfg.Lab.Sealed(ctx); err != nil {
-		o.NotReady = "the lab is no longer sealed: " + err.Error()
-	}
+	o.NotReady = notReady
 	j, timings := evidence.JudgeStop(o)
 	res := s.result(j)
 	res.Timings = timings

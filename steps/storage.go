@@ -162,12 +162,7 @@ func (r *runner) judgeExchange(ctx context.Context, ownValue, overlap bool) erro
 		o.Attempts = append(o.Attempts, pt.s.attempts...)
 	}
 	m.mu.Unlock()
-	if r.cfg.Lab != nil {
-		o.Hits = r.cfg.Lab.Hits()
-		if err := r.cfg.Lab.Sealed(ctx); err != nil {
-			o.NotReady = "the lab is no longer sealed: " + err.Error()
-		}
-	}
+	o.Hits, o.NotReady = r.labHits(ctx)
 	j, cross := evidence.JudgeExchange(o)
 	res := s.result(j)
 	res.Crossings = cross
@@ -177,21 +172,3 @@ func (r *runner) judgeExchange(ctx context.Context, ownValue, overlap bool) erro
 }
 
 // settle waits for endpoints to record what already arrived.
-func (r *runner) settle(ctx context.Context) error {
-	select {
-	case <-time.After(time.Duration(r.cfg.Settle) * time.Millisecond):
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-func verdictErr(j evidence.Judgement) error {
-	switch j.Verdict {
-	case evidence.Pass:
-		return nil
-	case evidence.Fail:
-		return &Violation{Reason: j.Reason}
-	}
-	return fmt.Errorf("INCONCLUSIVE: %s", j.Reason)
-}

@@ -31,11 +31,8 @@ func (r *runner) judge(ctx context.Context) error {
 	if s == nil || s.sess == nil {
 		return errors.New("no session: a 'fresh sandbox session' step must come first")
 	}
-	// Packets already delivered may still sit in an endpoint's queue.
-	select {
-	case <-time.After(time.Duration(r.cfg.Settle) * time.Millisecond):
-	case <-ctx.Done():
-		return ctx.Err()
+	if err := r.settle(ctx); err != nil {
+		return err
 	}
 	obs := evidence.Observation{
 		Session:   s.session,
@@ -48,20 +45,46 @@ func (r *runner) judge(ctx context.Context) error {
 		Dests:     s.dests,
 		AcctError: s.acctErr,
 	}
-	if r.cfg.Lab != nil {
-		obs.Hits = r.cfg.Lab.Hits()
-		if err := r.cfg.Lab.Sealed(ctx); err != nil {
-			obs.NotReady = "the lab is no longer sealed: " + err.Error()
-		}
+	obs.Hits, obs.NotReady = r.labHits(ctx)
+	return r.recordVerdict(s, evidence.Judge(obs))
+}
+
+// settle waits for packets already delivered but still in an endpoint's
+// queue to be recorded.
+func (r *runner) settle(ctx context.Context) error {
+	select {
+	case <-time.After(time.Duration(r.cfg.Settle) * time.Millisecond):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
-	j := evidence.Judge(obs)
+}
+
+// labHits is every hit so far, and why they cannot be trusted, if so.
+func (r *runner) labHits(ctx context.Context) ([]evidence.Hit, string) {
+	if r.cfg.Lab == nil {
+		return nil, ""
+	}
+	notReady := ""
+	if err := r.cfg.Lab.Sealed(ctx); err != nil {
+		notReady = "the lab is no longer sealed: " + err.Error()
+	}
+	return r.cfg.Lab.Hits(), notReady
+}
+
+// recordVerdict keeps a judgement for finish (after teardown) and tells
+// godog: PASS passes, FAIL is a Violation, anything else an error.
+func (r *runner) recordVerdict(s *scenario, j evidence.Judgement) error {
 	s.hold(s.result(j))
+	return verdictErr(j)
+}
+
+func verdictErr(j evidence.Judgement) error {
 	switch j.Verdict {
 	case evidence.Pass:
 		return nil
 	case evidence.Fail:
 		return &Violation{Reason: j.Reason}
-	default:
-		return fmt.Errorf("INCONCLUSIVE: %s", j.Reason)
 	}
+	return fmt.Errorf("INCONCLUSIVE: %s", j.Reason)
 }
