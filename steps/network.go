@@ -103,8 +103,8 @@ func (r *runner) runPlan(ctx context.Context, s *scenario, p probe.Plan, limit t
 		return nil, err
 	}
 	lim := probe.DefaultLimits()
-	stdout := &capped{max: int(lim.MaxBytes)}
-	stderr := &capped{max: 16 << 10}
+	stdout := probe.NewCapWriter(lim.MaxBytes)
+	stderr := probe.NewCapWriter(16 << 10)
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	res, err := s.sess.Exec(ctx, targets.Command{
@@ -113,18 +113,18 @@ func (r *runner) runPlan(ctx context.Context, s *scenario, p probe.Plan, limit t
 	if err != nil {
 		return nil, fmt.Errorf("run probe in %s: %w", s.session, err)
 	}
-	reps, problems, err := probe.Decode(bytes.NewReader(stdout.buf.Bytes()), p, lim)
+	reps, problems, err := probe.Decode(bytes.NewReader(stdout.Bytes()), p, lim)
 	if err != nil {
 		return nil, fmt.Errorf("read probe output of %s: %w", s.session, err)
 	}
-	if stdout.dropped > 0 {
-		problems = append(problems, fmt.Sprintf("probe output over %d bytes: %d bytes dropped", stdout.max, stdout.dropped))
+	if stdout.Truncated() {
+		problems = append(problems, fmt.Sprintf("probe output over %d bytes: %d bytes dropped", stdout.N, stdout.Dropped()))
 	}
 	for _, pr := range problems {
 		s.findings = append(s.findings, "probe output rejected: "+pr)
 	}
 	if res.ExitCode != 0 {
-		s.findings = append(s.findings, fmt.Sprintf("probe in %s exited %d: %s", s.session, res.ExitCode, firstLine(stderr.buf.String())))
+		s.findings = append(s.findings, fmt.Sprintf("probe in %s exited %d: %s", s.session, res.ExitCode, firstLine(string(stderr.Bytes()))))
 	}
 	as := toAttempts(s, reps)
 	for _, a := range as {
@@ -149,26 +149,6 @@ func column(t *godog.Table, name string) ([]string, error) {
 		out = append(out, row.Cells[0].Value)
 	}
 	return out, nil
-}
-
-// capped keeps at most max bytes and counts the rest; a probe that floods
-// its output cannot exhaust the harness's memory.
-type capped struct {
-	buf     bytes.Buffer
-	max     int
-	dropped int
-}
-
-func (c *capped) Write(p []byte) (int, error) {
-	room := c.max - c.buf.Len()
-	if room < len(p) {
-		if room > 0 {
-			c.buf.Write(p[:room])
-		}
-		c.dropped += len(p) - max(room, 0)
-		return len(p), nil
-	}
-	return c.buf.Write(p)
 }
 
 func firstLine(s string) string {

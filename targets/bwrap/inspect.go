@@ -1,7 +1,6 @@
 package bwrap
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -70,14 +69,13 @@ func (s *session) Inspect(ctx context.Context) (targets.Config, error) {
 }
 
 func (s *session) probeFacts(ctx context.Context) (probe.Facts, error) {
-	var out, errb capped
-	out.max, errb.max = maxFacts, 4096
-	res, err := s.Exec(ctx, targets.Command{Args: []string{probe.SandboxPath, "facts"}, Stdout: &out, Stderr: &errb})
+	out, errb := probe.NewCapWriter(maxFacts), probe.NewCapWriter(4096)
+	res, err := s.Exec(ctx, targets.Command{Args: []string{probe.SandboxPath, "facts"}, Stdout: out, Stderr: errb})
 	if err != nil {
 		return probe.Facts{}, err
 	}
 	if res.ExitCode != 0 {
-		return probe.Facts{}, fmt.Errorf("probe facts: exit %d: %s", res.ExitCode, strings.TrimSpace(errb.String()))
+		return probe.Facts{}, fmt.Errorf("probe facts: exit %d: %s", res.ExitCode, strings.TrimSpace(string(errb.Bytes())))
 	}
 	var f probe.Facts
 	if err := json.Unmarshal(out.Bytes(), &f); err != nil {
@@ -110,21 +108,4 @@ func mergeFacts(m map[string]string, f probe.Facts) {
 	if len(f.Errors) > 0 {
 		m["probe_errors"] = strings.Join(f.Errors, "; ")
 	}
-}
-
-// capped keeps the first max bytes written and drops the rest.
-type capped struct {
-	bytes.Buffer
-	max int
-}
-
-func (c *capped) Write(p []byte) (int, error) {
-	if room := c.max - c.Len(); room > 0 {
-		if len(p) > room {
-			c.Buffer.Write(p[:room])
-		} else {
-			c.Buffer.Write(p)
-		}
-	}
-	return len(p), nil
 }
