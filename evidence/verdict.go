@@ -55,13 +55,11 @@ func Judge(o Observation) Judgement {
 	for _, a := range o.Allowed {
 		allowed[a] = true
 	}
+	j.Control = o.Session != "" && ControlReached(o.Hits, o.Allowed, o.Session, o.Control)
 	for _, h := range o.Hits {
 		mine := o.Session != "" && h.Session == o.Session
 		if !allowed[h.Endpoint] && (mine || carries(h, o.Canary)) {
 			j.Violating = append(j.Violating, h)
-		}
-		if mine && allowed[h.Endpoint] && carries(h, o.Control) {
-			j.Control = true
 		}
 	}
 	if len(j.Violating) > 0 {

@@ -125,7 +125,9 @@ func missingAttempts(p Party, as []Attempt) []string {
 	return out
 }
 
-// ControlReached reports whether an allowed endpoint heard session's control.
+// ControlReached is the positive-control rule every gate uses: an allowed
+// endpoint heard this session's own control token. The probe's report of
+// the control never counts.
 func ControlReached(hits []Hit, allowed []string, session, control string) bool {
 	ok := map[string]bool{}
 	for _, a := range allowed {

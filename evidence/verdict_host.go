@@ -66,14 +66,11 @@ func JudgeHost(o HostObservation) HostJudgement {
 			j.NonceRead = append(j.NonceRead, a.ID)
 		}
 	}
-	allowed := secretSet(o.Allowed)
+	j.Control = o.Session != "" && ControlReached(o.Hits, o.Allowed, o.Session, o.Control)
 	for _, h := range o.Hits {
 		mine := o.Session != "" && h.Session == o.Session
 		if (hostEndpoints[h.Endpoint] && (mine || carries(h, o.Canary))) || carries(h, o.Nonce) {
 			j.Violating = append(j.Violating, h)
-		}
-		if mine && allowed[h.Endpoint] && carries(h, o.Control) {
-			j.Control = true
 		}
 	}
 	for kind, link := range o.Namespaces {
