@@ -152,14 +152,6 @@ func secretKeys(m map[string]bool) []string {
 	return out
 }
 
-func secretSet(list []string) map[string]bool {
-	m := map[string]bool{}
-	for _, s := range list {
-		m[s] = true
-	}
-	return m
-}
-
 // secretMissing lists planned attempt IDs this session has no report for.
 func secretMissing(session string, planned []string, attempts []Attempt) []string {
 	seen := map[string]bool{}
