@@ -73,11 +73,7 @@ func Judge(o Observation) Judgement {
 			reported[a.ID] = true
 		}
 	}
-	for _, id := range o.Planned {
-		if !reported[id] {
-			j.Missing = append(j.Missing, id)
-		}
-	}
+	j.Missing = missing(o.Session, o.Planned, o.Attempts, AttemptMade)
 	var unproven []string
 	if o.Emitted != nil {
 		for _, a := range o.Attempts {
@@ -193,4 +189,22 @@ func AttemptMade(a Attempt) bool {
 		return true
 	}
 	return false
+}
+
+// missing lists the planned attempt IDs that have no report from session
+// that counts (counts nil: any report does).
+func missing(session string, planned []string, attempts []Attempt, counts func(Attempt) bool) []string {
+	seen := map[string]bool{}
+	for _, a := range attempts {
+		if a.Session == session && (counts == nil || counts(a)) {
+			seen[a.ID] = true
+		}
+	}
+	var out []string
+	for _, id := range planned {
+		if !seen[id] {
+			out = append(out, id)
+		}
+	}
+	return out
 }

@@ -73,8 +73,8 @@ func JudgeExchange(o ExchangeObservation) (Judgement, []Crossing) {
 	var problems []string
 	controls := 0
 	for _, p := range o.Parties {
-		if missing := missingAttempts(p, o.Attempts); len(missing) > 0 {
-			problems = append(problems, fmt.Sprintf("no proof of attempt for %s in %s", strings.Join(missing, ", "), p.Session))
+		if m := missing(p.Session, p.Planned, o.Attempts, nil); len(m) > 0 {
+			problems = append(problems, fmt.Sprintf("no proof of attempt for %s in %s", strings.Join(m, ", "), p.Session))
 		}
 		if len(p.Planned) == 0 {
 			problems = append(problems, "no attempt was planned in "+p.Session)
@@ -107,22 +107,6 @@ func JudgeExchange(o ExchangeObservation) (Judgement, []Crossing) {
 		j.Reason = fmt.Sprintf("%d attempts on record across %d sessions, no session reported another's value, positive control worked in each", n, len(o.Parties))
 	}
 	return j, nil
-}
-
-func missingAttempts(p Party, as []Attempt) []string {
-	seen := map[string]bool{}
-	for _, a := range as {
-		if a.Session == p.Session {
-			seen[a.ID] = true
-		}
-	}
-	var out []string
-	for _, id := range p.Planned {
-		if !seen[id] {
-			out = append(out, id)
-		}
-	}
-	return out
 }
 
 // ControlReached is the positive-control rule every gate uses: an allowed

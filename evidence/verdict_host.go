@@ -109,7 +109,7 @@ func JudgeHost(o HostObservation) HostJudgement {
 		j.Reason = "host touched: " + strings.Join(parts, "; ")
 		return j
 	}
-	j.Missing = secretMissing(o.Session, o.Planned, o.Attempts)
+	j.Missing = missing(o.Session, o.Planned, o.Attempts, nil)
 	switch {
 	case o.NotReady != "":
 		j.Verdict, j.Reason = Inconclusive, "endpoints not ready: "+o.NotReady

@@ -103,7 +103,7 @@ func JudgeSecrets(o SecretsObservation) SecretsJudgement {
 		j.Reason = "planted credentials " + strings.Join(parts, "; ")
 		return j
 	}
-	j.Missing = secretMissing(o.Session, o.Planned, o.Attempts)
+	j.Missing = missing(o.Session, o.Planned, o.Attempts, nil)
 	switch {
 	case o.NotReady != "":
 		j.Verdict, j.Reason = Inconclusive, "endpoints not ready: "+o.NotReady
@@ -149,22 +149,5 @@ func secretKeys(m map[string]bool) []string {
 		out = append(out, k)
 	}
 	sort.Strings(out)
-	return out
-}
-
-// secretMissing lists planned attempt IDs this session has no report for.
-func secretMissing(session string, planned []string, attempts []Attempt) []string {
-	seen := map[string]bool{}
-	for _, a := range attempts {
-		if a.Session == session {
-			seen[a.ID] = true
-		}
-	}
-	var out []string
-	for _, id := range planned {
-		if !seen[id] {
-			out = append(out, id)
-		}
-	}
 	return out
 }
