@@ -141,11 +141,14 @@ type Result struct {
 // Config is the effective configuration read back from the runtime after
 // start: what was really applied, not what was asked for.
 type Config struct {
-	Target  string            `json:"target"`
-	Runtime string            `json:"runtime"`
-	Facts   map[string]string `json:"facts"` // e.g. "uid_map", "cap_eff", "seccomp", "nft_ruleset"
-	Mounts  []string          `json:"mounts,omitempty"`
-	Argv    []string          `json:"argv,omitempty"` // the exact command line used to start the sandbox
+	Target  string `json:"target"`
+	Runtime string `json:"runtime"`
+	// Image is the digest of the image the runtime really ran (sha256:...),
+	// "" for targets without images. The evidence names it as a subject.
+	Image  string            `json:"image,omitempty"`
+	Facts  map[string]string `json:"facts"` // e.g. "uid_map", "cap_eff", "seccomp", "nft_ruleset"
+	Mounts []string          `json:"mounts,omitempty"`
+	Argv   []string          `json:"argv,omitempty"` // the exact command line used to start the sandbox
 }
 
 // Target starts sessions of one kind of sandbox.

@@ -365,9 +365,9 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// imageDigest is the sandbox image the runtime reported for every path
-// (docker's image id, a content digest); "" when the target has no image or
-// the paths disagree (then nothing is claimed).
+// imageDigest is the sandbox image the runtime reported (Config.Image) for
+// every path; "" when the target has no image or the paths disagree (then
+// nothing is claimed).
 func imageDigest(eff map[string]any) string {
 	d := ""
 	for _, v := range eff {
@@ -375,8 +375,8 @@ func imageDigest(eff map[string]any) string {
 		if !ok {
 			continue
 		}
-		id := c.Facts["image_id"]
-		if id == "" || !strings.HasPrefix(id, "sha256:") {
+		id := c.Image
+		if !strings.HasPrefix(id, "sha256:") {
 			continue
 		}
 		if d != "" && d != id {

@@ -28,6 +28,7 @@ func (s *Session) Inspect(ctx context.Context) (targets.Config, error) {
 	f := cfg.Facts
 	f["container_id"] = ci.ID
 	f["image_id"] = ci.Image
+	cfg.Image = ci.Image
 	f["apparmor"] = ci.AppArmorProfile
 	if hc := ci.HostConfig; hc != nil {
 		cfg.Runtime = hc.Runtime
