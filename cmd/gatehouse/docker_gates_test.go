@@ -49,6 +49,9 @@ func TestAllGatesOnDockerProfiles(t *testing.T) {
 				}
 			}
 			r := runProfile(t, tt.profile, "")
+			if !strings.HasPrefix(r.run.ImageDigest, "sha256:") {
+				t.Errorf("run.json names no image digest (%q): the evidence must say which image ran", r.run.ImageDigest)
+			}
 			if code := exitFor(r.results); r.code != code {
 				t.Errorf("exit %d, want %d for these verdicts", r.code, code)
 			}
