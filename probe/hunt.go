@@ -3,14 +3,12 @@ package probe
 import (
 	"context"
 	"io/fs"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 )
 
 // Bounds of one hunt: it must end well inside the attempt's deadline even
@@ -126,22 +124,10 @@ func huntFile(ctx context.Context, p string, st fs.FileInfo, h *hunted) error {
 	return err
 }
 
-// askSocket connects to a unix socket, asks as an HTTP client would (the
-// engine and most helpers speak HTTP) and reads the answer.
+// askSocket asks a unix socket as an HTTP client would (the engine and
+// most credential helpers speak HTTP) and reads the answer.
 func askSocket(ctx context.Context, p string) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, time.Second)
-	defer cancel()
-	c, err := (&net.Dialer{}).DialContext(ctx, "unix", p)
-	if err != nil {
-		return nil, err
-	}
-	defer c.Close()
-	dl, _ := ctx.Deadline()
-	_ = c.SetDeadline(dl)
-	if _, err := c.Write([]byte("GET /v1/credentials HTTP/1.0\r\nHost: localhost\r\n\r\n")); err != nil {
-		return nil, err
-	}
-	return readSome(c, readCap)
+	return askUnix(ctx, p, []byte("GET /v1/credentials HTTP/1.0\r\nHost: localhost\r\n\r\n"), readCap)
 }
 
 func readLimited(p string, n int) ([]byte, error) {
