@@ -18,7 +18,7 @@ var reportKeys = map[string]bool{
 }
 
 var outcomes = map[string]bool{
-	OutcomeCompleted: true, OutcomeRefused: true, OutcomeUnreachable: true,
+	OutcomeCompleted: true, OutcomePartial: true, OutcomeRefused: true, OutcomeUnreachable: true,
 	OutcomeTimeout: true, OutcomeDenied: true, OutcomeError: true,
 }
 
@@ -84,8 +84,8 @@ func (d *decoder) check(rep Report) error {
 		return fmt.Errorf("unknown outcome %s", quote([]byte(rep.Outcome)))
 	case len(rep.Error) > MaxErrorLen:
 		return fmt.Errorf("error longer than %d bytes", MaxErrorLen)
-	case len(rep.Excerpt) > MaxExcerptLen:
-		return fmt.Errorf("excerpt longer than %d bytes", MaxExcerptLen)
+	case len(rep.Excerpt) > ExcerptCap(rep.Kind):
+		return fmt.Errorf("excerpt longer than %d bytes", ExcerptCap(rep.Kind))
 	case rep.Status < 0 || rep.Status > 999:
 		return fmt.Errorf("status %d out of range", rep.Status)
 	case rep.Bytes < 0:

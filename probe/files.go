@@ -58,3 +58,6 @@ func doWrite(s Step, rep *Report) error {
 	}
 	return err
 }
+
+// readFile reads the head (readCap bytes) of p.
+func readFile(p string) ([]byte, error) { return readLimited(p, readCap) }

@@ -1,148 +1,109 @@
 package probe
 
 import (
-	"bufio"
 	"context"
-	"errors"
-	"io/fs"
+	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
-// Bounds of one find attempt: the search must finish well inside the
-// attempt's deadline even on a sandbox that shows the whole host.
-const (
-	findDepth    = 4
-	findFiles    = 2000     // files opened
-	findFileSize = 64 << 10 // larger files are skipped
-	findRoots    = 64       // glob matches or mount points searched
-)
+// findRoots bounds how many folders a glob target expands to.
+const findRoots = 64
 
-// systemDirs are never descended into from another root: they are huge and
-// hold no session storage.
-var systemDirs = map[string]bool{"/proc": true, "/sys": true, "/dev": true, "/usr": true}
+// systemDirs are never searched from a glob: huge, and no storage.
+var systemDirs = map[string]bool{"/proc": true, "/sys": true, "/dev": true, "/usr": true, probeHome: true}
 
 // doFind searches Target (see KindFind) and reports the token-shaped values
 // found in files under it.
 func doFind(ctx context.Context, s Step, rep *Report) error {
-	roots, err := findRootsOf(s.Target)
-	if err != nil {
+	c := newCollector(Tokens, s.Payload)
+	err := gather(ctx, func() error {
+		roots, cut, err := findRootsOf(s.Target, s.Hints)
+		if err != nil {
+			return err
+		}
+		err = newSearch(ctx, func(p string, st *unix.Stat_t) {
+			if st.Mode&unix.S_IFMT != unix.S_IFREG {
+				return
+			}
+			c.readFile()
+			if b, err := readLimited(p, searchFileHead); err == nil {
+				c.values(b, p)
+			}
+		}).run(roots)
+		if cut != "" {
+			return withPartial(err, cut)
+		}
 		return err
-	}
-	f := newFound(s.Payload)
-	files := 0
-	var first error
-	walked := false
-	for _, root := range roots {
-		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			if err != nil {
-				if p == root {
-					return err
-				}
-				return nil // an unreadable corner does not end the search
-			}
-			if d.IsDir() {
-				if p != root && (systemDirs[p] || strings.Count(strings.TrimPrefix(p, root), "/") >= findDepth) {
-					return filepath.SkipDir
-				}
-				return nil
-			}
-			if !d.Type().IsRegular() || files >= findFiles {
-				return nil
-			}
-			if info, err := d.Info(); err != nil || info.Size() > findFileSize {
-				return nil
-			}
-			files++
-			if b, err := readFile(p); err == nil {
-				f.add(b, p)
-			}
-			return nil
-		})
-		if err == nil {
-			walked = true
-		} else if first == nil {
-			first = err
-		}
-	}
-	rep.Bytes = files
-	rep.Excerpt = f.excerpt()
-	if !walked {
-		if first == nil {
-			first = fs.ErrNotExist
-		}
-		return first
-	}
-	return nil
+	})
+	err = c.finish(rep, err)
+	c.mu.Lock()
+	rep.Bytes = c.files
+	c.mu.Unlock()
+	return err
 }
 
-func readFile(p string) ([]byte, error) {
-	fh, err := os.Open(p)
-	if err != nil {
-		return nil, err
-	}
-	defer fh.Close()
-	return readSome(fh, readCap)
-}
-
-// findRootsOf expands a find target into folders to search.
-func findRootsOf(target string) ([]string, error) {
-	if target == "@mounts" {
-		return mountPoints()
-	}
-	if !strings.ContainsAny(target, "*?[") {
-		return []string{target}, nil
+// findRootsOf expands a search target into the roots to search, in order:
+// "@mounts" is every mount point worth searching, each preceded by the
+// host paths (hints) a careless mount would show under it; a glob is its
+// matches; "~" is the agent's home; anything else is itself. cut says
+// what was left out when a glob matched more than findRoots folders.
+func findRootsOf(target string, hints []string) (roots []string, cut string, err error) {
+	switch {
+	case target == "@mounts":
+		ms, err := readMounts()
+		if err != nil {
+			return nil, "", err
+		}
+		points := searchPoints(ms)
+		return append(underEach(points, hints), points...), "", nil
+	case target == "~":
+		return []string{homeDir()}, "", nil
+	case !strings.ContainsAny(target, "*?["):
+		return []string{target}, "", nil
 	}
 	m, err := filepath.Glob(target)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	kept := m[:0]
 	for _, p := range m {
-		if !systemDirs[p] && p != "/gatehouse" {
+		if !systemDirs[p] {
 			kept = append(kept, p)
 		}
 	}
-	m = kept
-	if len(m) == 0 {
-		return nil, fs.ErrNotExist
+	if len(kept) == 0 {
+		return nil, "", errAbsent
 	}
-	if len(m) > findRoots {
-		m = m[:findRoots]
+	if len(kept) > findRoots {
+		return kept[:findRoots], fmt.Sprintf("%d of %d glob matches not searched", len(kept)-findRoots, len(kept)), nil
 	}
-	return m, nil
+	return kept, "", nil
 }
 
-// mountPoints lists the mount points the sandbox sees, system folders and
-// the probe's own /gatehouse excepted.
-func mountPoints() ([]string, error) {
-	fh, err := os.Open("/proc/self/mounts")
-	if err != nil {
-		return nil, err
-	}
-	defer fh.Close()
+// underEach is every hint under every mount point, root included: where a
+// bind of the host's / (or of any host folder above a hint) shows it.
+func underEach(points, hints []string) []string {
 	var out []string
-	seen := map[string]bool{}
-	sc := bufio.NewScanner(fh)
-	for sc.Scan() && len(out) < findRoots {
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 2 {
-			continue
+	for _, h := range hints {
+		out = append(out, h)
+		for _, p := range points {
+			if p != "/" {
+				out = append(out, path.Join(p, h))
+			}
 		}
-		mp := strings.ReplaceAll(fields[1], `\040`, " ")
-		top := "/" + strings.SplitN(strings.TrimPrefix(mp, "/"), "/", 2)[0]
-		if mp == "/" || systemDirs[top] || top == "/gatehouse" || seen[mp] {
-			continue
-		}
-		seen[mp] = true
-		out = append(out, mp)
 	}
-	if len(out) == 0 {
-		return nil, errors.New("no mount point outside the system folders")
+	return out
+}
+
+// homeDir is the agent's home: $HOME, else root's.
+func homeDir() string {
+	if h := strings.TrimSpace(os.Getenv("HOME")); h != "" {
+		return h
 	}
-	return out, sc.Err()
+	return "/root"
 }

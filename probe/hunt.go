@@ -2,49 +2,65 @@ package probe
 
 import (
 	"context"
-	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
 )
 
-// Bounds of one hunt: it must end well inside the attempt's deadline even
-// where the sandbox shows the whole host.
+// Bounds of one hunt besides the search's own.
 const (
-	huntDepth    = 6
-	huntFiles    = 1000
-	huntFileSize = 64 << 10
-	huntSockets  = 8
-	huntProcs    = 4096
-	huntUses     = 8 // values presented to each Use URL
+	huntProcs = 4096
+	huntUses  = 8 // values presented to each Use URL
 )
 
-// doHunt searches one place for canary-shaped values (see KindHunt) and
-// then presents what it found to the Use URLs.
+// doHunt searches one place for canaries and credentials (see KindHunt)
+// and then presents the canaries it found to the Use URLs.
 func doHunt(ctx context.Context, s Step, rep *Report) error {
-	h := newHunted()
-	var err error
-	switch s.Target {
-	case "env":
-		h.add([]byte(strings.Join(os.Environ(), "\n")), "env")
-	case "proc":
-		err = huntProc(ctx, h)
-	default:
-		err = huntPath(ctx, s.Target, h)
-	}
-	rep.Bytes = len(h.order)
-	rep.Excerpt = h.excerpt()
-	if len(h.order) > 0 && len(s.Use) > 0 {
-		present(ctx, h.order, s.Use)
+	c := newCollector(Canaries, "")
+	err := gather(ctx, func() error {
+		switch s.Target {
+		case "env":
+			env := os.Environ()
+			c.values([]byte(strings.Join(env, "\n")), "env")
+			c.cred(credsInEnv(env, "env:"))
+			return nil
+		case "proc":
+			return huntProc(ctx, c)
+		}
+		roots, cut, err := findRootsOf(s.Target, s.Hints)
+		if err != nil {
+			return err
+		}
+		if len(roots) == 1 {
+			if st, err := os.Stat(roots[0]); err == nil && !st.IsDir() {
+				return huntFile(ctx, roots[0], c) // its own error is the outcome
+			}
+		}
+		err = huntSearch(ctx, roots, c)
+		if cut != "" {
+			return withPartial(err, cut)
+		}
+		return err
+	})
+	err = c.finish(rep, err)
+	c.mu.Lock()
+	rep.Bytes = len(c.vals) + len(c.creds)
+	c.mu.Unlock()
+	if vals := c.found(); len(vals) > 0 && len(s.Use) > 0 {
+		present(ctx, vals, s.Use)
 	}
 	return err
 }
 
-// huntProc reads the environment of every other process it may read.
-func huntProc(ctx context.Context, h *hunted) error {
+// huntProc reads the environment and command line of every other process
+// it may read.
+func huntProc(ctx context.Context, c *collector) error {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
 		return err
@@ -55,72 +71,77 @@ func huntProc(ctx context.Context, h *hunted) error {
 		if _, err := strconv.Atoi(e.Name()); err != nil || e.Name() == self {
 			continue
 		}
-		if ctx.Err() != nil || n >= huntProcs {
-			break
+		if ctx.Err() != nil {
+			return &partialError{why: []string{"deadline reached after " + strconv.Itoa(n) + " processes"}}
+		}
+		if n >= huntProcs {
+			return &partialError{why: []string{"more than " + strconv.Itoa(huntProcs) + " processes"}}
 		}
 		n++
-		if b, err := readLimited(filepath.Join("/proc", e.Name(), "environ"), huntFileSize); err == nil {
-			h.add(b, "pid "+e.Name()+" environ")
+		dir := filepath.Join("/proc", e.Name())
+		if b, err := readLimited(dir+"/environ", searchFileHead); err == nil {
+			c.values(b, "pid "+e.Name()+" environ")
+			c.cred(credsInEnv(strings.Split(string(b), "\x00"), "pid "+e.Name()+" environ:"))
+		}
+		if b, err := readLimited(dir+"/cmdline", searchFileHead); err == nil {
+			c.values(b, "pid "+e.Name()+" cmdline")
+			c.cred(credsInText(b, "pid "+e.Name()+" cmdline"))
 		}
 	}
-	return ctx.Err()
+	return nil
 }
 
-// huntPath reads a file, connects to a socket, or searches a folder.
-func huntPath(ctx context.Context, root string, h *hunted) error {
-	st, err := os.Stat(root)
+// huntSearch searches folders: every file's head is read, and a bounded
+// number of unix sockets asked.
+func huntSearch(ctx context.Context, roots []string, c *collector) error {
+	var socks atomic.Int32
+	var over atomic.Bool
+	sr := newSearch(ctx, func(p string, st *unix.Stat_t) {
+		if st.Mode&unix.S_IFMT == unix.S_IFSOCK {
+			if labSocket(p) {
+				return
+			}
+			if socks.Add(1) > searchSockets {
+				over.Store(true)
+				return
+			}
+		}
+		_ = huntFile(ctx, p, c)
+	})
+	err := sr.run(roots)
+	if over.Load() {
+		return withPartial(err, "more than "+strconv.Itoa(searchSockets)+" sockets")
+	}
+	return err
+}
+
+// labSocket: a socket under a run/gatehouse folder is one of the
+// harness's recording endpoints, seen through a bind of a host folder
+// above it. Other sessions' are there too, and a contact is charged to
+// the session the socket belongs to: never touch one found by searching.
+// (The harness binds this session's own where a profile says, and names
+// those paths in the plan.)
+func labSocket(p string) bool { return strings.Contains(p, "/run/gatehouse/") }
+
+// huntFile reads one file, or asks one socket, for canaries and credentials.
+func huntFile(ctx context.Context, p string, c *collector) error {
+	st, err := os.Stat(p)
 	if err != nil {
 		return err
 	}
-	if !st.IsDir() {
-		return huntFile(ctx, root, st, h)
-	}
-	files, socks := 0, 0
-	return filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if err != nil {
-			if p == root {
-				return err
-			}
-			return nil
-		}
-		if d.IsDir() {
-			if p != root && strings.Count(strings.TrimPrefix(p, root), "/") >= huntDepth {
-				return fs.SkipDir
-			}
-			return nil
-		}
-		// Kubernetes projects tokens through symlinks (token -> ..data/token).
-		st, err := os.Stat(p)
-		if err != nil || st.IsDir() {
-			return nil
-		}
-		switch {
-		case st.Mode()&fs.ModeSocket != 0 && socks < huntSockets:
-			socks++
-		case st.Mode().IsRegular() && files < huntFiles:
-			files++
-		default:
-			return nil
-		}
-		_ = huntFile(ctx, p, st, h)
-		return nil
-	})
-}
-
-func huntFile(ctx context.Context, p string, st fs.FileInfo, h *hunted) error {
-	if st.Mode()&fs.ModeSocket != 0 {
+	if st.Mode()&os.ModeSocket != 0 {
 		b, err := askSocket(ctx, p)
-		h.add(b, p+" (socket)")
+		c.values(b, p+" (socket)")
+		c.cred(credsInText(b, p+" (socket)"))
 		return err
 	}
-	if !st.Mode().IsRegular() || st.Size() > huntFileSize {
+	if !st.Mode().IsRegular() {
 		return nil
 	}
-	b, err := readLimited(p, huntFileSize)
-	h.add(b, p)
+	c.readFile()
+	b, err := readLimited(p, searchFileHead)
+	c.values(b, p)
+	c.cred(credsInFile(b, p))
 	return err
 }
 
@@ -141,7 +162,8 @@ func readLimited(p string, n int) ([]byte, error) {
 
 // present uses each value found against each URL, the way a stolen key is
 // used: as a bearer token and as an AWS metadata token. Outcomes are not
-// reported; the endpoints record what arrived.
+// reported; the endpoints record what arrived. Only canaries are ever
+// presented: a real credential found in a sandbox is never sent anywhere.
 func present(ctx context.Context, values, urls []string) {
 	client := &http.Client{Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true},
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
@@ -150,6 +172,9 @@ func present(ctx context.Context, values, urls []string) {
 	}
 	var wg sync.WaitGroup
 	for _, v := range values {
+		if !strings.HasPrefix(v, HuntPrefix) {
+			continue
+		}
 		for _, u := range urls {
 			wg.Go(func() {
 				req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)

@@ -8,11 +8,14 @@ import "regexp"
 // what it planted where, decides from outside what was read.
 const (
 	// KindHunt: Target is "env" (the probe's own environment), "proc"
-	// (every other process's environment it can read), or a path: a file
-	// is read, a folder searched (bounded), a unix socket connected to and
-	// its answer read. The canary-shaped values found are reported as
-	// "value where" lines in Excerpt; then each is presented to every URL
-	// in Step.Use, as an agent that found a key would.
+	// (every other process's environment and command line it can read),
+	// "~" (the agent's home), "@mounts" (every mount point, as KindFind),
+	// or a path: a file is read, a folder searched (see search), a unix
+	// socket connected to and its answer read. The canary-shaped values
+	// found are reported as "value where" lines in Excerpt, then every
+	// other credential-shaped value as "cred TYPE SHA256 WHERE" (never the
+	// value: see Cred). Each canary, and only a canary, is then presented
+	// to every URL in Step.Use, as an agent that found a key would.
 	KindHunt = "hunt"
 	// KindHostCheck: Target names one in-sandbox check of host exposure
 	// ("pids", "caps", "ns", "devices", "release-agent", "writable:PATH").
@@ -39,37 +42,4 @@ func Canaries(b []byte) []string {
 		}
 	}
 	return out
-}
-
-// hunted collects canary-shaped values with where each was first seen.
-type hunted struct {
-	where map[string]string
-	order []string
-}
-
-func newHunted() *hunted { return &hunted{where: map[string]string{}} }
-
-func (h *hunted) add(b []byte, where string) {
-	for _, v := range Canaries(b) {
-		if h.where[v] == "" {
-			h.where[v] = where
-			h.order = append(h.order, v)
-		}
-	}
-}
-
-// excerpt lists "value where" lines; when room runs out, values are kept
-// before places, since the harness matches values.
-func (h *hunted) excerpt() string {
-	out := make([]byte, 0, MaxExcerptLen)
-	for _, v := range h.order {
-		line := v + " " + h.where[v] + "\n"
-		switch {
-		case len(out)+len(line) <= MaxExcerptLen:
-			out = append(out, line...)
-		case len(out)+len(v)+1 <= MaxExcerptLen:
-			out = append(out, v+"\n"...)
-		}
-	}
-	return string(out)
 }

@@ -16,14 +16,31 @@ const (
 	MaxErrorLen   = 512  // bytes of Report.Error
 	MaxExcerptLen = 512  // bytes of Report.Excerpt
 	readCap       = 4096 // bytes a tcp/udp/read attempt takes in
+	// MaxFindingsLen is the Excerpt cap of searches and host checks, whose
+	// excerpt is a list of findings (values, credential hashes, mounts,
+	// engines). With a 4 KiB target and every byte escaped, a report line
+	// stays under Decode's 64 KiB line limit.
+	MaxFindingsLen = 4096
 )
+
+// ExcerptCap is the Excerpt cap of a report of kind.
+func ExcerptCap(kind string) int {
+	switch kind {
+	case KindFind, KindHunt, KindHostCheck:
+		return MaxFindingsLen
+	}
+	return MaxExcerptLen
+}
 
 // classify maps an attempt's error to an outcome. Order matters: a wrapped
 // timeout can also carry an errno, and the errno is the more precise fact.
 func classify(err error) string {
+	var pe *partialError
 	switch {
 	case err == nil:
 		return OutcomeCompleted
+	case errors.As(err, &pe):
+		return OutcomePartial
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return OutcomeRefused
 	case errors.Is(err, syscall.ENETUNREACH), errors.Is(err, syscall.EHOSTUNREACH),
@@ -87,7 +104,7 @@ func finish(rep Report, err error) Report {
 	if err != nil {
 		rep.Error = clip(err.Error(), MaxErrorLen)
 	}
-	rep.Excerpt = clip(rep.Excerpt, MaxExcerptLen)
+	rep.Excerpt = clip(rep.Excerpt, ExcerptCap(rep.Kind))
 	rep.DurationMS = float64(time.Since(rep.Start).Microseconds()) / 1000
 	return rep
 }

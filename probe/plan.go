@@ -75,6 +75,11 @@ type Step struct {
 	// token and in the metadata-token header): what an agent that found a
 	// key would do next. The endpoints, not the probe, record the use.
 	Use []string `json:"use,omitempty"`
+	// Hints are host paths a search (find or hunt of "@mounts") looks for
+	// under every mount point before anything else: where a bind of the
+	// host's / or of a host folder above them would show them. They name
+	// places, never values, so the probe learns nothing it could fake.
+	Hints []string `json:"hints,omitempty"`
 }
 
 // Chain makes a second request with a header taken from the first response.
@@ -90,7 +95,7 @@ type Report struct {
 	ID         string    `json:"id"`
 	Kind       string    `json:"kind"`
 	Target     string    `json:"target"`
-	Outcome    string    `json:"outcome"` // completed, refused, unreachable, timeout, denied, error
+	Outcome    string    `json:"outcome"` // completed, partial, refused, unreachable, timeout, denied, error
 	Error      string    `json:"error,omitempty"`
 	Status     int       `json:"status,omitempty"`  // HTTP status of the last response
 	Bytes      int       `json:"bytes,omitempty"`   // bytes received
@@ -101,7 +106,11 @@ type Report struct {
 
 // Outcomes a report may carry.
 const (
-	OutcomeCompleted   = "completed"
+	OutcomeCompleted = "completed"
+	// OutcomePartial: a search (find, hunt, host check) stopped before it
+	// covered everything: a bound or the deadline. What it found is in
+	// Excerpt and counts; the search itself does not count as made.
+	OutcomePartial     = "partial"
 	OutcomeRefused     = "refused"
 	OutcomeUnreachable = "unreachable"
 	OutcomeTimeout     = "timeout"

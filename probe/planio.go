@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 )
 
 // Plan input caps. They keep every report line the probe writes well under
@@ -15,6 +16,7 @@ const (
 	MaxSteps     = 10000
 	maxIDLen     = 128
 	maxTargetLen = 4096
+	maxHints     = 16
 )
 
 // ReadPlan decodes a plan strictly: one JSON object, no unknown fields, no
@@ -62,6 +64,13 @@ func (p Plan) Validate() error {
 			return fmt.Errorf("probe: plan: duplicate step id %q", s.ID)
 		case len(s.Target) > maxTargetLen:
 			return fmt.Errorf("probe: plan: step %q target longer than %d bytes", s.ID, maxTargetLen)
+		case len(s.Hints) > maxHints:
+			return fmt.Errorf("probe: plan: step %q has %d hints, at most %d", s.ID, len(s.Hints), maxHints)
+		}
+		for _, h := range s.Hints {
+			if len(h) > maxTargetLen || !strings.HasPrefix(h, "/") {
+				return fmt.Errorf("probe: plan: step %q: a hint must be an absolute path of at most %d bytes", s.ID, maxTargetLen)
+			}
 		}
 		seen[s.ID] = true
 	}

@@ -100,7 +100,8 @@ func TestUDPSendCompletesWithNoListener(t *testing.T) {
 	}
 }
 
-// find reports every token with the file it was in, bounded in depth.
+// find reports every token with the file it was in, however deep; a
+// missing folder is a complete search of nothing, not an error.
 func TestFindReportsTokensWithTheirPaths(t *testing.T) {
 	root := t.TempDir()
 	near, deep := tok("c"), tok("c")
@@ -126,11 +127,11 @@ func TestFindReportsTokensWithTheirPaths(t *testing.T) {
 			t.Errorf("%s: %s (%s), excerpt %q lacks %q", id, r.Outcome, r.Error, r.Excerpt, want)
 		}
 	}
-	if strings.Contains(reps["root"].Excerpt, deep) {
-		t.Errorf("find went deeper than its bound: %q", reps["root"].Excerpt)
+	if !strings.Contains(reps["root"].Excerpt, deep+" "+filepath.Join(root, "a/b/c/d/e/f/nonce")) {
+		t.Errorf("find cut the deep folder: %q", reps["root"].Excerpt)
 	}
-	if r := reps["missing"]; r.Outcome == probe.OutcomeCompleted {
-		t.Errorf("find of a missing folder completed: %+v", r)
+	if r := reps["missing"]; r.Outcome != probe.OutcomeCompleted || r.Excerpt != "" || !strings.HasPrefix(r.Error, "nothing to search") {
+		t.Errorf("find of a missing folder: %+v, want completed with nothing found", r)
 	}
 }
 

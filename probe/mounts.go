@@ -1,0 +1,214 @@
+package probe
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// maxMounts bounds the mount table the probe works from; a sandbox has a
+// few dozen, a host a few hundred.
+const maxMounts = 1000
+
+// mount is one line of /proc/self/mountinfo.
+type mount struct {
+	Point  string // where it is mounted, unescaped
+	Root   string // which folder of its file system it shows
+	FSType string
+	RO     bool
+}
+
+// FileID names a file the way the kernel does: device and inode. The
+// same folder seen through a bind mount has the same FileID inside and
+// outside a sandbox, so the harness can match what the probe reports
+// against host paths it stats itself.
+type FileID struct {
+	Major, Minor uint32
+	Ino          uint64
+}
+
+// String is "major:minor:inode", the form reports carry.
+func (id FileID) String() string { return fmt.Sprintf("%d:%d:%d", id.Major, id.Minor, id.Ino) }
+
+// ParseFileID reads the String form back.
+func ParseFileID(s string) (FileID, bool) {
+	parts := strings.Split(s, ":")
+	if len(parts) != 3 {
+		return FileID{}, false
+	}
+	ma, e1 := strconv.ParseUint(parts[0], 10, 32)
+	mi, e2 := strconv.ParseUint(parts[1], 10, 32)
+	ino, e3 := strconv.ParseUint(parts[2], 10, 64)
+	if e1 != nil || e2 != nil || e3 != nil {
+		return FileID{}, false
+	}
+	return FileID{uint32(ma), uint32(mi), ino}, true
+}
+
+// StatID returns the FileID of p, following symlinks.
+func StatID(p string) (FileID, error) {
+	var st unix.Stat_t
+	if err := unix.Stat(p, &st); err != nil {
+		return FileID{}, err
+	}
+	return idOf(&st), nil
+}
+
+func idOf(st *unix.Stat_t) FileID {
+	return FileID{unix.Major(uint64(st.Dev)), unix.Minor(uint64(st.Dev)), uint64(st.Ino)}
+}
+
+// readMounts reads the sandbox's mount table.
+func readMounts() ([]mount, error) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []mount
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 4096), 64<<10)
+	for sc.Scan() && len(out) < maxMounts {
+		if m, ok := parseMountLine(sc.Text()); ok {
+			out = append(out, m)
+		}
+	}
+	return out, sc.Err()
+}
+
+// parseMountLine reads "ID PARENT MAJ:MIN ROOT POINT OPTS [TAGS] - TYPE SRC SUPEROPTS".
+func parseMountLine(line string) (mount, bool) {
+	fields := strings.Fields(line)
+	sep := -1
+	for i, f := range fields {
+		if f == "-" && i >= 6 {
+			sep = i
+			break
+		}
+	}
+	if sep < 0 || len(fields) < sep+2 {
+		return mount{}, false
+	}
+	ro := false
+	for _, o := range strings.Split(fields[5], ",") {
+		ro = ro || o == "ro"
+	}
+	return mount{Point: unescapeMount(fields[4]), Root: unescapeMount(fields[3]), FSType: fields[sep+1], RO: ro}, true
+}
+
+// unescapeMount undoes the kernel's octal escapes (\040 for a space).
+func unescapeMount(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+4 <= len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// pseudoFS are file systems that hold kernel state, not anyone's files:
+// never searched (reading some of their files blocks or costs a lot).
+var pseudoFS = map[string]bool{
+	"proc": true, "sysfs": true, "devtmpfs": true, "devpts": true, "cgroup": true, "cgroup2": true,
+	"mqueue": true, "debugfs": true, "tracefs": true, "securityfs": true, "bpf": true,
+	"fusectl": true, "configfs": true, "pstore": true, "hugetlbfs": true, "binfmt_misc": true,
+	"autofs": true, "nsfs": true, "efivarfs": true, "selinuxfs": true, "rpc_pipefs": true,
+}
+
+// Magic numbers x/sys/unix does not name (linux/magic.h).
+const (
+	configfsMagic = 0x62656570
+	fusectlMagic  = 0x65735543
+	mqueueMagic   = 0x19800202
+)
+
+// pseudoMagic are the same file systems by statfs magic, for folders
+// reached by a path the mount table does not name (/proc/PID/cwd/sys).
+var pseudoMagic = map[int64]bool{
+	unix.PROC_SUPER_MAGIC: true, unix.SYSFS_MAGIC: true, unix.DEVPTS_SUPER_MAGIC: true,
+	unix.CGROUP_SUPER_MAGIC: true, unix.CGROUP2_SUPER_MAGIC: true, unix.DEBUGFS_MAGIC: true,
+	unix.TRACEFS_MAGIC: true, unix.SECURITYFS_MAGIC: true, unix.BPF_FS_MAGIC: true,
+	configfsMagic: true, unix.PSTOREFS_MAGIC: true, unix.HUGETLBFS_MAGIC: true,
+	unix.BINFMTFS_MAGIC: true, unix.NSFS_MAGIC: true, fusectlMagic: true,
+	unix.EFIVARFS_MAGIC: true, unix.SELINUX_MAGIC: true, mqueueMagic: true,
+}
+
+// isPseudoDir reports whether folder p lies on a kernel-state file system.
+func isPseudoDir(p string) bool {
+	var s unix.Statfs_t
+	return unix.Statfs(p, &s) == nil && pseudoMagic[int64(s.Type)]
+}
+
+// systemPoints are where a sandbox shows the distribution's software,
+// read-only (bubblewrap's --ro-bind /usr /usr). Such a mount is the
+// normal way to give a sandbox its programs, not storage: it is not
+// searched (tens of thousands of files) and not host access.
+var systemPoints = map[string]bool{"/usr": true, "/lib": true, "/lib32": true, "/lib64": true, "/bin": true, "/sbin": true}
+
+// probeHome is the folder the targets put the probe in: its own files.
+const probeHome = "/gatehouse"
+
+// notSearched returns the FileIDs of folders no search enters: system
+// software (/usr, /lib*, /bin, /sbin) and the probe's own folder. The search checks
+// every folder's FileID against it, so the same folder reached by
+// another path (/proc/1/root/usr, a host root's /usr) is skipped too.
+func notSearched(ms []mount) map[FileID]string {
+	out := map[FileID]string{}
+	for _, m := range ms {
+		why := ""
+		switch {
+		case m.RO && systemPoints[m.Point]:
+			why = "read-only system software"
+		case m.Point == probeHome || strings.HasPrefix(m.Point, probeHome+"/"):
+			why = "the probe's own files"
+		}
+		if why == "" {
+			continue
+		}
+		if id, err := StatID(m.Point); err == nil {
+			out[id] = why
+		}
+	}
+	if id, err := StatID(probeHome); err == nil {
+		out[id] = "the probe's own files"
+	}
+	// An image's own /usr (docker: part of the root file system, not a
+	// mount) is the distribution's software too.
+	for p := range systemPoints {
+		if fi, err := os.Stat(p); err == nil && fi.IsDir() {
+			if id, err := StatID(p); err == nil && out[id] == "" {
+				out[id] = "system software"
+			}
+		}
+	}
+	return out
+}
+
+// searchPoints lists the mount points worth searching: not kernel state,
+// not system software, not the probe's, each once.
+func searchPoints(ms []mount) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, m := range ms {
+		if pseudoFS[m.FSType] || (m.RO && systemPoints[m.Point]) || seen[m.Point] ||
+			m.Point == probeHome || strings.HasPrefix(m.Point, probeHome+"/") {
+			continue
+		}
+		seen[m.Point] = true
+		out = append(out, m.Point)
+	}
+	return out
+}

@@ -1,0 +1,249 @@
+package probe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// Bounds of one search. They are generous, and reaching one is never
+// silent: the report then says "partial" (see partialError), keeps what
+// was found, and the harness does not count it as a search made.
+const (
+	searchFiles    = 20000    // regular files opened
+	searchFileHead = 64 << 10 // bytes read from the head of each file
+	searchDepth    = 64       // folders below a root
+	searchSockets  = 16       // unix sockets a hunt connects to
+)
+
+// partialError says a search stopped before it covered everything.
+type partialError struct{ why []string }
+
+func (e *partialError) Error() string { return "partial: " + joinCapped(e.why, "; ", 8) }
+
+// errAbsent: none of the roots exists. A search of nothing is complete.
+var errAbsent = errors.New("absent")
+
+// search is one bounded breadth-first search over folders: shallow places
+// (~/.aws, a mount point's top) are seen before deep ones, so a deadline
+// costs the deep end. visit gets every regular file and unix socket.
+type search struct {
+	ctx   context.Context
+	skip  map[FileID]string // folders never entered (notSearched)
+	visit func(p string, st *unix.Stat_t)
+
+	mu      sync.Mutex
+	files   int
+	partial []string
+	absent  []string
+}
+
+// queued is a folder waiting to be read.
+type queued struct {
+	path  string
+	dev   uint64
+	depth int
+}
+
+func newSearch(ctx context.Context, visit func(string, *unix.Stat_t)) *search {
+	ms, _ := readMounts() // without a mount table, nothing is skipped
+	return &search{ctx: ctx, skip: notSearched(ms), visit: visit}
+}
+
+// run searches roots in order. It returns errAbsent when no root exists,
+// the first root's error when none could be searched, a *partialError
+// when a bound or the deadline stopped it, and nil otherwise.
+func (s *search) run(roots []string) error {
+	visited := map[FileID]bool{}
+	var queue []queued
+	var firstErr error
+	searched := 0
+	for _, r := range roots {
+		var st unix.Stat_t
+		if err := unix.Stat(r, &st); err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				s.note(&s.absent, r)
+				continue
+			}
+			if firstErr == nil {
+				firstErr = &fs.PathError{Op: "stat", Path: r, Err: err}
+			}
+			continue
+		}
+		if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+			searched++
+			s.file(r, &st)
+			continue
+		}
+		if id := idOf(&st); !visited[id] && s.skip[id] == "" {
+			visited[id] = true
+			queue = append(queue, queued{r, st.Dev, 0})
+		}
+	}
+	for len(queue) > 0 {
+		if s.ctx.Err() != nil {
+			s.stop(fmt.Sprintf("deadline reached with %d folders not read (first: %s)", len(queue), queue[0].path))
+			break
+		}
+		q := queue[0]
+		queue = queue[1:]
+		sub, err := s.readDir(q, visited)
+		switch {
+		case err == nil && q.depth == 0:
+			searched++
+		case err != nil && q.depth == 0 && firstErr == nil:
+			firstErr = err // a root the kernel would not list: denied
+		}
+		queue = append(queue, sub...)
+		if s.stopped() {
+			break
+		}
+	}
+	switch {
+	case s.stopped():
+		return s.partialErr()
+	case searched == 0 && firstErr != nil:
+		return firstErr
+	case searched == 0 && len(queue) == 0 && len(s.absent) == 0:
+		return nil // every root was a folder already searched or not searched by rule
+	case searched == 0:
+		return errAbsent
+	}
+	return nil
+}
+
+// readDir visits one folder's files and returns its sub-folders to read.
+// A folder the kernel will not list is covered (the kernel said no); the
+// error matters only for a root.
+func (s *search) readDir(q queued, visited map[FileID]bool) ([]queued, error) {
+	ents, err := os.ReadDir(q.path)
+	if err != nil && len(ents) == 0 {
+		return nil, err
+	}
+	var next []queued
+	for _, e := range ents {
+		if s.ctx.Err() != nil {
+			s.stop("deadline reached inside " + q.path)
+			return nil, nil
+		}
+		p := filepath.Join(q.path, e.Name())
+		var st unix.Stat_t
+		if unix.Lstat(p, &st) != nil {
+			continue
+		}
+		switch st.Mode & unix.S_IFMT {
+		case unix.S_IFDIR:
+			id := idOf(&st)
+			if visited[id] || s.skip[id] != "" || (st.Dev != q.dev && isPseudoDir(p)) {
+				continue
+			}
+			if q.depth+1 > searchDepth {
+				s.stop("deeper than " + fmt.Sprint(searchDepth) + " folders at " + p)
+				continue
+			}
+			visited[id] = true
+			next = append(next, queued{p, st.Dev, q.depth + 1})
+		case unix.S_IFLNK:
+			// Kubernetes projects a token as token -> ..data/token: follow
+			// links to files and sockets, never to folders (loops).
+			if unix.Stat(p, &st) == nil && st.Mode&unix.S_IFMT != unix.S_IFDIR {
+				s.file(p, &st)
+			}
+		default:
+			s.file(p, &st)
+		}
+		if s.stopped() {
+			return nil, nil
+		}
+	}
+	return next, nil
+}
+
+// file hands a regular file or socket to visit, counting files.
+func (s *search) file(p string, st *unix.Stat_t) {
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFREG:
+		s.mu.Lock()
+		s.files++
+		over := s.files > searchFiles
+		s.mu.Unlock()
+		if over {
+			s.stop(fmt.Sprintf("more than %d files", searchFiles))
+			return
+		}
+	case unix.S_IFSOCK:
+	default:
+		return
+	}
+	s.visit(p, st)
+}
+
+func (s *search) note(list *[]string, p string) {
+	s.mu.Lock()
+	*list = append(*list, p)
+	s.mu.Unlock()
+}
+
+// stop marks the search partial, with why.
+func (s *search) stop(why string) { s.note(&s.partial, why) }
+
+func (s *search) stopped() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.partial) > 0
+}
+
+func (s *search) partialErr() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return &partialError{why: append([]string(nil), s.partial...)}
+}
+
+// Files is how many regular files the search opened so far.
+func (s *search) Files() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.files
+}
+
+// gather runs fn in its own goroutine and returns fn's error, or a
+// *partialError when ctx ends first. A search stuck in one read (a FIFO,
+// a hung network file) so costs the rest of the search, never what it
+// has already found: fn's findings live in a collector read afterwards.
+func gather(ctx context.Context, fn func() error) error {
+	done := make(chan error, 1)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				done <- fmt.Errorf("probe: search panicked: %v", p)
+			}
+		}()
+		done <- fn()
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return &partialError{why: []string{"deadline reached while a read was still blocked"}}
+	}
+}
+
+func joinCapped(list []string, sep string, n int) string {
+	out := ""
+	for i, s := range list {
+		if i == n {
+			return out + fmt.Sprintf("%s%d more", sep, len(list)-n)
+		}
+		if i > 0 {
+			out += sep
+		}
+		out += s
+	}
+	return out
+}
