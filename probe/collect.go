@@ -19,6 +19,7 @@ type collector struct {
 	creds []Cred
 	seen  map[string]bool // credential hashes already listed
 	lines []string        // other findings, one line each
+	head  string          // a first line (a host check's "ok:" or "exposed:")
 	files int             // regular files read
 }
 
@@ -66,6 +67,13 @@ func (c *collector) line(l string) {
 	c.lines = append(c.lines, l)
 }
 
+// setHead sets the first line of the excerpt.
+func (c *collector) setHead(h string) {
+	c.mu.Lock()
+	c.head = oneLine(clip(h, 200))
+	c.mu.Unlock()
+}
+
 func (c *collector) readFile() {
 	c.mu.Lock()
 	c.files++
@@ -86,6 +94,9 @@ func (c *collector) excerpt(n int) (string, int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var b strings.Builder
+	if c.head != "" {
+		b.WriteString(c.head + "\n")
+	}
 	dropped := 0
 	put := func(full, short string) {
 		switch {

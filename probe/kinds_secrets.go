@@ -18,9 +18,13 @@ const (
 	// to every URL in Step.Use, as an agent that found a key would.
 	KindHunt = "hunt"
 	// KindHostCheck: Target names one in-sandbox check of host exposure
-	// ("pids", "caps", "ns", "devices", "release-agent", "writable:PATH").
-	// Nothing is ever written: writability is asked with access(2). The
-	// Excerpt starts with "exposed:" or "ok:".
+	// ("pids", "caps", "ns", "devices", "release-agent", "writable:PATH",
+	// "mounts", "engines"). Nothing is ever written: writability is asked
+	// with access(2). The Excerpt starts with "exposed:" or "ok:". "mounts"
+	// then lists "mnt MAJ:MIN:INO PATH" lines (every mount point and its
+	// etc, root, home, home/* folders) for the harness to compare with the
+	// host's own; "engines" lists "engine TYPE MAJ:MIN:INO DETAIL PATH" for
+	// each unix socket that answered as a container engine (see AskEngine).
 	KindHostCheck = "hostcheck"
 )
 

@@ -1,0 +1,182 @@
+package probe
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Bounds of the host scans.
+const (
+	homesPerMount = 16 // M/home/* folders listed per mount point
+	engineSockets = 32 // sockets asked whether they are an engine
+	engineAsks    = 8  // sockets asked at once
+)
+
+// wellKnownSockets are where engines put their API socket.
+var wellKnownSockets = []string{
+	"/var/run/docker.sock", "/run/docker.sock", "/run/containerd/containerd.sock",
+	"/run/podman/podman.sock", "/var/run/crio/crio.sock", "/run/k3s/containerd/containerd.sock",
+	"/var/run/cri-dockerd.sock", "/run/buildkit/buildkitd.sock",
+}
+
+// doHostScan runs the host checks that list things for the harness to
+// compare from outside ("mounts", "engines"). Like a search they may be
+// partial, and keep what they found.
+func doHostScan(ctx context.Context, s Step, rep *Report) error {
+	c := newCollector(func([]byte) []string { return nil }, "")
+	c.setHead("ok: scan not finished")
+	err := gather(ctx, func() error {
+		var head string
+		var err error
+		switch s.Target {
+		case "mounts":
+			head, err = scanMounts(c)
+		case "engines":
+			head, err = scanEngines(ctx, c)
+		}
+		if head != "" {
+			c.setHead(head)
+		}
+		return err
+	})
+	return c.finish(rep, err)
+}
+
+// scanMounts lists, as "mnt MAJ:MIN:INO PATH", every mount point and the
+// folders under it where a bind of a host's / or home would show host
+// folders (etc, root, home, home/*). The probe cannot know which are the
+// host's: the harness stats the host's own and compares.
+func scanMounts(c *collector) (string, error) {
+	ms, err := readMounts()
+	if err != nil {
+		return "", err
+	}
+	seen := map[string]bool{}
+	list := func(p string) {
+		if seen[p] {
+			return
+		}
+		seen[p] = true
+		if id, err := StatID(p); err == nil {
+			c.line("mnt " + id.String() + " " + p)
+		}
+	}
+	n := 0
+	for _, m := range ms {
+		if pseudoFS[m.FSType] {
+			continue
+		}
+		n++
+		list(m.Point)
+		for _, sub := range []string{"etc", "root", "home"} {
+			list(path.Join(m.Point, sub))
+		}
+		homes, _ := filepath.Glob(path.Join(m.Point, "home", "*"))
+		sort.Strings(homes)
+		for i, h := range homes {
+			if i == homesPerMount {
+				return "", &partialError{why: []string{fmt.Sprintf("more than %d folders in %s/home", homesPerMount, m.Point)}}
+			}
+			list(h)
+		}
+	}
+	return fmt.Sprintf("ok: %d mount points listed by device:inode", n), nil
+}
+
+// scanEngines finds unix sockets (well-known paths, the sandbox's own
+// bound sockets, and a search of every mount point and the usual socket
+// folders) and asks each, read-only, whether it is a container engine.
+func scanEngines(ctx context.Context, c *collector) (string, error) {
+	var mu sync.Mutex
+	var socks []string
+	seen := map[FileID]bool{}
+	add := func(p string, st *unix.Stat_t) {
+		if st.Mode&unix.S_IFMT != unix.S_IFSOCK || labSocket(p) {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if id := idOf(st); !seen[id] {
+			seen[id] = true
+			socks = append(socks, p)
+		}
+	}
+	roots := append(append([]string(nil), wellKnownSockets...), boundSockets()...)
+	ms, _ := readMounts()
+	homes, _ := filepath.Glob("/run/user/*")
+	roots = append(roots, "/run", "/var/run", "/tmp", homeDir())
+	roots = append(roots, homes...)
+	roots = append(roots, searchPoints(ms)...)
+	// Half the time to find sockets, half to ask them.
+	sctx := ctx
+	if dl, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		sctx, cancel = context.WithDeadline(ctx, time.Now().Add(time.Until(dl)/2))
+		defer cancel()
+	}
+	err := newSearch(sctx, add).run(roots)
+	if err == errAbsent {
+		err = nil
+	}
+	if len(socks) > engineSockets {
+		err = withPartial(err, fmt.Sprintf("%d sockets found, %d asked", len(socks), engineSockets))
+		socks = socks[:engineSockets]
+	}
+	engines := 0
+	sem := make(chan struct{}, engineAsks)
+	var wg sync.WaitGroup
+	for _, p := range socks {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			ans, _ := AskEngine(ctx, p)
+			if ans.Type == "" {
+				return
+			}
+			id, _ := StatID(p)
+			c.line(fmt.Sprintf("engine %s %s %s %s", ans.Type, id, ans.Detail, p))
+			if ans.Engine() {
+				mu.Lock()
+				engines++
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		err = withPartial(err, "deadline reached while asking sockets")
+	}
+	if engines > 0 {
+		return fmt.Sprintf("exposed: a container engine API answered on %d of %d sockets", engines, len(socks)), err
+	}
+	return fmt.Sprintf("ok: no container engine API answered on %d sockets", len(socks)), err
+}
+
+// boundSockets are the paths of unix sockets bound in the sandbox's own
+// network namespace (/proc/net/unix), which a search may not reach.
+func boundSockets() []string {
+	f, err := os.Open("/proc/net/unix")
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() && len(out) < engineSockets {
+		fields := strings.Fields(sc.Text())
+		if len(fields) >= 8 && strings.HasPrefix(fields[7], "/") {
+			out = append(out, fields[7])
+		}
+	}
+	return out
+}
