@@ -75,7 +75,7 @@ func grpcCall(ctx context.Context, p, method string) (fields [5]string, h2 bool)
 	}
 	writeFrame(&req, frameHeaders, flagEndHdrs, 1, hb)
 	writeFrame(&req, frameData, flagEndStream, 1, []byte{0, 0, 0, 0, 0}) // empty message
-	_, _ = c.Write(req.Bytes())                                            // the server may answer anyway
+	_, _ = c.Write(req.Bytes())                                          // the server may answer anyway
 
 	var data []byte
 	for len(data) < readCap {
