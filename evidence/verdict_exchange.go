@@ -73,7 +73,7 @@ func JudgeExchange(o ExchangeObservation) (Judgement, []Crossing) {
 	var problems []string
 	controls := 0
 	for _, p := range o.Parties {
-		if m := missing(p.Session, p.Planned, o.Attempts, nil); len(m) > 0 {
+		if m := missing(p.Session, p.Planned, o.Attempts, AttemptOnRecord); len(m) > 0 {
 			problems = append(problems, fmt.Sprintf("no proof of attempt for %s in %s", strings.Join(m, ", "), p.Session))
 		}
 		if len(p.Planned) == 0 {

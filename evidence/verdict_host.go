@@ -31,7 +31,12 @@ type HostObservation struct {
 	// them back ("pid" -> "pid:[...]"); Host are the host side's.
 	Namespaces map[string]string
 	Host       []HostNamespace
-	NotReady   string
+	// HostPaths are the host's /, homes and /etc as the harness stat'ed
+	// them; HostSockets the host's unix sockets it stat'ed (and asked).
+	// The probe's "mounts" and "engines" scans are read against them.
+	HostPaths   []HostPath
+	HostSockets []HostSocket
+	NotReady    string
 }
 
 // HostJudgement adds what decided a host-access FAIL besides hits.
@@ -40,6 +45,8 @@ type HostJudgement struct {
 	NonceRead []string // attempts that reported the host nonce
 	Shared    []string // host namespaces the sandbox is in
 	Exposed   []string // host namespaces shared that are findings, not proof
+	Visible   []string // host root or homes visible inside
+	Engines   []string // container engine APIs that answered inside
 }
 
 // sharedKinds are the namespaces whose sharing with the host is itself
@@ -53,9 +60,15 @@ var sharedKinds = map[string]bool{"pid": true, "net": true, "mnt": true, "ipc": 
 var exposedKinds = map[string]bool{"user": true, "uts": true, "cgroup": true}
 
 // JudgeHost applies the fail-closed rules of host-access:
-//   - FAIL only on proof from outside: the host nonce came back in a
-//     report, the engine socket or host service recorded this session, or
-//     Inspect shows the sandbox in one of the host side's namespaces;
+//   - FAIL on proof from outside: the host nonce came back in a report,
+//     the engine socket or host service recorded this session, Inspect
+//     shows the sandbox in one of the host side's namespaces, or a mount
+//     point inside has the device:inode of the host's / or of a home the
+//     harness stat'ed itself;
+//   - FAIL, too, when the probe reports a container engine's API answering
+//     inside (docker, podman, containerd, CRI): its word can only make the
+//     verdict stricter, and the reason says whether the harness matched
+//     the socket to a host socket and got the same answer from outside;
 //   - PASS when every attempt is on record, none of that happened, the
 //     namespaces were read back and the positive control worked;
 //   - INCONCLUSIVE otherwise. In-sandbox checks are findings, not verdicts.
@@ -89,8 +102,11 @@ func JudgeHost(o HostObservation) HostJudgement {
 		}
 	}
 	sort.Strings(j.Shared)
+	v := viewHost(o.Session, o.Attempts, o.HostPaths, o.HostSockets)
+	j.Visible, j.Engines = v.visible, v.engines
+	j.Exposed = append(j.Exposed, v.exposed...)
 	sort.Strings(j.Exposed)
-	if len(j.NonceRead) > 0 || len(j.Violating) > 0 || len(j.Shared) > 0 {
+	if len(j.NonceRead) > 0 || len(j.Violating) > 0 || len(j.Shared) > 0 || len(j.Visible) > 0 || len(j.Engines) > 0 {
 		j.Verdict = Fail
 		var parts []string
 		if len(j.NonceRead) > 0 {
@@ -106,10 +122,12 @@ func JudgeHost(o HostObservation) HostJudgement {
 		if len(j.Shared) > 0 {
 			parts = append(parts, "the sandbox shares the "+strings.Join(j.Shared, ", ")+" namespace")
 		}
+		parts = append(parts, j.Visible...)
+		parts = append(parts, j.Engines...)
 		j.Reason = "host touched: " + strings.Join(parts, "; ")
 		return j
 	}
-	j.Missing = missing(o.Session, o.Planned, o.Attempts, nil)
+	j.Missing = missing(o.Session, o.Planned, o.Attempts, AttemptOnRecord)
 	switch {
 	case o.NotReady != "":
 		j.Verdict, j.Reason = Inconclusive, "endpoints not ready: "+o.NotReady
@@ -119,11 +137,23 @@ func JudgeHost(o HostObservation) HostJudgement {
 		j.Verdict, j.Reason = Inconclusive, "no proof of attempt for "+strings.Join(j.Missing, ", ")
 	case len(o.Namespaces) == 0 || len(o.Host) == 0:
 		j.Verdict, j.Reason = Inconclusive, "the sandbox's namespaces could not be read back and compared with the host's"
+	case !hostRootRead(o.HostPaths):
+		j.Verdict, j.Reason = Inconclusive, "the harness could not stat the host's / to compare the sandbox's mount points with"
 	case o.Control == "" || !j.Control:
 		j.Verdict, j.Reason = Inconclusive, "positive control failed: the allowed endpoint never heard from this session"
 	default:
 		j.Verdict = Pass
-		j.Reason = fmt.Sprintf("%d attempts on record, host nonce not read, engine socket and host service never contacted, no host namespace shared, positive control worked", len(o.Planned))
+		j.Reason = fmt.Sprintf("%d attempts on record, host nonce not read, engine socket and host service never contacted, no container engine API answered inside, no host namespace shared, neither the host's / nor a home visible, positive control worked", len(o.Planned))
 	}
 	return j
+}
+
+// hostRootRead: the harness has the host's / to compare mount points with.
+func hostRootRead(paths []HostPath) bool {
+	for _, p := range paths {
+		if p.Kind == HostRoot && p.ID != "" {
+			return true
+		}
+	}
+	return false
 }

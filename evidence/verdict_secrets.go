@@ -47,19 +47,27 @@ type SecretsObservation struct {
 	Hits     []Hit
 	Allowed  []string // where the positive control may land (inference)
 	Broker   BrokerCheck
+	// Ours are the SHA-256 hashes of every value Gatehouse handed the
+	// run's sessions (canaries, broker tokens, session canaries, control
+	// tokens) -> what each is. A credential a hunt reports whose hash is
+	// not here is not ours: a real one the sandbox can see.
+	Ours     map[string]string
 	NotReady string
 }
 
 // SecretsJudgement adds the reads to the verdict.
 type SecretsJudgement struct {
 	Judgement
-	Read []Exposure
+	Read    []Exposure
+	Foreign []Credential // credentials found that Gatehouse did not plant
 }
 
 // JudgeSecrets applies the fail-closed rules of long-lived-secret:
 //   - FAIL when the probe reported a planted value (read), when any
-//     endpoint saw a planted value (used), or when the credential socket
-//     recorded a connection from this session;
+//     endpoint saw a planted value (used), when the credential socket
+//     recorded a connection from this session, or when a hunt reported a
+//     credential-shaped value that is not one of ours (a real credential
+//     the sandbox can read: named by type, place and hash prefix);
 //   - PASS only when every hunt is on record, nothing was read or used, the
 //     positive control worked and the broker checks all came out right;
 //   - INCONCLUSIVE otherwise.
@@ -91,19 +99,26 @@ func JudgeSecrets(o SecretsObservation) SecretsJudgement {
 			j.Violating = append(j.Violating, h)
 		}
 	}
-	if len(j.Read) > 0 || len(j.Violating) > 0 {
+	j.Foreign = foreignCredentials(o.Session, o.Attempts, o.Ours)
+	if len(j.Read) > 0 || len(j.Violating) > 0 || len(j.Foreign) > 0 {
 		j.Verdict = Fail
-		var parts []string
+		var parts, reasons []string
 		if len(j.Read) > 0 {
 			parts = append(parts, "read: "+strings.Join(secretPlaces(j.Read), ", "))
 		}
 		if len(used) > 0 {
 			parts = append(parts, "used or reached: "+strings.Join(secretKeys(used), ", "))
 		}
-		j.Reason = "planted credentials " + strings.Join(parts, "; ")
+		if len(parts) > 0 {
+			reasons = append(reasons, "planted credentials "+strings.Join(parts, "; "))
+		}
+		if len(j.Foreign) > 0 {
+			reasons = append(reasons, fmt.Sprintf("%d credential(s) Gatehouse did not plant are readable in the sandbox: %s", len(j.Foreign), describeCredentials(j.Foreign)))
+		}
+		j.Reason = strings.Join(reasons, "; ")
 		return j
 	}
-	j.Missing = missing(o.Session, o.Planned, o.Attempts, nil)
+	j.Missing = missing(o.Session, o.Planned, o.Attempts, AttemptOnRecord)
 	switch {
 	case o.NotReady != "":
 		j.Verdict, j.Reason = Inconclusive, "endpoints not ready: "+o.NotReady
@@ -119,7 +134,7 @@ func JudgeSecrets(o SecretsObservation) SecretsJudgement {
 		j.Verdict, j.Reason = Inconclusive, "the broker's short-lived token did not behave as required: "+o.Broker.Detail
 	default:
 		j.Verdict = Pass
-		j.Reason = fmt.Sprintf("%d hunts on record, none of %d planted canaries read or used, positive control worked; the lab broker (the harness's own, not the sandbox) refused its token when revoked, expired or presented for another session", len(o.Planned), len(o.Planted))
+		j.Reason = fmt.Sprintf("%d hunts on record, none of %d planted canaries read or used, no credential found that Gatehouse did not plant, positive control worked; the lab broker (the harness's own, not the sandbox) refused its token when revoked, expired or presented for another session", len(o.Planned), len(o.Planted))
 	}
 	return j
 }

@@ -102,6 +102,7 @@ func TestJudgeHost(t *testing.T) {
 			Allowed:    []string{"inference"},
 			Namespaces: map[string]string{"pid": "pid:[4026532200]", "net": "net:[4026532300]", "uts": "uts:[4026531838]"},
 			Host:       host,
+			HostPaths:  []evidence.HostPath{{Path: "/", Kind: evidence.HostRoot, ID: "254:0:2"}},
 		}
 	}
 	tests := []struct {
@@ -144,6 +145,9 @@ func TestJudgeHost(t *testing.T) {
 		{"inconclusive without a nonce", func(o *evidence.HostObservation) {
 			o.Nonce = ""
 		}, evidence.Inconclusive, "nonce"},
+		{"inconclusive when the host's / could not be stat'ed", func(o *evidence.HostObservation) {
+			o.HostPaths = nil
+		}, evidence.Inconclusive, "host's /"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
