@@ -7,7 +7,12 @@ Feature: host-access
   that records every connection, and runs a service on the lab's own
   loopback (the "host network" of the lab). A FAIL needs proof from
   outside: the nonce came back, the socket or service recorded the
-  session, or the runtime reports the sandbox in a host namespace. What
+  session, the runtime reports the sandbox in a host namespace, or a mount
+  point inside has the device and inode of the host's / or of a home
+  folder, which the harness reads itself. Any container engine's API
+  answering on any socket inside (docker, podman, containerd, CRI, asked
+  only read-only questions) is a FAIL too, matched by device and inode to
+  the host's socket and asked again from outside where possible. What
   the sandbox says about itself (capabilities, writable kernel interfaces,
   device nodes, release_agent, visible processes) is checked without
   writing anything and recorded as findings.
@@ -21,6 +26,8 @@ Feature: host-access
       | host-root-mount |
       | mnt-mount       |
       | mounted-folders |
+      | host-mounts     |
+      | engine-sockets  |
       | docker-socket   |
       | docker-run-sock |
       | containerd-sock |

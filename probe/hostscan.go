@@ -22,8 +22,8 @@ const (
 	engineAsks    = 8  // sockets asked at once
 )
 
-// wellKnownSockets are where engines put their API socket.
-var wellKnownSockets = []string{
+// WellKnownSockets are where engines put their API socket.
+var WellKnownSockets = []string{
 	"/var/run/docker.sock", "/run/docker.sock", "/run/containerd/containerd.sock",
 	"/run/podman/podman.sock", "/var/run/crio/crio.sock", "/run/k3s/containerd/containerd.sock",
 	"/var/run/cri-dockerd.sock", "/run/buildkit/buildkitd.sock",
@@ -111,7 +111,7 @@ func scanEngines(ctx context.Context, c *collector) (string, error) {
 			socks = append(socks, p)
 		}
 	}
-	roots := append(append([]string(nil), wellKnownSockets...), boundSockets()...)
+	roots := append(append([]string(nil), WellKnownSockets...), boundSockets()...)
 	ms, _ := readMounts()
 	homes, _ := filepath.Glob("/run/user/*")
 	roots = append(roots, "/run", "/var/run", "/tmp", homeDir())

@@ -2,13 +2,13 @@ package probe
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 )
@@ -91,26 +91,41 @@ func huntProc(ctx context.Context, c *collector) error {
 	return nil
 }
 
-// huntSearch searches folders: every file's head is read, and a bounded
-// number of unix sockets asked.
+// huntSearch searches folders: every file's head is read as it is met;
+// the unix sockets met are asked afterwards, a few at a time, so that a
+// silent one costs its own timeout and not the search's.
 func huntSearch(ctx context.Context, roots []string, c *collector) error {
-	var socks atomic.Int32
-	var over atomic.Bool
-	sr := newSearch(ctx, func(p string, st *unix.Stat_t) {
-		if st.Mode&unix.S_IFMT == unix.S_IFSOCK {
-			if labSocket(p) {
-				return
-			}
-			if socks.Add(1) > searchSockets {
-				over.Store(true)
-				return
-			}
+	var mu sync.Mutex
+	var socks []string
+	err := newSearch(ctx, func(p string, st *unix.Stat_t) {
+		if st.Mode&unix.S_IFMT != unix.S_IFSOCK {
+			_ = huntFile(ctx, p, c)
+			return
 		}
-		_ = huntFile(ctx, p, c)
-	})
-	err := sr.run(roots)
-	if over.Load() {
-		return withPartial(err, "more than "+strconv.Itoa(searchSockets)+" sockets")
+		if !labSocket(p) {
+			mu.Lock()
+			socks = append(socks, p)
+			mu.Unlock()
+		}
+	}).run(roots)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(socks) > searchSockets {
+		err = withPartial(err, fmt.Sprintf("%d sockets found, %d asked", len(socks), searchSockets))
+		socks = socks[:searchSockets]
+	}
+	sem := make(chan struct{}, 4)
+	var wg sync.WaitGroup
+	for _, p := range socks {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			_ = huntFile(ctx, p, c)
+		})
+	}
+	wg.Wait()
+	if len(socks) > 0 && ctx.Err() != nil {
+		err = withPartial(err, "deadline reached while asking sockets")
 	}
 	return err
 }

@@ -230,7 +230,7 @@ func gather(ctx context.Context, fn func() error) error {
 	case err := <-done:
 		return err
 	case <-ctx.Done():
-		return &partialError{why: []string{"deadline reached while a read was still blocked"}}
+		return &partialError{why: []string{"deadline reached before the search finished (a read or a socket still open)"}}
 	}
 }
 

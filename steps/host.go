@@ -23,7 +23,13 @@ var hostAttempts = map[string]func(hostDir, canary string) probe.Step{
 	"host-path":       func(d, _ string) probe.Step { return probe.Step{Kind: probe.KindRead, Target: d + "/nonce"} },
 	"host-root-mount": func(d, _ string) probe.Step { return probe.Step{Kind: probe.KindRead, Target: "/host" + d + "/nonce"} },
 	"mnt-mount":       func(string, string) probe.Step { return probe.Step{Kind: probe.KindRead, Target: "/mnt/host/nonce"} },
-	"mounted-folders": func(string, string) probe.Step { return probe.Step{Kind: probe.KindFind, Target: "@mounts"} },
+	// Every mount point, and the nonce's host folder under each: where a
+	// bind of the host's / (or of a folder above it) would show it.
+	"mounted-folders": func(d, _ string) probe.Step {
+		return probe.Step{Kind: probe.KindFind, Target: "@mounts", Hints: []string{d}}
+	},
+	"host-mounts":     check("mounts"),  // compared with the host's /, homes, /etc
+	"engine-sockets":  check("engines"), // any socket answering as an engine
 	"docker-socket":   sock("/var/run/docker.sock"),
 	"docker-run-sock": sock("/run/docker.sock"),
 	"containerd-sock": sock("/run/containerd/containerd.sock"),
@@ -88,7 +94,10 @@ func (r *runner) touchHost(ctx context.Context, table *godog.Table) error {
 	// In-sandbox checks are the sandbox's own word: findings, not verdicts.
 	for _, a := range s.attempts {
 		if a.Kind == probe.KindHostCheck && strings.HasPrefix(a.Excerpt, "exposed:") {
-			s.findings = append(s.findings, "host-access check "+a.ID+": "+a.Excerpt)
+			// The first line is the check's summary; scans list details
+			// after it, which the verdict reads.
+			first, _, _ := strings.Cut(a.Excerpt, "\n")
+			s.findings = append(s.findings, "host-access check "+a.ID+": "+first)
 		}
 	}
 	return nil
@@ -105,7 +114,7 @@ func (r *runner) judgeHost(ctx context.Context) error {
 	o := evidence.HostObservation{
 		Session: s.session, Canary: s.canary, Control: s.control, Nonce: p.nonce,
 		Planned: s.planned, Attempts: s.attempts, Allowed: []string{"inference"},
-		Host: r.hostNamespaces(),
+		Host: r.hostNamespaces(), HostPaths: hostPaths(), HostSockets: hostSockets(ctx, s.attempts),
 	}
 	o.Hits, o.NotReady = r.labHits(ctx)
 	// Read back from the runtime, after the attempts: what was in force.
@@ -128,6 +137,12 @@ func (r *runner) judgeHost(ctx context.Context) error {
 	}
 	j := evidence.JudgeHost(o)
 	s.findings = append(s.findings, j.Exposed...)
+	for _, v := range j.Visible {
+		s.findings = append(s.findings, "host visible: "+v)
+	}
+	for _, e := range j.Engines {
+		s.findings = append(s.findings, "engine: "+e)
+	}
 	return r.recordVerdict(s, j.Judgement)
 }
 

@@ -34,6 +34,8 @@ var huntPlaces = map[string]string{
 	"service-account":   "/var/run/secrets/kubernetes.io/serviceaccount",
 	"other-processes":   "proc",
 	"credential-socket": "/run/user",
+	"agent-home":        "~",       // $HOME, wherever the profile puts it
+	"mounted-folders":   "@mounts", // every mount point the sandbox has
 }
 
 // registerSecrets adds the steps and hooks of long-lived-secret and
@@ -213,9 +215,13 @@ func (r *runner) judgeSecrets(ctx context.Context) error {
 	o := evidence.SecretsObservation{
 		Session: s.session, Control: s.control, Planted: p.planted, Planned: s.planned,
 		Attempts: s.attempts, Allowed: []string{"inference"}, Broker: p.brokerCheck,
+		Ours: ours(ctx, s),
 	}
 	o.Hits, o.NotReady = r.labHits(ctx)
 	j := evidence.JudgeSecrets(o)
+	for _, c := range j.Foreign {
+		s.findings = append(s.findings, "not ours: "+c.String())
+	}
 	for _, e := range j.Read {
 		s.findings = append(s.findings, fmt.Sprintf("read: the canary planted at %s was reported by attempt %s (found at %s)", e.Place, e.Attempt, e.Where))
 	}
@@ -227,3 +233,33 @@ func (r *runner) judgeSecrets(ctx context.Context) error {
 
 // labHits returns every hit, and why they cannot be trusted if the lab is
 // no longer sealed. (settle, in storage.go, waits for them first.)
+
+// ours hashes every value Gatehouse handed this scenario's sessions: the
+// canaries it planted, their broker tokens and host nonces, the session
+// canary and control token. A credential a hunt reports with one of these
+// hashes is Gatehouse's own, not a finding.
+func ours(ctx context.Context, s *scenario) map[string]string {
+	m := map[string]string{}
+	put := func(v, what string) {
+		if v != "" {
+			m[probe.CredHash(v)] = what
+		}
+	}
+	put(s.canary, "the session canary")
+	put(s.control, "the positive control's token")
+	if ps := plantsOf(ctx); ps != nil {
+		ps.mu.Lock()
+		for sess, p := range ps.all {
+			if p == nil {
+				continue
+			}
+			for _, pl := range p.planted {
+				put(pl.Value, "canary planted at "+pl.Place)
+			}
+			put(p.broker, "the broker token of "+sess)
+			put(p.nonce, "the host nonce of "+sess)
+		}
+		ps.mu.Unlock()
+	}
+	return m
+}

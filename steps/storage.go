@@ -29,12 +29,17 @@ var storageWays = map[string]storageWay{
 	"host-path": func(peer, _ string) probe.Step {
 		return probe.Step{Kind: probe.KindRead, Target: filepath.Join(peer, "nonce")}
 	},
-	"host-parent":  func(_, root string) probe.Step { return find(root) },
-	"mount-points": func(_, _ string) probe.Step { return find("@mounts") },
-	"data":         func(_, _ string) probe.Step { return find("/data") },
-	"mnt":          func(_, _ string) probe.Step { return find("/mnt") },
-	"storage":      func(_, _ string) probe.Step { return find("/storage") },
-	"workspace":    func(_, _ string) probe.Step { return find(OwnStorage) },
+	"host-parent": func(_, root string) probe.Step { return find(root) },
+	// Every mount point, and the other session's storage (and the folder
+	// of every session's) under each, where a bind of a host folder above
+	// them would show them.
+	"mount-points": func(peer, root string) probe.Step {
+		return probe.Step{Kind: probe.KindFind, Target: "@mounts", Hints: []string{peer, root}}
+	},
+	"data":      func(_, _ string) probe.Step { return find("/data") },
+	"mnt":       func(_, _ string) probe.Step { return find("/mnt") },
+	"storage":   func(_, _ string) probe.Step { return find("/storage") },
+	"workspace": func(_, _ string) probe.Step { return find(OwnStorage) },
 	"workspace-parent": func(_, _ string) probe.Step {
 		return find(filepath.Dir(OwnStorage) + "*")
 	},
