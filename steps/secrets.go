@@ -147,7 +147,13 @@ func (r *runner) hunt(ctx context.Context, table *godog.Table) error {
 		if !ok {
 			return fmt.Errorf("unknown place %q; known: %s", n, strings.Join(family(mapFamily(huntPlaces)).names(), ", "))
 		}
-		steps = append(steps, probe.Step{ID: n, Kind: probe.KindHunt, Target: target, Use: huntUse})
+		st := probe.Step{ID: n, Kind: probe.KindHunt, Target: target, Use: huntUse}
+		if p := plantsOf(ctx).of(s.session); target == "@mounts" && p != nil && p.root != "" {
+			// Where this session's canaries live on the host: a bind of
+			// the host's / (or of a folder above) shows them there.
+			st.Hints = []string{p.root}
+		}
+		steps = append(steps, st)
 		s.planned = append(s.planned, n)
 	}
 	return r.runHunt(ctx, s, steps)
