@@ -22,11 +22,11 @@ var systemDirs = map[string]bool{"/proc": true, "/sys": true, "/dev": true, "/us
 func doFind(ctx context.Context, s Step, rep *Report) error {
 	c := newCollector(Tokens, s.Payload)
 	err := gather(ctx, func() error {
-		roots, cut, err := findRootsOf(s.Target, s.Hints)
+		roots, first, cut, err := findRootsOf(s.Target, s.Hints)
 		if err != nil {
 			return err
 		}
-		err = newSearch(ctx, func(p string, st *unix.Stat_t) {
+		sr := newSearch(ctx, func(p string, st *unix.Stat_t) {
 			if st.Mode&unix.S_IFMT != unix.S_IFREG {
 				return
 			}
@@ -34,7 +34,9 @@ func doFind(ctx context.Context, s Step, rep *Report) error {
 			if b, err := readLimited(p, searchFileHead); err == nil {
 				c.values(b, p)
 			}
-		}).run(roots)
+		})
+		sr.first = first
+		err = sr.run(roots)
 		if cut != "" {
 			return withPartial(err, cut)
 		}
@@ -48,27 +50,29 @@ func doFind(ctx context.Context, s Step, rep *Report) error {
 }
 
 // findRootsOf expands a search target into the roots to search, in order:
-// "@mounts" is every mount point worth searching, each preceded by the
-// host paths (hints) a careless mount would show under it; a glob is its
-// matches; "~" is the agent's home; anything else is itself. cut says
-// what was left out when a glob matched more than findRoots folders.
-func findRootsOf(target string, hints []string) (roots []string, cut string, err error) {
+// "@mounts" is the host paths (hints) a careless mount would show under
+// every mount point (the first `first` roots, searched before the rest),
+// then every mount point worth searching; a glob is its matches; "~" is
+// the agent's home; anything else is itself. cut says what was left out
+// when a glob matched more than findRoots folders.
+func findRootsOf(target string, hints []string) (roots []string, first int, cut string, err error) {
 	switch {
 	case target == "@mounts":
 		ms, err := readMounts()
 		if err != nil {
-			return nil, "", err
+			return nil, 0, "", err
 		}
 		points := searchPoints(ms)
-		return append(underEach(points, hints), points...), "", nil
+		under := underEach(points, hints)
+		return append(under, points...), len(under), "", nil
 	case target == "~":
-		return []string{homeDir()}, "", nil
+		return []string{homeDir()}, 0, "", nil
 	case !strings.ContainsAny(target, "*?["):
-		return []string{target}, "", nil
+		return []string{target}, 0, "", nil
 	}
 	m, err := filepath.Glob(target)
 	if err != nil {
-		return nil, "", err
+		return nil, 0, "", err
 	}
 	kept := m[:0]
 	for _, p := range m {
@@ -77,12 +81,12 @@ func findRootsOf(target string, hints []string) (roots []string, cut string, err
 		}
 	}
 	if len(kept) == 0 {
-		return nil, "", errAbsent
+		return nil, 0, "", errAbsent
 	}
 	if len(kept) > findRoots {
-		return kept[:findRoots], fmt.Sprintf("%d of %d glob matches not searched", len(kept)-findRoots, len(kept)), nil
+		return kept[:findRoots], 0, fmt.Sprintf("%d of %d glob matches not searched", len(kept)-findRoots, len(kept)), nil
 	}
-	return kept, "", nil
+	return kept, 0, "", nil
 }
 
 // underEach is every hint under every mount point, root included: where a

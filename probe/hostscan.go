@@ -124,7 +124,9 @@ func scanEngines(ctx context.Context, c *collector) (string, error) {
 		sctx, cancel = context.WithDeadline(ctx, time.Now().Add(time.Until(dl)/2))
 		defer cancel()
 	}
-	err := newSearch(sctx, add).run(roots)
+	sr := newSearch(sctx, add)
+	sr.socketsOnly = true
+	err := sr.run(roots)
 	if err == errAbsent {
 		err = nil
 	}

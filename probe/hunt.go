@@ -33,7 +33,7 @@ func doHunt(ctx context.Context, s Step, rep *Report) error {
 		case "proc":
 			return huntProc(ctx, c)
 		}
-		roots, cut, err := findRootsOf(s.Target, s.Hints)
+		roots, first, cut, err := findRootsOf(s.Target, s.Hints)
 		if err != nil {
 			return err
 		}
@@ -42,7 +42,7 @@ func doHunt(ctx context.Context, s Step, rep *Report) error {
 				return huntFile(ctx, roots[0], c) // its own error is the outcome
 			}
 		}
-		err = huntSearch(ctx, roots, c)
+		err = huntSearch(ctx, roots, first, c)
 		if cut != "" {
 			return withPartial(err, cut)
 		}
@@ -94,10 +94,10 @@ func huntProc(ctx context.Context, c *collector) error {
 // huntSearch searches folders: every file's head is read as it is met;
 // the unix sockets met are asked afterwards, a few at a time, so that a
 // silent one costs its own timeout and not the search's.
-func huntSearch(ctx context.Context, roots []string, c *collector) error {
+func huntSearch(ctx context.Context, roots []string, first int, c *collector) error {
 	var mu sync.Mutex
 	var socks []string
-	err := newSearch(ctx, func(p string, st *unix.Stat_t) {
+	sr := newSearch(ctx, func(p string, st *unix.Stat_t) {
 		if st.Mode&unix.S_IFMT != unix.S_IFSOCK {
 			_ = huntFile(ctx, p, c)
 			return
@@ -107,7 +107,9 @@ func huntSearch(ctx context.Context, roots []string, c *collector) error {
 			socks = append(socks, p)
 			mu.Unlock()
 		}
-	}).run(roots)
+	})
+	sr.first = first
+	err := sr.run(roots)
 	mu.Lock()
 	defer mu.Unlock()
 	if len(socks) > searchSockets {

@@ -77,7 +77,7 @@ func (r runner) do(ctx context.Context, s Step) (rep Report) {
 	case KindList:
 		rep, err = blocking(ctx, rep, func(r *Report) error { return doList(s, r) })
 	case KindFind:
-		rep, err = blocking(ctx, rep, func(r *Report) error { return doFind(ctx, s, r) })
+		err = doFind(ctx, s, &rep) // keeps what it found when the deadline cuts it (see gather)
 	case KindSend:
 		err = doSend(ctx, s, &rep)
 	case KindReceive:

@@ -37,6 +37,10 @@ type search struct {
 	ctx   context.Context
 	skip  map[FileID]string // folders never entered (notSearched)
 	visit func(p string, st *unix.Stat_t)
+	first int // roots searched completely before the rest (hints)
+	// socketsOnly: a search for sockets (the engine scan) reads no file,
+	// so regular files are neither visited nor counted against the bound.
+	socketsOnly bool
 
 	mu      sync.Mutex
 	files   int
@@ -56,62 +60,66 @@ func newSearch(ctx context.Context, visit func(string, *unix.Stat_t)) *search {
 	return &search{ctx: ctx, skip: notSearched(ms), visit: visit}
 }
 
-// run searches roots in order. It returns errAbsent when no root exists,
-// the first root's error when none could be searched, a *partialError
-// when a bound or the deadline stopped it, and nil otherwise.
+// run searches roots in order. The first s.first roots (hints: small,
+// targeted places) are searched completely before the others start, so a
+// huge root cannot use up the deadline before them. It returns errAbsent
+// when no root exists, the first root's error when none could be
+// searched, a *partialError when a bound or the deadline stopped it, and
+// nil otherwise.
 func (s *search) run(roots []string) error {
 	visited := map[FileID]bool{}
-	var queue []queued
 	var firstErr error
 	searched := 0
-	for _, r := range roots {
-		var st unix.Stat_t
-		if err := unix.Stat(r, &st); err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				s.note(&s.absent, r)
+	first := min(max(s.first, 0), len(roots))
+	for _, phase := range [][]string{roots[:first], roots[first:]} {
+		var queue []queued
+		for _, r := range phase {
+			var st unix.Stat_t
+			if err := unix.Stat(r, &st); err != nil {
+				if errors.Is(err, fs.ErrNotExist) {
+					s.note(&s.absent, r)
+					continue
+				}
+				if firstErr == nil {
+					firstErr = &fs.PathError{Op: "stat", Path: r, Err: err}
+				}
 				continue
 			}
-			if firstErr == nil {
-				firstErr = &fs.PathError{Op: "stat", Path: r, Err: err}
+			if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+				searched++
+				s.file(r, &st)
+				continue
 			}
-			continue
+			if id := idOf(&st); !visited[id] && s.skip[id] == "" {
+				visited[id] = true
+				queue = append(queue, queued{r, st.Dev, 0})
+			}
 		}
-		if st.Mode&unix.S_IFMT != unix.S_IFDIR {
-			searched++
-			s.file(r, &st)
-			continue
+		for len(queue) > 0 && !s.stopped() {
+			if s.ctx.Err() != nil {
+				s.stop(fmt.Sprintf("deadline reached with %d folders not read (first: %s)", len(queue), queue[0].path))
+				break
+			}
+			q := queue[0]
+			queue = queue[1:]
+			sub, err := s.readDir(q, visited)
+			switch {
+			case err == nil && q.depth == 0:
+				searched++
+			case err != nil && q.depth == 0 && firstErr == nil:
+				firstErr = err // a root the kernel would not list: denied
+			}
+			queue = append(queue, sub...)
 		}
-		if id := idOf(&st); !visited[id] && s.skip[id] == "" {
-			visited[id] = true
-			queue = append(queue, queued{r, st.Dev, 0})
-		}
-	}
-	for len(queue) > 0 {
-		if s.ctx.Err() != nil {
-			s.stop(fmt.Sprintf("deadline reached with %d folders not read (first: %s)", len(queue), queue[0].path))
-			break
-		}
-		q := queue[0]
-		queue = queue[1:]
-		sub, err := s.readDir(q, visited)
-		switch {
-		case err == nil && q.depth == 0:
-			searched++
-		case err != nil && q.depth == 0 && firstErr == nil:
-			firstErr = err // a root the kernel would not list: denied
-		}
-		queue = append(queue, sub...)
 		if s.stopped() {
-			break
+			return s.partialErr()
 		}
 	}
 	switch {
-	case s.stopped():
-		return s.partialErr()
 	case searched == 0 && firstErr != nil:
 		return firstErr
-	case searched == 0 && len(queue) == 0 && len(s.absent) == 0:
-		return nil // every root was a folder already searched or not searched by rule
+	case searched == 0 && len(s.absent) < len(roots):
+		return nil // the roots were folders not searched by rule (system software)
 	case searched == 0:
 		return errAbsent
 	}
@@ -169,6 +177,9 @@ func (s *search) readDir(q queued, visited map[FileID]bool) ([]queued, error) {
 func (s *search) file(p string, st *unix.Stat_t) {
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFREG:
+		if s.socketsOnly {
+			return
+		}
 		s.mu.Lock()
 		s.files++
 		over := s.files > searchFiles

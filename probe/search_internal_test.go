@@ -153,3 +153,27 @@ func TestFileIDRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// Hints are searched to the end before the mount points start: a huge
+// root (a host's /) cannot spend the deadline before them.
+func TestSearchFinishesHintsFirst(t *testing.T) {
+	hint := writeTree(t, map[string]string{"a/b/c/nonce": "gha0000000000000006"})
+	big := writeTree(t, map[string]string{"x": "gha0000000000000007", "y": "gha0000000000000008"})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c := newCollector(Tokens, "")
+	s := newSearch(ctx, func(p string, st *unix.Stat_t) {
+		b, _ := os.ReadFile(p)
+		c.values(b, p)
+		if strings.HasPrefix(p, big) {
+			cancel() // the deadline comes during the big root
+		}
+	})
+	s.first = 1
+	if err := s.run([]string{hint, big}); classify(err) != OutcomePartial {
+		t.Fatalf("run = %v, want partial", err)
+	}
+	if got := c.found(); len(got) != 2 || got[0] != "gha0000000000000006" {
+		t.Errorf("found %q, want the hint's deep value first, then one of the big root's", got)
+	}
+}
