@@ -199,7 +199,7 @@ func execute(ctx context.Context, f runFlags, stdout, stderr io.Writer) error {
 	if os.Geteuid() != 0 {
 		return usagef("run: needs root to create network namespaces and sandboxes (try sudo)")
 	}
-	tgt, err := newTarget(p.target, p.prof)
+	tgt, err := newTarget(p.target, p.prof, p.probePath)
 	if err != nil {
 		return err
 	}
@@ -233,7 +233,8 @@ func execute(ctx context.Context, f runFlags, stdout, stderr io.Writer) error {
 	cfg := steps.Config{
 		Target: tgt, Network: string(p.prof.Network), ProbePath: p.probePath, Features: p.features,
 		Gates: p.gates, Folder: folder, Progress: progress, Concurrency: f.concurrency, Seed: f.seed,
-		SecretProcess: p.prof.SecretProcess, StopCommand: p.prof.Limits.StopCommand,
+		SecretProcess: steps.SecretProcess{Where: p.prof.SecretProcess.Where, User: p.prof.SecretProcess.User, OtherUser: profile.OtherUser},
+		StopCommand:   p.prof.Limits.StopCommand,
 	}
 	var l *lab.Lab
 	closeLab := func() error { return nil }

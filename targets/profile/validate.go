@@ -83,6 +83,9 @@ func (v *validator) run() error {
 	if sc := p.Limits.StopScope; sc != "" && sc != StopSession && sc != StopProcess {
 		return v.fail("limits.stop_scope", fmt.Errorf("%q is not session or process", sc))
 	}
+	if err := v.secretProcess(); err != nil {
+		return err
+	}
 	if err := v.docker(); err != nil {
 		return err
 	}
@@ -140,4 +143,33 @@ func (v *validator) node(keys ...string) (key, val *yaml.Node) {
 		n = next
 	}
 	return key, n
+}
+
+func (v *validator) secretProcess() error {
+	sp := v.p.SecretProcess
+	switch sp.Where {
+	case "":
+		if sp.User != "" {
+			return v.fail("secret_process.where", errors.New("required with user: inside or outside"))
+		}
+	case SecretOutside:
+		if sp.User != "" {
+			return v.fail("secret_process.user", errors.New("only for where: inside (outside, it runs as root on the host)"))
+		}
+	case SecretInside:
+		switch sp.User {
+		case SecretAgent:
+		case SecretOther:
+			if v.p.Target == "bwrap" {
+				return v.fail("secret_process.user", errors.New("bubblewrap's --unshare-user maps one uid into the sandbox, so no other user can run inside it: run the process outside, or inside as the agent"))
+			}
+		case "":
+			return v.fail("secret_process.user", errors.New("required with where: inside: agent (the path's own uid) or other"))
+		default:
+			return v.fail("secret_process.user", fmt.Errorf("%q is not agent or other", sp.User))
+		}
+	default:
+		return v.fail("secret_process.where", fmt.Errorf("%q is not inside or outside", sp.Where))
+	}
+	return nil
 }
