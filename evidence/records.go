@@ -16,7 +16,14 @@ type Hit struct {
 	Proto    string    `json:"proto"`            // http, https, tcp, udp, icmp, icmp6, dns
 	Src      string    `json:"src"`              // source address as seen by the endpoint
 	Dst      string    `json:"dst"`              // address:port it arrived on
-	Session  string    `json:"session"`          // attributed from the source address; "" when unknown
+	Session  string    `json:"session"`          // the session it is attributed to; "" when unknown
+	// Attribution says how Session was decided: "tag" (the session's
+	// in-band tag arrived with it), "address" (its source address is the
+	// session's), "only-live-session" (untagged, from no session's
+	// address, while exactly one session was alive), "endpoint" (the
+	// endpoint belongs to one session, like its own socket); "" when no
+	// rule applied.
+	Attribution string `json:"attribution,omitempty"`
 	Summary  string    `json:"summary"`          // request line, query name, first bytes
 	Data     string    `json:"data,omitempty"`   // capped excerpt of what arrived
 	Served   bool      `json:"served,omitempty"` // the endpoint answered with content (e.g. credentials)
