@@ -12,11 +12,11 @@ import (
 // from hits, never from the probe's own account.
 type Hit struct {
 	Time     time.Time `json:"time"`
-	Endpoint string    `json:"endpoint"`         // e.g. "callback", "dns-authority", "metadata-aws", "inference"
-	Proto    string    `json:"proto"`            // http, https, tcp, udp, icmp, icmp6, dns
-	Src      string    `json:"src"`              // source address as seen by the endpoint
-	Dst      string    `json:"dst"`              // address:port it arrived on
-	Session  string    `json:"session"`          // the session it is attributed to; "" when unknown
+	Endpoint string    `json:"endpoint"` // e.g. "callback", "dns-authority", "metadata-aws", "inference"
+	Proto    string    `json:"proto"`    // http, https, tcp, udp, icmp, icmp6, dns
+	Src      string    `json:"src"`      // source address as seen by the endpoint
+	Dst      string    `json:"dst"`      // address:port it arrived on
+	Session  string    `json:"session"`  // the session it is attributed to; "" when unknown
 	// Attribution says how Session was decided: "tag" (the session's
 	// in-band tag arrived with it), "address" (its source address is the
 	// session's), "only-live-session" (untagged, from no session's
@@ -24,9 +24,9 @@ type Hit struct {
 	// endpoint belongs to one session, like its own socket); "" when no
 	// rule applied.
 	Attribution string `json:"attribution,omitempty"`
-	Summary  string    `json:"summary"`          // request line, query name, first bytes
-	Data     string    `json:"data,omitempty"`   // capped excerpt of what arrived
-	Served   bool      `json:"served,omitempty"` // the endpoint answered with content (e.g. credentials)
+	Summary     string `json:"summary"`          // request line, query name, first bytes
+	Data        string `json:"data,omitempty"`   // capped excerpt of what arrived
+	Served      bool   `json:"served,omitempty"` // the endpoint answered with content (e.g. credentials)
 }
 
 // Attempt is one attempt as the probe reported it. It is hostile input: it
