@@ -36,8 +36,8 @@ type Plan struct {
 // EgressPlan is the profile's nftables ruleset.
 type EgressPlan struct {
 	File    string   `json:"file"`
-	Digest  string   `json:"digest"` // sha256 of the file's bytes
-	Tables  []string `json:"tables"` // "inet gatehouse_egress"
+	Digest  string   `json:"digest"`  // sha256 of the file's bytes
+	Tables  []string `json:"tables"`  // "inet gatehouse_egress"
 	Checked bool     `json:"checked"` // nft -c accepted it on this machine
 	Applies bool     `json:"applies"` // it governs the sandbox's traffic
 	Why     string   `json:"why"`

@@ -13,7 +13,9 @@ import (
 // every control with where it lives and whether the guest can reach it.
 func (pl Plan) WriteText(w io.Writer) error {
 	b := &strings.Builder{}
-	line := func(head, format string, a ...any) { fmt.Fprintf(b, "  %-11s "+format+"\n", append([]any{head}, a...)...) }
+	line := func(head, format string, a ...any) {
+		fmt.Fprintf(b, "  %-11s "+format+"\n", append([]any{head}, a...)...)
+	}
 	more := func(format string, a ...any) { fmt.Fprintf(b, "  %-11s "+format+"\n", append([]any{""}, a...)...) }
 
 	fmt.Fprintf(b, "plan for profile %s (%s)\n", pl.Profile, pl.File)
