@@ -75,6 +75,8 @@ type runFlags struct {
 	key, db                                      string
 	signing                                      signFlags // keyless; see seal.go
 	archive                                      bool
+	check                                        bool   // validate and print the plan only; see check.go
+	output                                       string // --check: text | json
 	concurrency                                  int
 	seed                                         int64
 	quiet                                        bool
@@ -103,6 +105,8 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	f.signing.register(fl)
 	fl.BoolVar(&f.archive, "archive", false, "also write <out>/<id>.tar.gz of the run folder")
 	fl.StringVar(&f.db, "db", "", "SQLite index to record the run in (default <out>/"+index.DefaultName+")")
+	fl.BoolVar(&f.check, "check", false, "check the profile (everything a run would refuse) and print its plan; run nothing")
+	fl.StringVar(&f.output, "output", "text", "with --check: the plan as text or json (schema in docs/profiles.md)")
 	if err := fl.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -115,12 +119,19 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if f.profile == "" {
 		return usagef("run: --profile is required, e.g. --profile targets/profiles/bwrap-hardened.yaml")
 	}
+	if f.check {
+		return runCheck(ctx, f, stdout)
+	}
+	if f.output != "text" {
+		return usagef("run: --output applies to --check only")
+	}
 	return execute(ctx, f, stdout, stderr)
 }
 
 // plan is a validated run request.
 type plan struct {
 	prof      *profile.Profile
+	effective profile.Plan // what the run will do, printed first and recorded
 	target    string
 	gates     []string
 	features  fs.FS
@@ -128,7 +139,12 @@ type plan struct {
 	signer    sealer // nil: the run stays unsigned
 }
 
-func prepare(f runFlags) (*plan, error) {
+// prepare validates a run request before anything is started: the
+// profile is loaded and checked (profile.Check: the egress ruleset by nft in
+// a scratch namespace, bwrap namespaces, stop_command), so a broken profile
+// is exit 2 with its file and line, never a run of INCONCLUSIVE scenarios.
+// With f.check it stops short of what only a real run needs (probe, key).
+func prepare(ctx context.Context, f runFlags) (*plan, error) {
 	prof, err := profile.Load(f.profile)
 	if err != nil {
 		return nil, &usageError{err}
@@ -140,6 +156,9 @@ func prepare(f runFlags) (*plan, error) {
 	if f.dockerHost != "" {
 		// Before anything is started or dialled: the daemon is not contacted.
 		return nil, fieldRefusal(f.dockerHost, prof.Target)
+	}
+	if err := prof.Check(ctx); err != nil {
+		return nil, &usageError{err}
 	}
 	p.features = features.FS
 	if f.features != "" {
@@ -159,6 +178,10 @@ func prepare(f runFlags) (*plan, error) {
 			}
 			p.gates = append(p.gates, g)
 		}
+	}
+	p.effective = profile.NewPlan(prof, p.gates, true)
+	if f.check {
+		return p, nil
 	}
 	p.probePath, err = locateProbe(f.probe)
 	if err != nil {
@@ -192,7 +215,7 @@ func locateProbe(flagPath string) (string, error) {
 }
 
 func execute(ctx context.Context, f runFlags, stdout, stderr io.Writer) error {
-	p, err := prepare(f)
+	p, err := prepare(ctx, f)
 	if err != nil {
 		return err
 	}
@@ -217,6 +240,13 @@ func execute(ctx context.Context, f runFlags, stdout, stderr io.Writer) error {
 		Corpus: corpus.Version(), Gates: p.gates, Seed: f.seed, Start: time.Now().UTC(),
 		Commit: f.commit, Pipeline: f.pipeline, Model: f.model, Agent: f.agent,
 	}
+	for _, w := range p.effective.Warnings {
+		rec.ProfileWarnings = append(rec.ProfileWarnings, w.String())
+	}
+	if err := folder.WriteJSON("plan.json", p.effective); err != nil {
+		folder.Abandon()
+		return err
+	}
 	for name, b := range p.prof.Files() {
 		rec.PolicyFiles[name] = evidence.SHA256(b)
 		if err := folder.WriteFile(filepath.Join("policy", name), b); err != nil {
@@ -229,6 +259,7 @@ func execute(ctx context.Context, f runFlags, stdout, stderr io.Writer) error {
 		progress = io.Discard
 	}
 	fmt.Fprintf(progress, "gatehouse %s: run %s, target %s, profile %s (policy %s)\n", rec.Harness, id, p.target, p.prof.Name, short(rec.PolicyDigest))
+	printPlan(progress, stderr, f.quiet, p.effective)
 
 	cfg := steps.Config{
 		Target: tgt, Network: string(p.prof.Network), ProbePath: p.probePath, Features: p.features,

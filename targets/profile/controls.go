@@ -304,3 +304,28 @@ func (p *Profile) stopControl() Control {
 	}
 	return Control{Name: "stop", Where: where, Reach: reach(func(targets.Path) bool { return false }), Why: why}
 }
+
+// egressWarnings: a ruleset that does not govern the sandbox, or that root
+// in the guest can take down, is not the outer layer a reader assumes.
+func (v *validator) egressWarnings() []Warning {
+	p := v.p
+	if p.Egress == "" {
+		return nil
+	}
+	warn := func(msg string) []Warning {
+		return []Warning{{File: v.file, Line: v.line("egress"), Field: "egress", Msg: msg}}
+	}
+	if ok, why := p.egressApplies(); !ok {
+		return warn("the ruleset does not apply: " + why)
+	}
+	var in []string
+	for _, path := range bothPaths {
+		if p.netAdmin(path) {
+			in = append(in, string(path))
+		}
+	}
+	if len(in) > 0 {
+		return warn("the ruleset is within the guest's reach on the " + strings.Join(in, " and ") + " path: root there has CAP_NET_ADMIN over the session namespace")
+	}
+	return nil
+}

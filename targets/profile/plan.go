@@ -74,9 +74,14 @@ func NewPlan(p *Profile, gates []string, checked bool) Plan {
 		Stop:     StopPlan{Limit: p.StopGrace().String(), Scope: string(p.Scope()), Command: p.Limits.StopCommand},
 		Warnings: p.Warnings(),
 	}
+	// Empty lists, not null: the JSON schema has arrays there.
 	if pl.Binds == nil {
 		pl.Binds = []Bind{}
 	}
+	if pl.Warnings == nil {
+		pl.Warnings = []Warning{}
+	}
+	pl.References = []Reference{}
 	for k, v := range p.Env {
 		pl.Env[k] = shownValue(k, v)
 	}

@@ -99,7 +99,7 @@ func (v *validator) run() error {
 	if err := v.references(); err != nil {
 		return err
 	}
-	v.p.facts.warnings = v.bindWarnings()
+	v.p.facts.warnings = append(v.bindWarnings(), v.egressWarnings()...)
 	return nil
 }
 
