@@ -28,10 +28,12 @@ import (
 
 const runHelp = `Usage: gatehouse run --profile FILE [--target NAME] [--gates LIST] [--out DIR]
                      [--key cosign.key | --keyless --trusted-root FILE] [--archive] [--db PATH]
+       gatehouse run --check --profile FILE [--gates LIST] [--output text|json]
 
 Runs the gates against a sandbox target, prints each scenario's verdict as it
 finishes and a summary table at the end, and writes a run folder
-(run.json, results.json, report.html, policy/, traces/, reports/) under --out.
+(run.json, results.json, plan.json, report.html, policy/, traces/, reports/)
+under --out.
 
 With --key (a cosign private key; its password comes from COSIGN_PASSWORD, as
 with cosign), the folder is sealed before it gets its final name: SHA256SUMS
@@ -53,11 +55,28 @@ Targets (the profile's target field, or --target): bwrap (the embedded
 default), docker (runc or any runtime the lab daemon knows) and gvisor (docker
 with runsc); docs/profiles.md and docs/docker.md describe their profiles.
 
+Before anything starts, the profile is checked: strict YAML, bubblewrap
+option arity, docker fields, every {{place:NAME}} and {{secret:NAME}}, the
+resolver, the stop_command, bwrap namespaces against 'network', and the egress
+ruleset (nft -c, in a network namespace that exists only while nft runs). A
+profile that fails is exit 2 with its file, line and reason, and nothing is
+started. The run then prints its plan: target, network, identity and
+capabilities per path, the ruleset's digest and whether it applies, mounts,
+env (secrets as {{secret:NAME}}, never values), gates, stop, where each control
+lives (outside or inside the guest's reach, per path), and warnings for binds
+of dangerous host paths (/, the engine sockets, /proc, /sys, /etc, homes, ...).
+The plan is recorded as plan.json, the warnings in run.json.
+
+--check does all of that and runs nothing: exit 0 and the plan when the profile
+is valid, 2 when it is not. --output json prints the plan as JSON (schema in
+docs/profiles.md).
+
 The lab of controlled endpoints is brought up in network namespaces of its own
 for the run and removed afterwards. Needs root (namespaces, nftables).
 
 Example:
   gatehouse run --profile targets/profiles/bwrap-hardened.yaml
+  gatehouse run --check --profile team.yaml --output json
   gatehouse run --profile targets/profiles/docker-hardened.yaml --model m-2026-10 --agent triage-bot/1.4
   gatehouse run --profile targets/profiles/bwrap-leaky.yaml --gates external-callback,cloud-metadata
   COSIGN_PASSWORD=... gatehouse run --profile targets/profiles/bwrap-hardened.yaml --key cosign.key --archive
