@@ -79,7 +79,7 @@ func Check(ctx context.Context, rules []byte) error {
 		return nil
 	case !errors.As(err, &exit):
 		// Not nft's answer: the namespace or the process could not be made.
-		return fmt.Errorf("%w: run nft -c in a scratch network namespace: %v", ErrCannotCheck, err)
+		return fmt.Errorf("%w: run nft -c in a scratch network namespace (needs root, or unprivileged user namespaces): %v", ErrCannotCheck, err)
 	}
 	return nftRefusal(rules, errb.String())
 }
