@@ -3,6 +3,8 @@ package profile
 import (
 	"sort"
 	"strings"
+
+	"gatehouse/targets"
 )
 
 // linuxCaps are the capability names of Linux 5.9 and later, without the
@@ -110,4 +112,31 @@ func dockerCaps(privileged bool, add, drop []string) capSet {
 		s[c] = true
 	}
 	return s
+}
+
+// caps is the capability set a path's processes start with.
+func (p *Profile) caps(path targets.Path) capSet {
+	id := p.Identity(path)
+	if p.Target == "bwrap" {
+		if id.UID != 0 {
+			return capSet{}
+		}
+		if path == targets.PathBreach && id.CapAdd != nil {
+			return capsOf(id.CapAdd) // the target adds --cap-drop ALL, then these
+		}
+		s := allCaps() // bwrap keeps every capability for uid 0 in its user namespace
+		for _, o := range p.facts.bwrap {
+			if o.Name == "--cap-drop" {
+				if capBase(o.Operands[0]) == "ALL" {
+					s = capSet{}
+				}
+				delete(s, capBase(o.Operands[0]))
+			}
+		}
+		return s
+	}
+	if path == targets.PathNormal && id.UID != 0 {
+		return capSet{} // Docker gives a non-root user no effective capabilities
+	}
+	return dockerCaps(p.Docker.Privileged, p.Docker.CapAdd, p.Docker.CapDrop) // assume-breach execs as 0:0
 }
