@@ -51,9 +51,14 @@ func reach(in func(targets.Path) bool) map[string]string {
 
 func (p *Profile) gvisor() bool { return p.Target == TargetGVisor || p.Docker.Runtime == "runsc" }
 
+// runtimeFlag reports whether runtime_flags set f ("--network=host", or a
+// boolean "--oci-seccomp"), in Go's flag forms: one dash or two, and for a
+// boolean also "=true".
 func (p *Profile) runtimeFlag(f string) bool {
+	name := strings.TrimLeft(f, "-")
 	for _, x := range p.Docker.RuntimeFlags {
-		if x == f || x == "-"+strings.TrimPrefix(f, "--") {
+		x = strings.TrimLeft(x, "-")
+		if x == name || (!strings.Contains(name, "=") && x == name+"=true") {
 			return true
 		}
 	}
@@ -143,6 +148,9 @@ func (p *Profile) seccompControl() Control {
 	default:
 		c.Where = "the profile's own (docker.seccomp), installed by the runtime"
 		outside()
+	}
+	if p.gvisor() && c.Reach != nil {
+		c.Where = strings.Replace(c.Where, "the runtime", "runsc, in gVisor's kernel (runsc before gVisor PR 12692 gave it to the first process only, not to execs)", 1)
 	}
 	return c
 }

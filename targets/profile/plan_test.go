@@ -110,6 +110,8 @@ func TestPlanSaysWhereEachControlLives(t *testing.T) {
 		{"leaky docker root: network within reach", shipped("docker-leaky.yaml"), "network namespace, addresses and routes", "inside", "inside", "CAP_NET_ADMIN"},
 		{"leaky bwrap root keeps SYS_ADMIN: binds can be remounted", shipped("bwrap-leaky.yaml"), "mounts (binds and read-only flags)", "outside", "inside", "remounted read-write"},
 		{"hardened bwrap root has no capabilities", shipped("bwrap-hardened.yaml"), "mounts (binds and read-only flags)", "outside", "outside", "no CAP_SYS_ADMIN"},
+		{"runsc ignores the container's seccomp profile by default", shipped("gvisor-hardened.yaml"), "seccomp filter", "", "", "only with --oci-seccomp"},
+		{"runsc --oci-seccomp installs it", load(dockerBase + "target: gvisor\ndocker: {runtime_flags: [--oci-seccomp=true]}\n"), "seccomp filter", "outside", "outside", "never removes"},
 		{"the resolver is advisory", shipped("bwrap-hardened.yaml"), "resolver", "inside", "inside", "advisory"},
 		{"the stop is the harness's", shipped("bwrap-leaky.yaml"), "stop", "outside", "outside", "scope process"},
 	} {
