@@ -3,9 +3,11 @@ package egress
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
-	"os/exec"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -62,15 +64,33 @@ func TestCheckWithoutNftCannotCheck(t *testing.T) {
 	}
 }
 
-// The check leaves no namespace behind: it never names one.
-func TestCheckLeavesNoNamedNamespace(t *testing.T) {
-	needNFT(t)
-	before, _ := exec.Command("ip", "netns", "list").Output()
-	if err := Check(context.Background(), []byte("table inet t {}\n")); err != nil {
+// nft runs in a network namespace of its own, which nothing names: it is
+// gone when nft exits. A stand-in nft reports the namespace it ran in.
+func TestCheckRunsInAnUnnamedNamespaceOfItsOwn(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the scratch namespace is a real one")
+	}
+	fake := filepath.Join(t.TempDir(), "nft")
+	if err := os.WriteFile(fake, []byte("#!/bin/sh\nreadlink /proc/self/ns/net >&2\nexit 1\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	after, _ := exec.Command("ip", "netns", "list").Output()
-	if len(after) > len(before) {
-		t.Fatalf("namespaces before:\n%s\nafter:\n%s", before, after)
+	old := nftBin
+	nftBin = fake
+	defer func() { nftBin = old }()
+	var re *RulesetError
+	if err := Check(context.Background(), []byte("table inet t {}\n")); !errors.As(err, &re) {
+		t.Fatalf("Check() = %v, want the stand-in's answer", err)
+	}
+	theirs := strings.TrimPrefix(re.Msg, "nft: ")
+	ours, err := os.Readlink("/proc/self/ns/net")
+	if err != nil || !strings.HasPrefix(theirs, "net:[") || theirs == ours {
+		t.Fatalf("nft ran in %q, the harness is in %q (%v): want a namespace of its own", theirs, ours, err)
+	}
+	named, _ := filepath.Glob("/run/netns/*")
+	for _, n := range named {
+		var st syscall.Stat_t
+		if syscall.Stat(n, &st) == nil && fmt.Sprintf("net:[%d]", st.Ino) == theirs {
+			t.Fatalf("the scratch namespace is still named: %s", n)
+		}
 	}
 }
