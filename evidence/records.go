@@ -100,6 +100,10 @@ type Run struct {
 	End          time.Time         `json:"end"`
 	Complete     bool              `json:"complete"` // false if interrupted or failed
 	Error        string            `json:"error,omitempty"`
+
+	// ProfileWarnings are the profile loader's warnings (binds of dangerous
+	// host paths): what the profile may mean, and the gates must prove.
+	ProfileWarnings []string `json:"profile_warnings,omitempty"`
 }
 
 // Crossing is one session's value reported by another session's probe. The

@@ -41,6 +41,7 @@ type Profile struct {
 	main   string            // the profile's own key in files
 	files  map[string][]byte // key: path relative to the profile's folder
 	refs   map[int]string    // Bwrap.Args index -> key in files
+	facts  facts             // what the loader worked out, for Check, Binds and Plan
 }
 
 // SecretProcess is where the platform's secret-holding process runs.
