@@ -68,7 +68,7 @@ func (p *Profile) runtimeFlag(f string) bool {
 func (p *Profile) identityControl() Control {
 	where := "set by the runtime before each command starts: docker user, cap_add, cap_drop"
 	if p.Target == "bwrap" {
-		where = "set by bubblewrap before each command starts (--uid, --gid, --cap-drop), in a user namespace of the sandbox's own"
+		where = "set by bubblewrap when the session's sandbox starts (--uid, --gid, --cap-drop) and inherited by every command, in a user namespace of the sandbox's own"
 	}
 	var parts []string
 	for _, path := range bothPaths {
@@ -180,7 +180,10 @@ func (p *Profile) limitsControl() (Control, bool) {
 }
 
 func (p *Profile) stopControl() Control {
-	where := fmt.Sprintf("the harness, on the host: SIGTERM, then SIGKILL after %s", p.StopGrace())
+	where := fmt.Sprintf("the harness, on the host: the whole sandbox instance is killed at once; it must have stopped acting within %s", p.StopGrace())
+	if p.Scope() == StopProcess {
+		where = fmt.Sprintf("the harness, on the host: SIGTERM to each command's process group, SIGKILL after %s", p.StopGrace())
+	}
 	if len(p.Limits.StopCommand) > 0 {
 		where = fmt.Sprintf("the platform's stop_command (%s), then ", p.Limits.StopCommand[0]) + where
 	}

@@ -29,8 +29,11 @@ type Plan struct {
 	References   []Reference       `json:"references"`
 	Gates        []string          `json:"gates"`
 	Stop         StopPlan          `json:"stop"`
-	Controls     []Control         `json:"controls"`
-	Warnings     []Warning         `json:"warnings"`
+	// SecretProcess is where the platform's secret-holding process runs:
+	// "none", "outside", "inside as agent", "inside as other".
+	SecretProcess string    `json:"secret_process"`
+	Controls      []Control `json:"controls"`
+	Warnings      []Warning `json:"warnings"`
 }
 
 // EgressPlan is the profile's nftables ruleset.
@@ -59,7 +62,7 @@ type Reference struct {
 
 // StopPlan is how a session is stopped.
 type StopPlan struct {
-	Limit   string   `json:"limit"` // SIGTERM, then SIGKILL after this
+	Limit   string   `json:"limit"` // the session must have stopped acting by then
 	Scope   string   `json:"scope"` // session | process
 	Command []string `json:"command,omitempty"`
 }
@@ -71,8 +74,9 @@ func NewPlan(p *Profile, gates []string, checked bool) Plan {
 		Profile: p.Name, File: p.source, PolicyDigest: p.Digest(), Target: p.Target,
 		Runtime: p.runtime(), Network: string(p.Network), Resolver: p.Resolver,
 		Binds: p.Binds(), Env: map[string]string{}, Gates: append([]string{}, gates...),
-		Stop:     StopPlan{Limit: p.StopGrace().String(), Scope: string(p.Scope()), Command: p.Limits.StopCommand},
-		Warnings: p.Warnings(),
+		Stop:          StopPlan{Limit: p.StopGrace().String(), Scope: string(p.Scope()), Command: p.Limits.StopCommand},
+		SecretProcess: p.SecretProcess.String(),
+		Warnings:      p.Warnings(),
 	}
 	// Empty lists, not null: the JSON schema has arrays there.
 	if pl.Binds == nil {

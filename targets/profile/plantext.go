@@ -82,6 +82,7 @@ func (pl Plan) WriteText(w io.Writer) error {
 		stop += ", stop_command " + strings.Join(pl.Stop.Command, " ")
 	}
 	line("stop", "%s", stop)
+	line("secret process", "%s", pl.SecretProcess)
 	b.WriteString("  controls (where each lives; reach: outside or inside the guest's reach, per path)\n")
 	for _, c := range pl.Controls {
 		fmt.Fprintf(b, "    %-40s %s\n", c.Name, reachText(c.Reach))
