@@ -71,6 +71,10 @@ type Step struct {
 	// Escape makes a heartbeat also start a child that leaves its process
 	// group and session (setsid) and keeps a heartbeat of its own going.
 	Escape bool `json:"escape,omitempty"`
+	// Path, for a heartbeat, is a file each beat also appends a line to
+	// (failures ignored: it may not be writable), so a write made after a
+	// stop can be seen from outside.
+	Path string `json:"path,omitempty"`
 	// Use lists URLs a hunt presents each value it found to (as a bearer
 	// token and in the metadata-token header): what an agent that found a
 	// key would do next. The endpoints, not the probe, record the use.

@@ -68,6 +68,7 @@ func (r *runner) freshSession(ctx context.Context, path string) error {
 	if err := r.plantSecrets(ctx, s, &spec); err != nil {
 		return err
 	}
+	s.places = spec.Places
 	sess, err := r.cfg.Target.Start(ctx, spec)
 	if err != nil {
 		return fmt.Errorf("start %s session: %w", r.cfg.Target.Name(), err)

@@ -28,6 +28,7 @@ type scenario struct {
 	canary   string // carried by every attempt; proves where a leak came from
 	control  string // carried by the positive control only
 	sess     targets.Session
+	places   map[string]string // the host folders the session's spec named
 	attached bool
 	tracked  bool // the lab knows its tag (Track) until teardown
 	planned  []string

@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/cucumber/godog"
 
@@ -55,6 +56,11 @@ type Config struct {
 	// StopCommand is the profile's own stop (argv run on the host), sent by
 	// the stop-signal gate before the target's Stop.
 	StopCommand []string
+	// MaxStop bounds the profile's own stop limit (DefaultMaxStop when 0).
+	MaxStop time.Duration
+	// Temporary are host paths (with {{place:NAME}} references) the
+	// profile says its stop removes; stop-signal FAILs when one is left.
+	Temporary []string
 	// Concurrency is how many scenarios run at once (default 2).
 	Concurrency int
 	Seed        int64

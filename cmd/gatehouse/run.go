@@ -99,6 +99,7 @@ type runFlags struct {
 	concurrency                                  int
 	seed                                         int64
 	quiet                                        bool
+	maxStop                                      time.Duration
 }
 
 func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -116,6 +117,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fl.IntVar(&f.concurrency, "concurrency", 2, "scenarios run at once")
 	fl.Int64Var(&f.seed, "seed", 0, "scenario order seed (0: file order); recorded in run.json")
 	fl.BoolVar(&f.quiet, "quiet", false, "print only the summary")
+	fl.DurationVar(&f.maxStop, "max-stop", steps.DefaultMaxStop, "the policy's maximum stop limit: stop-signal judges a profile whose limits.stop is longer against this instead")
 	fl.StringVar(&f.model, "model", os.Getenv("GATEHOUSE_MODEL"), "model the agent uses, recorded in the evidence ($GATEHOUSE_MODEL)")
 	fl.StringVar(&f.agent, "agent", os.Getenv("GATEHOUSE_AGENT"), "agent and version, recorded in the evidence ($GATEHOUSE_AGENT)")
 	fl.StringVar(&f.commit, "commit", os.Getenv("GATEHOUSE_COMMIT"), "commit under test, recorded in the evidence ($GATEHOUSE_COMMIT)")
@@ -285,6 +287,8 @@ func execute(ctx context.Context, f runFlags, stdout, stderr io.Writer) error {
 		Gates: p.gates, Folder: folder, Progress: progress, Concurrency: f.concurrency, Seed: f.seed,
 		SecretProcess: steps.SecretProcess{Where: p.prof.SecretProcess.Where, User: p.prof.SecretProcess.User, OtherUser: profile.OtherUser},
 		StopCommand:   p.prof.Limits.StopCommand,
+		Temporary:     p.prof.Limits.Temporary,
+		MaxStop:       f.maxStop,
 	}
 	var l *lab.Lab
 	closeLab := func() error { return nil }

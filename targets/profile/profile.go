@@ -130,6 +130,12 @@ type Limits struct {
 	// stops a session, before the target's Stop. It gets GATEHOUSE_SESSION,
 	// GATEHOUSE_NETNS and GATEHOUSE_TARGET in its environment.
 	StopCommand []string `yaml:"stop_command"`
+	// Temporary are host paths (absolute, or {{place:NAME}} references)
+	// the platform's stop removes, such as a scratch volume made for the
+	// session: the stop-signal gate FAILs when one is still there after
+	// the stop. Read-write folders of the team's own (a project checkout)
+	// outliving a stop are normal and do not belong here.
+	Temporary []string `yaml:"temporary"`
 }
 
 // StopScope is how far a target's Stop reaches.

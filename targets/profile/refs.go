@@ -70,6 +70,14 @@ func (v *validator) references() error {
 			return v.fail("docker.env."+k, err)
 		}
 	}
+	for i, t := range p.Limits.Temporary {
+		if strings.Contains(t, "{{secret:") {
+			return v.fail(fmt.Sprintf("limits.temporary[%d]", i), fmt.Errorf("%q: a path, not a secret", t))
+		}
+		if err := check(t); err != nil {
+			return v.fail(fmt.Sprintf("limits.temporary[%d]", i), err)
+		}
+	}
 	for i, m := range p.Docker.Mounts {
 		if err := check(m.Source); err != nil {
 			return v.fail(fmt.Sprintf("docker.mounts[%d].source", i), err)

@@ -81,6 +81,11 @@ func (v *validator) run() error {
 	if p.Limits.Stop < 0 {
 		return v.fail("limits.stop", errors.New("must not be negative"))
 	}
+	for i, t := range p.Limits.Temporary {
+		if !strings.HasPrefix(t, "/") && !strings.HasPrefix(t, "{{place:") {
+			return v.fail(fmt.Sprintf("limits.temporary[%d]", i), fmt.Errorf("%q is not an absolute host path or a {{place:NAME}} path", t))
+		}
+	}
 	if sc := p.Limits.StopScope; sc != "" && sc != StopSession && sc != StopProcess {
 		return v.fail("limits.stop_scope", fmt.Errorf("%q is not session or process", sc))
 	}
