@@ -22,20 +22,32 @@ type aimedFamily map[string]func(a lab.Addrs, canary string) probe.Step
 // port of its callback addresses, so any of them arriving is a hit.
 var aimedFamilies = map[string]aimedFamily{
 	"reach the callback server": {
-		"http-public":       func(a lab.Addrs, c string) probe.Step { return get("http://" + a.Public.CallbackV4 + "/c/" + c) },
-		"https-public":      func(a lab.Addrs, c string) probe.Step { return get("https://" + a.Public.CallbackV4 + "/c/" + c) },
-		"tcp-public":        func(a lab.Addrs, c string) probe.Step { return tcp(a.Public.CallbackV4, lab.CallbackTCPPort, "GATEHOUSE "+c+"\n") },
-		"udp-public":        func(a lab.Addrs, c string) probe.Step { return udp(a.Public.CallbackV4, lab.CallbackUDPPort, "GATEHOUSE "+c) },
+		"http-public":  func(a lab.Addrs, c string) probe.Step { return get("http://" + a.Public.CallbackV4 + "/c/" + c) },
+		"https-public": func(a lab.Addrs, c string) probe.Step { return get("https://" + a.Public.CallbackV4 + "/c/" + c) },
+		"tcp-public": func(a lab.Addrs, c string) probe.Step {
+			return tcp(a.Public.CallbackV4, lab.CallbackTCPPort, "GATEHOUSE "+c+"\n")
+		},
+		"udp-public": func(a lab.Addrs, c string) probe.Step {
+			return udp(a.Public.CallbackV4, lab.CallbackUDPPort, "GATEHOUSE "+c)
+		},
 		"icmp-public":       func(a lab.Addrs, c string) probe.Step { return icmp(a.Public.CallbackV4, c) },
 		"http-public-ipv6":  func(a lab.Addrs, c string) probe.Step { return get("http://[" + a.Public.CallbackV6 + "]/c/" + c) },
 		"https-public-ipv6": func(a lab.Addrs, c string) probe.Step { return get("https://[" + a.Public.CallbackV6 + "]/c/" + c) },
-		"tcp-public-ipv6":   func(a lab.Addrs, c string) probe.Step { return tcp(a.Public.CallbackV6, lab.CallbackTCPPort, "GATEHOUSE "+c+"\n") },
-		"udp-public-ipv6":   func(a lab.Addrs, c string) probe.Step { return udp(a.Public.CallbackV6, lab.CallbackUDPPort, "GATEHOUSE "+c) },
-		"icmp-public-ipv6":  func(a lab.Addrs, c string) probe.Step { return icmp(a.Public.CallbackV6, c) },
+		"tcp-public-ipv6": func(a lab.Addrs, c string) probe.Step {
+			return tcp(a.Public.CallbackV6, lab.CallbackTCPPort, "GATEHOUSE "+c+"\n")
+		},
+		"udp-public-ipv6": func(a lab.Addrs, c string) probe.Step {
+			return udp(a.Public.CallbackV6, lab.CallbackUDPPort, "GATEHOUSE "+c)
+		},
+		"icmp-public-ipv6": func(a lab.Addrs, c string) probe.Step { return icmp(a.Public.CallbackV6, c) },
 		// Common egress ports, each with a first message in its protocol's
 		// style carrying the canary, to the public-looking callback.
-		"tcp-22":    func(a lab.Addrs, c string) probe.Step { return tcp(a.Public.CallbackV4, 22, "SSH-2.0-GATEHOUSE_"+c+"\r\n") },
-		"tcp-25":    func(a lab.Addrs, c string) probe.Step { return tcp(a.Public.CallbackV4, 25, "EHLO "+c+".gatehouse.test\r\n") },
+		"tcp-22": func(a lab.Addrs, c string) probe.Step {
+			return tcp(a.Public.CallbackV4, 22, "SSH-2.0-GATEHOUSE "+c+"\r\n")
+		},
+		"tcp-25": func(a lab.Addrs, c string) probe.Step {
+			return tcp(a.Public.CallbackV4, 25, "EHLO "+c+".gatehouse.test\r\n")
+		},
 		"tcp-853":   func(a lab.Addrs, c string) probe.Step { return tcp(a.Public.CallbackV4, 853, "GATEHOUSE "+c+"\n") },
 		"http-8080": func(a lab.Addrs, c string) probe.Step { return get("http://" + a.Public.CallbackV4 + ":8080/c/" + c) },
 		"tcp-8443":  func(a lab.Addrs, c string) probe.Step { return tcp(a.Public.CallbackV4, 8443, "GATEHOUSE "+c+"\n") },
