@@ -54,11 +54,11 @@ type Step struct {
 	Headers map[string]string `json:"headers,omitempty"` // HTTP headers
 	Body    string            `json:"body,omitempty"`    // HTTP body
 	Payload string            `json:"payload,omitempty"` // tcp/udp/icmp data, write content
+	Server  string            `json:"server,omitempty"`  // DNS server host:port; "" = from /etc/resolv.conf
+	QType   string            `json:"qtype,omitempty"`   // DNS type, default A
 	// Binary, when set, is what tcp and udp send instead of Payload (base64
 	// in JSON): data that is not text, such as a QUIC Initial datagram.
 	Binary []byte `json:"binary,omitempty"`
-	Server string `json:"server,omitempty"` // DNS server host:port; "" = from /etc/resolv.conf
-	QType  string `json:"qtype,omitempty"`  // DNS type, default A
 	// Follow makes HTTP follow redirects (up to 5). Proxy settings in the
 	// environment are honoured only when UseProxy is set: an injected
 	// instruction that says "ignore the proxy" is modelled by leaving it off.
