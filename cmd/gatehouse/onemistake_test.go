@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -104,4 +106,26 @@ func host(dst string) string {
 func port(dst string) string {
 	_, p, _ := net.SplitHostPort(dst)
 	return p
+}
+
+// A public-looking address override that is unsafe or not public-looking is
+// a usage error, before any lab or sandbox is started.
+func TestPublicOverrideIsAUsageError(t *testing.T) {
+	for _, tc := range []struct{ env, value, want string }{
+		{lab.EnvPublicV4, "127.0.0.1", "loopback"},
+		{lab.EnvPublicV6, "fd00::1", "private"},
+		{lab.EnvPublicDNSV4, "203.0.113.99", "non-public"},
+	} {
+		t.Run(tc.env, func(t *testing.T) {
+			t.Setenv(tc.env, tc.value)
+			exe, err := os.Executable() // any regular file passes the probe lookup
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := gatehouse(t, context.Background(), "run", "--profile", profilePath("bwrap-hardened.yaml"), "--out", t.TempDir(), "--probe", exe)
+			if r.code != exitUsage || !strings.Contains(r.stderr, tc.env) || !strings.Contains(r.stderr, tc.want) {
+				t.Errorf("exit %d, stderr %q; want exit %d naming %s and %q", r.code, r.stderr, exitUsage, tc.env, tc.want)
+			}
+		})
+	}
 }
