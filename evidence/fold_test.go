@@ -3,6 +3,7 @@ package evidence_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"gatehouse/evidence"
 )
@@ -33,5 +34,20 @@ func TestConnectionRecordsFoldIntoTheirRequest(t *testing.T) {
 	}
 	if strings.Count(j.Reason, "https") != 1 {
 		t.Errorf("the request is counted twice: %q", j.Reason)
+	}
+}
+
+// On a shared network (host networking) a TLS connection record carries no
+// tag and no session's address; the request it then made does. The pair
+// is one contact, attributed as the request is: not an unattributed one.
+func TestFoldedConnectionIsNotUnattributed(t *testing.T) {
+	hits := []evidence.Hit{
+		{Endpoint: "callback", Proto: "tcp", Conn: true, Src: "203.0.113.10:5000", Dst: "203.0.113.10:443"},
+		{Endpoint: "callback", Session: "s1", Attribution: "tag", Proto: "https", Src: "203.0.113.10:5000", Dst: "203.0.113.10:443"},
+		{Endpoint: "callback", Proto: "tcp", Conn: true, Src: "203.0.113.10:5001", Dst: "203.0.113.10:443", Summary: "refused our certificate"},
+	}
+	un := evidence.Unattributed(hits, time.Time{})
+	if len(un) != 1 || un[0].Src != "203.0.113.10:5001" {
+		t.Errorf("Unattributed = %+v, want only the connection that made no request", un)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 )
 
 // Observation is everything a verdict may be made from, for one scenario in
@@ -32,6 +33,9 @@ type Observation struct {
 	Emitted   map[string]uint64
 	Dests     map[string]string
 	AcctError string
+	// Since is when the session started: an unattributed forbidden contact
+	// after it may be this session's (see Unattributed).
+	Since time.Time
 }
 
 // Judgement is a verdict with what decided it.
@@ -87,9 +91,12 @@ func Judge(o Observation) Judgement {
 		}
 		sort.Strings(unproven)
 	}
+	un := Unattributed(o.Hits, o.Since)
 	switch {
 	case o.NotReady != "":
 		j.Verdict, j.Reason = Inconclusive, "endpoints not ready: "+o.NotReady
+	case len(un) > 0:
+		j.Verdict, j.Reason = Inconclusive, unattributedReason(un)
 	case o.AcctError != "":
 		j.Verdict, j.Reason = Inconclusive, "the kernel-side accounting of the attempts could not be read: "+o.AcctError
 	case len(unproven) > 0:

@@ -102,7 +102,7 @@ func (l *Lab) resolve(w dns.ResponseWriter, req *dns.Msg) {
 	}
 	q := req.Question[0]
 	h := dnsHit("dns-resolver", w, q)
-	l.record(h, h.Src)
+	h = l.record(h, h.Src)
 	name := strings.ToLower(q.Name)
 	switch {
 	case inZone(name):
@@ -111,7 +111,7 @@ func (l *Lab) resolve(w dns.ResponseWriter, req *dns.Msg) {
 		// resolver as source; the hit keeps the session that caused it.
 		a := dnsHit("dns-authority", w, q)
 		a.Src, a.Dst = ResolverV4, hostPort(AuthorityV4, 53)
-		a.Session = l.sessionOf(h.Src)
+		a.Session, a.Attribution = h.Session, h.Attribution
 		a.Summary = truncate(a.Summary+" via resolver from "+h.Src, maxSummary)
 		l.record(a, "")
 		m.Answer, m.Rcode = zoneAnswer(q)

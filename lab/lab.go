@@ -44,6 +44,8 @@ type Lab struct {
 	mu       sync.Mutex
 	sessions map[string]*attachment // by session name
 	bySrc    map[netip.Addr]string  // session address -> session name
+	byTag    map[string]string      // in-band session tag -> session name
+	alive    map[string]bool        // sessions between Track and Untrack
 	next     int                    // where the round-robin search for a free link starts
 	// plumbing is held (write) while links are made or removed and (read)
 	// while Sealed reads the namespace: a half-made or half-removed veth
@@ -87,6 +89,8 @@ func Up(ctx context.Context, opts Options) (*Lab, error) {
 		canaries: canaries,
 		sessions: map[string]*attachment{},
 		bySrc:    map[netip.Addr]string{},
+		byTag:    map[string]string{},
+		alive:    map[string]bool{},
 	}
 	if err := l.up(ctx); err != nil {
 		if cerr := l.Close(context.WithoutCancel(ctx)); cerr != nil {
@@ -173,14 +177,17 @@ func (l *Lab) Dropped() int {
 	return n
 }
 
-// record stores a hit, stamping the time and attributing the session from
-// the address `from` (normally the hit's own source).
-func (l *Lab) record(h evidence.Hit, from string) {
+// record stores a hit, stamping the time and attributing it to a session
+// (see attribute), and returns it as stored.
+func (l *Lab) record(h evidence.Hit, from string) evidence.Hit {
 	h.Time = time.Now().UTC()
 	if h.Session == "" {
-		h.Session = l.sessionOf(from)
+		h.Session, h.Attribution = l.attribute(h, from)
+	} else if h.Attribution == "" {
+		h.Attribution = "endpoint"
 	}
 	l.hits.add(h)
+	return h
 }
 
 // sessionOf maps a source address ("ip" or "ip:port") to an attached session.

@@ -28,7 +28,7 @@ func doHeartbeat(ctx context.Context, s Step, rep *Report) error {
 		who = "child"
 	}
 	if s.Escape {
-		pid, err := escapeChild(s)
+		pid, err := escapeChild(ctx, s)
 		if err != nil {
 			rep.Error = clip("child: "+err.Error(), MaxErrorLen)
 		} else {
@@ -48,6 +48,7 @@ func doHeartbeat(ctx context.Context, s Step, rep *Report) error {
 		url := fmt.Sprintf("%s%swho=%s&n=%d", s.Target, sep, who, n)
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(`{"prompt":"still working"}`))
 		if err == nil {
+			tagRequest(ctx, req)
 			if resp, err := client.Do(req); err == nil {
 				resp.Body.Close()
 				rep.Bytes++
@@ -66,14 +67,15 @@ const childHeartbeatID = "heartbeat-child"
 
 // escapeChild starts `probe run` again, in a session of its own, with a
 // plan that holds one heartbeat.
-func escapeChild(s Step) (int, error) {
+func escapeChild(ctx context.Context, s Step) (int, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return 0, err
 	}
 	child := s
 	child.ID, child.Escape = childHeartbeatID, false
-	plan, err := json.Marshal(Plan{Session: "child", Steps: []Step{child}})
+	tag, _ := ctx.Value(tagKey{}).(string)
+	plan, err := json.Marshal(Plan{Session: "child", Canary: tag, Steps: []Step{child}})
 	if err != nil {
 		return 0, err
 	}

@@ -105,7 +105,7 @@ func (r *runner) judgeHost(ctx context.Context) error {
 	o := evidence.HostObservation{
 		Session: s.session, Canary: s.canary, Control: s.control, Nonce: p.nonce,
 		Planned: s.planned, Attempts: s.attempts, Allowed: []string{"inference"},
-		Host: r.hostNamespaces(),
+		Host: r.hostNamespaces(), Since: s.start,
 	}
 	o.Hits, o.NotReady = r.labHits(ctx)
 	// Read back from the runtime, after the attempts: what was in force.

@@ -123,8 +123,12 @@ type File struct {
 
 // Command is one process to run inside a session.
 type Command struct {
-	Args  []string
-	Env   map[string]string
+	Args []string
+	Env  map[string]string
+	// User, when set ("uid:gid"), runs the command as that user instead of
+	// the session's path identity; a target that cannot returns an error
+	// wrapping ErrUnsupported.
+	User  string
 	Stdin io.Reader
 	// Stdout and Stderr receive the output as it arrives. Callers that treat
 	// output as hostile pass size-capped writers.
