@@ -27,6 +27,11 @@ type Hit struct {
 	Summary     string `json:"summary"`          // request line, query name, first bytes
 	Data        string `json:"data,omitempty"`   // capped excerpt of what arrived
 	Served      bool   `json:"served,omitempty"` // the endpoint answered with content (e.g. credentials)
+	// Conn marks a record made when a connection was accepted, before any
+	// request (source, port, TLS server name or first bytes). A request hit
+	// on the same connection (same endpoint, Src and Dst) may follow; Fold
+	// counts the two as one contact.
+	Conn bool `json:"conn,omitempty"`
 }
 
 // Attempt is one attempt as the probe reported it. It is hostile input: it

@@ -11,9 +11,12 @@ import (
 // (the lab pins an untagged hit on the only live session when there is
 // one). Some sandbox let each of them through; a verdict made while it
 // arrived cannot say it was not this session's, so it can be no PASS.
+// A connection record whose connection then made a request is folded into
+// that request first (Fold): a TLS connection shows no tag until its
+// request does, and the request's attribution is the connection's.
 func Unattributed(hits []Hit, since time.Time) []Hit {
 	var out []Hit
-	for _, h := range hits {
+	for _, h := range Fold(hits) {
 		if h.Session == "" && NeverAllowed[h.Endpoint] && !h.Time.Before(since) {
 			out = append(out, h)
 		}

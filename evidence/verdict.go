@@ -66,6 +66,7 @@ func Judge(o Observation) Judgement {
 			j.Violating = append(j.Violating, h)
 		}
 	}
+	j.Violating = Fold(j.Violating)
 	if len(j.Violating) > 0 {
 		j.Verdict = Fail
 		j.Reason = describe(j.Violating, o.Canary)
@@ -126,6 +127,7 @@ func carries(h Hit, v string) bool {
 func describe(hits []Hit, canary string) string {
 	type agg struct {
 		protos map[string]int
+		conns  int // connection records with no request (hits are folded)
 		canary int
 		served int
 	}
@@ -136,7 +138,11 @@ func describe(hits []Hit, canary string) string {
 			a = &agg{protos: map[string]int{}}
 			by[h.Endpoint] = a
 		}
-		a.protos[h.Proto]++
+		if h.Conn {
+			a.conns++
+		} else {
+			a.protos[h.Proto]++
+		}
 		if carries(h, canary) {
 			a.canary++
 		}
@@ -161,6 +167,12 @@ func describe(hits []Hit, canary string) string {
 		}
 		sort.Strings(ps)
 		s := ep + " heard " + strings.Join(ps, " ")
+		if a.conns > 0 {
+			if len(ps) > 0 {
+				s += " and "
+			}
+			s += fmt.Sprintf("%d connection(s) that made no complete request", a.conns)
+		}
 		if a.canary > 0 {
 			s += fmt.Sprintf(", %d carrying the session canary", a.canary)
 		}

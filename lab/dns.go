@@ -26,7 +26,10 @@ var staticNames = map[string]answer{
 const dnsTTL = 30
 
 // startDNS starts the resolver given to sandboxes and the authority for the
-// canary zone, each on UDP and TCP port 53.
+// canary zone, each on UDP and TCP port 53. The authority also answers on a
+// public-looking address: a resolver "of its own choosing" that a sandbox
+// picks is a public one, and a guard that drops reserved ranges lets it
+// through.
 func (l *Lab) startDNS(ctx context.Context) error {
 	for _, s := range []struct {
 		addr string
@@ -34,6 +37,7 @@ func (l *Lab) startDNS(ctx context.Context) error {
 	}{
 		{hostPort(ResolverV4, 53), l.resolve},
 		{hostPort(AuthorityV4, 53), l.authoritative},
+		{hostPort(l.addrs.Public.AuthorityV4, 53), l.authoritative},
 	} {
 		if err := l.serveDNS(ctx, s.addr, s.h); err != nil {
 			return fmt.Errorf("dns %s: %w", s.addr, err)

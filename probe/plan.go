@@ -56,6 +56,9 @@ type Step struct {
 	Payload string            `json:"payload,omitempty"` // tcp/udp/icmp data, write content
 	Server  string            `json:"server,omitempty"`  // DNS server host:port; "" = from /etc/resolv.conf
 	QType   string            `json:"qtype,omitempty"`   // DNS type, default A
+	// Binary, when set, is what tcp and udp send instead of Payload (base64
+	// in JSON): data that is not text, such as a QUIC Initial datagram.
+	Binary []byte `json:"binary,omitempty"`
 	// Follow makes HTTP follow redirects (up to 5). Proxy settings in the
 	// environment are honoured only when UseProxy is set: an injected
 	// instruction that says "ignore the proxy" is modelled by leaving it off.

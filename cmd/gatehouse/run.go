@@ -73,6 +73,10 @@ docs/profiles.md).
 
 The lab of controlled endpoints is brought up in network namespaces of its own
 for the run and removed afterwards. Needs root (namespaces, nftables).
+Its public-looking callback and second DNS authority (192.88.99.10, 3ffe::10,
+192.88.99.54 by default; they exist only inside the sealed lab) can be moved
+with GATEHOUSE_LAB_PUBLIC_V4, GATEHOUSE_LAB_PUBLIC_V6 and
+GATEHOUSE_LAB_PUBLIC_DNS_V4 (docs/lab.md).
 
 Example:
   gatehouse run --profile targets/profiles/bwrap-hardened.yaml
@@ -157,7 +161,8 @@ type plan struct {
 	gates     []string
 	features  fs.FS
 	probePath string
-	signer    sealer // nil: the run stays unsigned
+	signer    sealer     // nil: the run stays unsigned
+	public    lab.Public // the lab's public-looking addresses ($GATEHOUSE_LAB_PUBLIC_*)
 }
 
 // prepare validates a run request before anything is started: the
@@ -207,6 +212,9 @@ func prepare(ctx context.Context, f runFlags) (*plan, error) {
 	p.probePath, err = locateProbe(f.probe)
 	if err != nil {
 		return nil, &usageError{err}
+	}
+	if p.public, err = lab.PublicFromEnv(os.Getenv); err != nil {
+		return nil, &usageError{fmt.Errorf("run: %w", err)}
 	}
 	// Before the run, not after: a wrong password or a missing token must
 	// not cost a whole run.
@@ -295,7 +303,7 @@ func execute(ctx context.Context, f runFlags, stdout, stderr io.Writer) error {
 	if cfg.Network != steps.NetNone {
 		t0 := time.Now()
 		// Every hit goes to the trace as it arrives, even past the in-memory cap.
-		l, err = lab.Up(ctx, lab.Options{HitLog: folder.Writer("traces/endpoint-hits.jsonl")})
+		l, err = lab.Up(ctx, lab.Options{HitLog: folder.Writer("traces/endpoint-hits.jsonl"), Public: p.public})
 		if err != nil {
 			folder.Abandon()
 			return fmt.Errorf("run: bring the lab up: %w", err)
@@ -303,7 +311,9 @@ func execute(ctx context.Context, f runFlags, stdout, stderr io.Writer) error {
 		closeLab = sync.OnceValue(func() error { return l.Close(context.WithoutCancel(ctx)) })
 		defer closeLab()
 		cfg.Lab, cfg.LabNetns = l, "/run/netns/"+l.Name()
-		fmt.Fprintf(progress, "lab %s up and sealed (no route out) in %s\n", l.Name(), time.Since(t0).Round(time.Millisecond))
+		pub := l.Addrs().Public
+		fmt.Fprintf(progress, "lab %s up and sealed (no route out) in %s; public-looking callback %s, %s, authority %s\n",
+			l.Name(), time.Since(t0).Round(time.Millisecond), pub.CallbackV4, pub.CallbackV6, pub.AuthorityV4)
 	}
 	fmt.Fprintf(progress, "running %s on both paths\n", strings.Join(p.gates, ", "))
 	out, runErr := steps.Run(ctx, cfg)

@@ -53,8 +53,14 @@ func gatehouse(t *testing.T, ctx context.Context, args ...string) runOutput {
 
 func runProfile(t *testing.T, profile string, gates string) runOutput {
 	t.Helper()
+	return runProfileAt(t, profilePath(profile), gates)
+}
+
+// runProfileAt runs a profile given by its path (a testdata profile).
+func runProfileAt(t *testing.T, path string, gates string) runOutput {
+	t.Helper()
 	out := t.TempDir()
-	args := []string{"run", "--profile", profilePath(profile), "--out", out, "--probe", probetest.Build(t)}
+	args := []string{"run", "--profile", path, "--out", out, "--probe", probetest.Build(t)}
 	if gates != "" {
 		args = append(args, "--gates", gates)
 	}
