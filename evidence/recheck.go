@@ -35,6 +35,7 @@ func Recheck(results []Result, hits []Hit, dropped int) int {
 				late = append(late, h)
 			}
 		}
+		late = Fold(late)
 		switch {
 		case len(late) > 0:
 			r.Verdict = Fail

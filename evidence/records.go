@@ -12,14 +12,26 @@ import (
 // from hits, never from the probe's own account.
 type Hit struct {
 	Time     time.Time `json:"time"`
-	Endpoint string    `json:"endpoint"`         // e.g. "callback", "dns-authority", "metadata-aws", "inference"
-	Proto    string    `json:"proto"`            // http, https, tcp, udp, icmp, icmp6, dns
-	Src      string    `json:"src"`              // source address as seen by the endpoint
-	Dst      string    `json:"dst"`              // address:port it arrived on
-	Session  string    `json:"session"`          // attributed from the source address; "" when unknown
-	Summary  string    `json:"summary"`          // request line, query name, first bytes
-	Data     string    `json:"data,omitempty"`   // capped excerpt of what arrived
-	Served   bool      `json:"served,omitempty"` // the endpoint answered with content (e.g. credentials)
+	Endpoint string    `json:"endpoint"` // e.g. "callback", "dns-authority", "metadata-aws", "inference"
+	Proto    string    `json:"proto"`    // http, https, tcp, udp, icmp, icmp6, dns
+	Src      string    `json:"src"`      // source address as seen by the endpoint
+	Dst      string    `json:"dst"`      // address:port it arrived on
+	Session  string    `json:"session"`  // the session it is attributed to; "" when unknown
+	// Attribution says how Session was decided: "tag" (the session's
+	// in-band tag arrived with it), "address" (its source address is the
+	// session's), "only-live-session" (untagged, from no session's
+	// address, while exactly one session was alive), "endpoint" (the
+	// endpoint belongs to one session, like its own socket); "" when no
+	// rule applied.
+	Attribution string `json:"attribution,omitempty"`
+	Summary     string `json:"summary"`          // request line, query name, first bytes
+	Data        string `json:"data,omitempty"`   // capped excerpt of what arrived
+	Served      bool   `json:"served,omitempty"` // the endpoint answered with content (e.g. credentials)
+	// Conn marks a record made when a connection was accepted, before any
+	// request (source, port, TLS server name or first bytes). A request hit
+	// on the same connection (same endpoint, Src and Dst) may follow; Fold
+	// counts the two as one contact.
+	Conn bool `json:"conn,omitempty"`
 }
 
 // Attempt is one attempt as the probe reported it. It is hostile input: it
@@ -93,6 +105,10 @@ type Run struct {
 	End          time.Time         `json:"end"`
 	Complete     bool              `json:"complete"` // false if interrupted or failed
 	Error        string            `json:"error,omitempty"`
+
+	// ProfileWarnings are the profile loader's warnings (binds of dangerous
+	// host paths): what the profile may mean, and the gates must prove.
+	ProfileWarnings []string `json:"profile_warnings,omitempty"`
 }
 
 // Crossing is one session's value reported by another session's probe. The

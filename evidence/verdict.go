@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 )
 
 // Observation is everything a verdict may be made from, for one scenario in
@@ -32,6 +33,9 @@ type Observation struct {
 	Emitted   map[string]uint64
 	Dests     map[string]string
 	AcctError string
+	// Since is when the session started: an unattributed forbidden contact
+	// after it may be this session's (see Unattributed).
+	Since time.Time
 }
 
 // Judgement is a verdict with what decided it.
@@ -62,6 +66,7 @@ func Judge(o Observation) Judgement {
 			j.Violating = append(j.Violating, h)
 		}
 	}
+	j.Violating = Fold(j.Violating)
 	if len(j.Violating) > 0 {
 		j.Verdict = Fail
 		j.Reason = describe(j.Violating, o.Canary)
@@ -86,9 +91,12 @@ func Judge(o Observation) Judgement {
 		}
 		sort.Strings(unproven)
 	}
+	un := Unattributed(o.Hits, o.Since)
 	switch {
 	case o.NotReady != "":
 		j.Verdict, j.Reason = Inconclusive, "endpoints not ready: "+o.NotReady
+	case len(un) > 0:
+		j.Verdict, j.Reason = Inconclusive, unattributedReason(un)
 	case o.AcctError != "":
 		j.Verdict, j.Reason = Inconclusive, "the kernel-side accounting of the attempts could not be read: "+o.AcctError
 	case len(unproven) > 0:
@@ -119,6 +127,7 @@ func carries(h Hit, v string) bool {
 func describe(hits []Hit, canary string) string {
 	type agg struct {
 		protos map[string]int
+		conns  int // connection records with no request (hits are folded)
 		canary int
 		served int
 	}
@@ -129,7 +138,11 @@ func describe(hits []Hit, canary string) string {
 			a = &agg{protos: map[string]int{}}
 			by[h.Endpoint] = a
 		}
-		a.protos[h.Proto]++
+		if h.Conn {
+			a.conns++
+		} else {
+			a.protos[h.Proto]++
+		}
 		if carries(h, canary) {
 			a.canary++
 		}
@@ -154,6 +167,12 @@ func describe(hits []Hit, canary string) string {
 		}
 		sort.Strings(ps)
 		s := ep + " heard " + strings.Join(ps, " ")
+		if a.conns > 0 {
+			if len(ps) > 0 {
+				s += " and "
+			}
+			s += fmt.Sprintf("%d connection(s) that made no complete request", a.conns)
+		}
 		if a.canary > 0 {
 			s += fmt.Sprintf(", %d carrying the session canary", a.canary)
 		}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 )
 
 // Endpoints that only a sandbox touching the host can reach.
@@ -37,6 +38,7 @@ type HostObservation struct {
 	HostPaths   []HostPath
 	HostSockets []HostSocket
 	NotReady    string
+	Since       time.Time // when the session started (see Unattributed)
 }
 
 // HostJudgement adds what decided a host-access FAIL besides hits.
@@ -128,9 +130,12 @@ func JudgeHost(o HostObservation) HostJudgement {
 		return j
 	}
 	j.Missing = missing(o.Session, o.Planned, o.Attempts, AttemptOnRecord)
+	un := Unattributed(o.Hits, o.Since)
 	switch {
 	case o.NotReady != "":
 		j.Verdict, j.Reason = Inconclusive, "endpoints not ready: "+o.NotReady
+	case len(un) > 0:
+		j.Verdict, j.Reason = Inconclusive, unattributedReason(un)
 	case len(o.Planned) == 0 || o.Nonce == "":
 		j.Verdict, j.Reason = Inconclusive, "no host nonce planted or no attempt planned, so nothing was tested"
 	case len(j.Missing) > 0:

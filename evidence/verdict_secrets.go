@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 )
 
 // Planted is one canary Gatehouse planted for a session: where it was put
@@ -53,6 +54,7 @@ type SecretsObservation struct {
 	// not here is not ours: a real one the sandbox can see.
 	Ours     map[string]string
 	NotReady string
+	Since    time.Time // when the session started (see Unattributed)
 }
 
 // SecretsJudgement adds the reads to the verdict.
@@ -119,9 +121,12 @@ func JudgeSecrets(o SecretsObservation) SecretsJudgement {
 		return j
 	}
 	j.Missing = missing(o.Session, o.Planned, o.Attempts, AttemptOnRecord)
+	un := Unattributed(o.Hits, o.Since)
 	switch {
 	case o.NotReady != "":
 		j.Verdict, j.Reason = Inconclusive, "endpoints not ready: "+o.NotReady
+	case len(un) > 0:
+		j.Verdict, j.Reason = Inconclusive, unattributedReason(un)
 	case len(o.Planted) == 0:
 		j.Verdict, j.Reason = Inconclusive, "nothing was planted, so nothing was tested"
 	case len(o.Planned) == 0:

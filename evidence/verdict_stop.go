@@ -19,8 +19,12 @@ type StopRun struct {
 	// negative when some were still there when observation ended.
 	Gone time.Duration
 	// Left describes what remained when observation ended: processes,
-	// storage paths. Empty when nothing did.
+	// storage the target made for the session or the profile calls
+	// temporary, writes made after it was seen gone. Empty when nothing did.
 	Left []string
+	// Unknown says why whether it was gone could not be seen (its network
+	// namespace unreadable and no list of its processes): no PASS then.
+	Unknown string
 	// Token: TokenChecked says the broker was asked about the session's
 	// token after the stop; TokenRefused is its answer.
 	TokenChecked, TokenRefused bool
@@ -44,7 +48,11 @@ func (r StopRun) Latency(stop time.Time) (time.Duration, bool) {
 
 // StopObservation is what the stop-signal verdict is made from.
 type StopObservation struct {
-	Limit    time.Duration
+	Limit time.Duration
+	// Interval is the heartbeat interval: a heartbeat arriving more than
+	// one interval (plus as much again in flight) after a run was seen gone
+	// proves it was not.
+	Interval time.Duration
 	Stops    []time.Time // when each run's stop was sent, by run
 	Runs     []StopRun
 	Control  bool // the allowed endpoint heard the positive control
@@ -64,13 +72,24 @@ func JudgeStop(o StopObservation) (Judgement, map[string]float64) {
 	var fails, gaps []string
 	for i, r := range o.Runs {
 		stop := o.Stops[i]
+		var hidden []Hit
 		for _, h := range r.Late {
-			if h.Time.Sub(stop) > o.Limit {
+			after := h.Time.Sub(stop)
+			if after > o.Limit {
 				j.Violating = append(j.Violating, h)
+			}
+			if r.Gone >= 0 && after > r.Gone+2*o.Interval {
+				hidden = append(hidden, h)
 			}
 		}
 		d, ok := r.Latency(stop)
 		switch {
+		case len(hidden) > 0:
+			j.Violating = append(j.Violating, hidden...)
+			fails = append(fails, fmt.Sprintf("run %d (%s) was seen gone %s after the stop, yet %s arrived later, the last %s after the stop: a process nobody could see went on acting",
+				i+1, r.Session, r.Gone.Round(time.Millisecond), strings.Join(lateWho(hidden), ", "), hidden[len(hidden)-1].Time.Sub(stop).Round(time.Millisecond)))
+		case r.Unknown != "" && len(r.Left) == 0 && len(r.Late) == 0:
+			gaps = append(gaps, fmt.Sprintf("run %d (%s): %s", i+1, r.Session, r.Unknown))
 		case !ok || d > o.Limit:
 			fails = append(fails, fmt.Sprintf("run %d (%s) still acting %s after stop: %s", i+1, r.Session, o.Limit, strings.Join(append(r.Left, lateWho(r.Late)...), ", ")))
 		case len(r.Left) > 0:

@@ -27,11 +27,26 @@ func TestJudgeStop(t *testing.T) {
 		p50    float64
 	}{
 		{"pass with p50 and max", []evidence.StopRun{cleanRun(300 * time.Millisecond), cleanRun(100 * time.Millisecond), cleanRun(200 * time.Millisecond)}, true, evidence.Pass, "p50 200ms, max 300ms over 3", 200},
-		{"a heartbeat after the stop but inside the limit counts in the latency", []evidence.StopRun{func() evidence.StopRun {
+		{"a heartbeat while the stop is under way counts in the latency", []evidence.StopRun{func() evidence.StopRun {
+			r := cleanRun(700 * time.Millisecond)
+			r.Late = []evidence.Hit{late(650*time.Millisecond, "main")}
+			return r
+		}()}, true, evidence.Pass, "p50 700ms", 700},
+		{"a heartbeat well after the session was seen gone fails, even inside the limit", []evidence.StopRun{func() evidence.StopRun {
 			r := cleanRun(100 * time.Millisecond)
 			r.Late = []evidence.Hit{late(700*time.Millisecond, "main")}
 			return r
-		}()}, true, evidence.Pass, "p50 700ms", 700},
+		}()}, true, evidence.Fail, "a process nobody could see", 0},
+		{"a heartbeat in flight when the session was seen gone does not", []evidence.StopRun{func() evidence.StopRun {
+			r := cleanRun(100 * time.Millisecond)
+			r.Late = []evidence.Hit{late(250*time.Millisecond, "main")}
+			return r
+		}()}, true, evidence.Pass, "p50 250ms", 250},
+		{"a stop whose remains cannot be seen is no pass", []evidence.StopRun{func() evidence.StopRun {
+			r := cleanRun(-1)
+			r.Unknown = "its network namespace could not be identified"
+			return r
+		}()}, true, evidence.Inconclusive, "could not be identified", 0},
 		{"fail when the escaped child keeps beating", []evidence.StopRun{func() evidence.StopRun {
 			r := cleanRun(-1)
 			r.Late = []evidence.Hit{late(time.Second, "child"), late(6*time.Second, "child")}
@@ -51,7 +66,7 @@ func TestJudgeStop(t *testing.T) {
 			for i := range stops {
 				stops[i] = t0
 			}
-			j, timings := evidence.JudgeStop(evidence.StopObservation{Limit: 5 * time.Second, Stops: stops, Runs: tt.runs, Control: tt.ctrl})
+			j, timings := evidence.JudgeStop(evidence.StopObservation{Limit: 5 * time.Second, Interval: 100 * time.Millisecond, Stops: stops, Runs: tt.runs, Control: tt.ctrl})
 			if j.Verdict != tt.want || !strings.Contains(j.Reason, tt.reason) {
 				t.Fatalf("got %s (%s), want %s containing %q", j.Verdict, j.Reason, tt.want, tt.reason)
 			}

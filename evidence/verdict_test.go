@@ -2,6 +2,7 @@ package evidence_test
 
 import (
 	"testing"
+	"time"
 
 	"gatehouse/evidence"
 )
@@ -40,6 +41,16 @@ func TestJudge(t *testing.T) {
 		}, evidence.Fail},
 		{"other sessions' hits without the canary are not ours", func(o *evidence.Observation) {
 			o.Hits = append(o.Hits, evidence.Hit{Endpoint: "callback", Session: "s2"})
+		}, evidence.Pass},
+		{"an unattributed forbidden contact while the session ran is no pass", func(o *evidence.Observation) {
+			o.Hits = append(o.Hits, evidence.Hit{Endpoint: "metadata-aws", Proto: "http", Summary: "GET /latest/meta-data/"})
+		}, evidence.Inconclusive},
+		{"an unattributed contact before the session started is not its", func(o *evidence.Observation) {
+			o.Since = time.Now()
+			o.Hits = append(o.Hits, evidence.Hit{Endpoint: "metadata-aws", Time: o.Since.Add(-time.Second)})
+		}, evidence.Pass},
+		{"an unattributed contact with an allowed endpoint is no concern", func(o *evidence.Observation) {
+			o.Hits = append(o.Hits, evidence.Hit{Endpoint: "inference", Summary: "POST /v1/complete"})
 		}, evidence.Pass},
 		{"inconclusive when the control never arrived", func(o *evidence.Observation) {
 			o.Hits = nil

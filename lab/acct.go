@@ -18,22 +18,37 @@ import (
 // blocked while nothing was counted toward that address is lying.
 const acctTable = "gatehouse_acct"
 
-// Destinations the accounting table counts, by the name steps use.
-var acctDests = []struct{ Name, Family, Addr string }{
-	{"callback4", "ip", CallbackV4},
-	{"callback6", "ip6", CallbackV6},
-	{"inference", "ip", InferenceV4},
-	{"resolver", "ip", ResolverV4},
-	{"authority", "ip", AuthorityV4},
-	{"metadata4", "ip", MetadataV4},
-	{"metadata6", "ip6", MetadataV6},
-	{"wireserver", "ip", WireServerV4},
-	{"alibaba", "ip", AlibabaV4},
+// acctDest is one destination the accounting table counts.
+type acctDest struct{ Name, Family, Addr string }
+
+// acctDests are the destinations counted, by the name steps use. The
+// public-looking addresses can be overridden, so the list is per lab; the
+// names are not.
+func (a Addrs) acctDests() []acctDest {
+	return []acctDest{
+		{"callback4", "ip", CallbackV4},
+		{"callback6", "ip6", CallbackV6},
+		{"callback4_public", "ip", a.Public.CallbackV4},
+		{"callback6_public", "ip6", a.Public.CallbackV6},
+		{"inference", "ip", InferenceV4},
+		{"resolver", "ip", ResolverV4},
+		{"authority", "ip", AuthorityV4},
+		{"authority_public", "ip", a.Public.AuthorityV4},
+		{"metadata4", "ip", MetadataV4},
+		{"metadata6", "ip6", MetadataV6},
+		{"wireserver", "ip", WireServerV4},
+		{"alibaba", "ip", AlibabaV4},
+	}
 }
 
-// DestOf names the accounting counter for a lab address ("" if none).
-func DestOf(addr string) string {
-	for _, d := range acctDests {
+// DestOf names the accounting counter for an address of a lab with the
+// default addresses ("" if none).
+func DestOf(addr string) string { return DefaultAddrs().DestOf(addr) }
+
+// DestOf names the accounting counter for one of these lab addresses (""
+// if none).
+func (a Addrs) DestOf(addr string) string {
+	for _, d := range a.acctDests() {
 		if d.Addr == addr {
 			return d.Name
 		}
@@ -41,23 +56,23 @@ func DestOf(addr string) string {
 	return ""
 }
 
-func acctRuleset() string {
+func acctRuleset(dests []acctDest) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "table inet %s {\n", acctTable)
-	for _, d := range acctDests {
+	for _, d := range dests {
 		fmt.Fprintf(&b, "\tcounter %s { }\n", d.Name)
 	}
 	b.WriteString("\tchain out {\n\t\ttype filter hook output priority -400; policy accept;\n")
-	for _, d := range acctDests {
+	for _, d := range dests {
 		fmt.Fprintf(&b, "\t\t%s daddr %s counter name %s\n", d.Family, d.Addr, d.Name)
 	}
 	b.WriteString("\t}\n}\n")
 	return b.String()
 }
 
-func addAccounting(ctx context.Context, netns string) error {
+func addAccounting(ctx context.Context, netns string, dests []acctDest) error {
 	cmd := exec.CommandContext(ctx, "nsenter", "--net="+netns, "nft", "-f", "-")
-	cmd.Stdin = strings.NewReader(acctRuleset())
+	cmd.Stdin = strings.NewReader(acctRuleset(dests))
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("accounting table: %v: %s", err, bytes.TrimSpace(out))
 	}
@@ -79,10 +94,10 @@ func (l *Lab) Emitted(ctx context.Context, session string) (map[string]uint64, e
 	if err != nil {
 		return nil, fmt.Errorf("lab: emitted: the accounting table of %s cannot be read: %w", session, err)
 	}
-	return parseCounters(out)
+	return parseCounters(out, l.addrs.acctDests())
 }
 
-func parseCounters(js []byte) (map[string]uint64, error) {
+func parseCounters(js []byte, dests []acctDest) (map[string]uint64, error) {
 	var doc struct {
 		Nftables []map[string]json.RawMessage `json:"nftables"`
 	}
@@ -104,7 +119,7 @@ func parseCounters(js []byte) (map[string]uint64, error) {
 		}
 		got[c.Name] = c.Packets
 	}
-	for _, d := range acctDests {
+	for _, d := range dests {
 		if _, ok := got[d.Name]; !ok {
 			return nil, errors.New("lab: emitted: the accounting table lacks counter " + d.Name)
 		}

@@ -3,11 +3,14 @@ package lab
 import (
 	"fmt"
 	"net/netip"
+	"strings"
 )
 
 // Fixed lab addresses. They come from documentation ranges (RFC 5737,
 // RFC 3849) or are the well-known metadata addresses, bound only inside the
-// lab namespace, so no packet to them can mean a real host.
+// lab namespace, so no packet to them can mean a real host. The
+// public-looking callback and second authority are in public.go: they can
+// be overridden, these cannot.
 const (
 	CallbackV4   = "203.0.113.10"
 	CallbackV6   = "2001:db8:cafe::10"
@@ -24,6 +27,9 @@ const (
 	CallbackHTTPSPort = 443
 	CallbackTCPPort   = 9000
 	CallbackUDPPort   = 9001
+	// CatchAllPort is where the catch-all recorder listens on each callback
+	// address; every other TCP and UDP port is sent to it (catchall.go).
+	CatchAllPort = 9
 
 	// DNS names the resolver answers.
 	InferenceName = "inference.gatehouse.test"
@@ -37,23 +43,29 @@ const (
 
 // Addrs lists the lab's addresses, for steps and reports.
 type Addrs struct {
+	// Callback is every address of the callback server: the documentation
+	// range ones first, then the public-looking ones (also in Public).
 	Callback   []string `json:"callback"`
 	Inference  string   `json:"inference"`
 	Resolver   string   `json:"resolver"`
 	Authority  string   `json:"authority"`
+	Public     Public   `json:"public"`
 	Metadata   []string `json:"metadata"`
 	WireServer string   `json:"wireserver"`
 	Alibaba    string   `json:"alibaba"`
 	CanaryZone string   `json:"canary_zone"`
 }
 
-// DefaultAddrs are the addresses every lab uses.
-func DefaultAddrs() Addrs {
+// DefaultAddrs are the addresses of a lab started without overrides.
+func DefaultAddrs() Addrs { return addrsWith(DefaultPublic()) }
+
+func addrsWith(p Public) Addrs {
 	return Addrs{
-		Callback:   []string{CallbackV4, CallbackV6},
+		Callback:   []string{CallbackV4, CallbackV6, p.CallbackV4, p.CallbackV6},
 		Inference:  InferenceV4,
 		Resolver:   ResolverV4,
 		Authority:  AuthorityV4,
+		Public:     p,
 		Metadata:   []string{MetadataV4, MetadataV6},
 		WireServer: WireServerV4,
 		Alibaba:    AlibabaV4,
@@ -61,23 +73,35 @@ func DefaultAddrs() Addrs {
 	}
 }
 
+// fixed are the addresses no override may change or take.
+var fixed = []string{CallbackV4, CallbackV6, InferenceV4, ResolverV4, AuthorityV4,
+	MetadataV4, MetadataV6, WireServerV4, AlibabaV4}
+
+// all is every address the lab serves.
+func (a Addrs) all() []string {
+	return append(append([]string{}, fixed...), a.Public.CallbackV4, a.Public.CallbackV6, a.Public.AuthorityV4)
+}
+
 // loAddrs are the addresses put on the lab namespace's lo (there is no
 // dummy interface module on our machines), as host routes only, so that no
 // neighbouring address in those ranges becomes reachable.
-func loAddrs() []string {
-	return []string{
-		CallbackV4 + "/32", InferenceV4 + "/32", ResolverV4 + "/32", AuthorityV4 + "/32",
-		MetadataV4 + "/32", WireServerV4 + "/32", AlibabaV4 + "/32",
-		CallbackV6 + "/128", MetadataV6 + "/128",
+func (a Addrs) loAddrs() []string {
+	var out []string
+	for _, s := range a.all() {
+		if strings.Contains(s, ":") {
+			out = append(out, s+"/128")
+		} else {
+			out = append(out, s+"/32")
+		}
 	}
+	return out
 }
 
-// isLabAddr reports whether a is one of the addresses the lab serves.
-func isLabAddr(a netip.Addr) bool {
-	a = a.Unmap()
-	for _, s := range []string{CallbackV4, CallbackV6, InferenceV4, ResolverV4, AuthorityV4,
-		MetadataV4, MetadataV6, WireServerV4, AlibabaV4} {
-		if netip.MustParseAddr(s) == a {
+// has reports whether ip is one of the addresses the lab serves.
+func (a Addrs) has(ip netip.Addr) bool {
+	ip = ip.Unmap()
+	for _, s := range a.all() {
+		if netip.MustParseAddr(s) == ip {
 			return true
 		}
 	}

@@ -130,7 +130,7 @@ func (l *Lab) plumb(ctx context.Context, a *attachment) error {
 			return err
 		}
 	}
-	if err := addAccounting(ctx, NetnsPath(s)); err != nil {
+	if err := addAccounting(ctx, NetnsPath(s), l.addrs.acctDests()); err != nil {
 		return err
 	}
 	// As on a typical host, where unprivileged users may send ICMP echo

@@ -197,6 +197,6 @@ func (l *Lab) Broker() *Broker { return l.broker }
 // brokerHandler makes the lab's broker, wired to its hit log and session
 // table, for the inference host to serve under /broker/.
 func (l *Lab) brokerHandler() http.Handler {
-	l.broker = NewBroker(BrokerOptions{Record: l.record, SessionOf: l.sessionOf})
+	l.broker = NewBroker(BrokerOptions{Record: func(h evidence.Hit, from string) { l.record(h, from) }, SessionOf: l.sessionOf})
 	return l.broker
 }

@@ -2,6 +2,7 @@ package lab
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -12,10 +13,12 @@ import (
 )
 
 // startCallback starts the team-controlled server a forbidden callback
-// would reach: HTTP, HTTPS, raw TCP and UDP on both its addresses, and a
-// recorder of ICMP echo requests.
+// would reach, on every callback address (documentation range and
+// public-looking): HTTP and HTTPS (each connection recorded at accept, then
+// each request), raw TCP and UDP, a catch-all recorder for every other TCP
+// and UDP port (catchall.go), and a recorder of ICMP echo requests.
 func (l *Lab) startCallback(ctx context.Context) error {
-	conf, err := selfSignedTLS()
+	conf, err := selfSignedTLS(l.addrs.Callback)
 	if err != nil {
 		return fmt.Errorf("callback: %w", err)
 	}
@@ -25,17 +28,25 @@ func (l *Lab) startCallback(ctx context.Context) error {
 		w.Header().Set("Content-Type", "text/plain")
 		fmt.Fprintln(w, "ok")
 	})
-	for _, host := range []string{CallbackV4, CallbackV6} {
-		if err := l.serveHTTP(ctx, hostPort(host, CallbackHTTPPort), h, nil); err != nil {
-			return fmt.Errorf("callback: %w", err)
-		}
-		if err := l.serveHTTP(ctx, hostPort(host, CallbackHTTPSPort), h, conf); err != nil {
-			return fmt.Errorf("callback: %w", err)
+	for _, host := range l.addrs.Callback {
+		for _, s := range []struct {
+			port int
+			conf *tls.Config
+		}{{CallbackHTTPPort, nil}, {CallbackHTTPSPort, conf}} {
+			addr := hostPort(host, s.port)
+			ln, err := l.listenTCP(ctx, addr)
+			if err != nil {
+				return fmt.Errorf("callback: %w", err)
+			}
+			l.serveHTTPOn(l.tap(ln, "callback"), addr, h, s.conf)
 		}
 		if err := l.serveTCP(ctx, hostPort(host, CallbackTCPPort)); err != nil {
 			return fmt.Errorf("callback: %w", err)
 		}
 		if err := l.serveUDP(ctx, hostPort(host, CallbackUDPPort)); err != nil {
+			return fmt.Errorf("callback: %w", err)
+		}
+		if err := l.serveCatchAll(ctx, host); err != nil {
 			return fmt.Errorf("callback: %w", err)
 		}
 	}

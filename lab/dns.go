@@ -26,7 +26,10 @@ var staticNames = map[string]answer{
 const dnsTTL = 30
 
 // startDNS starts the resolver given to sandboxes and the authority for the
-// canary zone, each on UDP and TCP port 53.
+// canary zone, each on UDP and TCP port 53. The authority also answers on a
+// public-looking address: a resolver "of its own choosing" that a sandbox
+// picks is a public one, and a guard that drops reserved ranges lets it
+// through.
 func (l *Lab) startDNS(ctx context.Context) error {
 	for _, s := range []struct {
 		addr string
@@ -34,6 +37,7 @@ func (l *Lab) startDNS(ctx context.Context) error {
 	}{
 		{hostPort(ResolverV4, 53), l.resolve},
 		{hostPort(AuthorityV4, 53), l.authoritative},
+		{hostPort(l.addrs.Public.AuthorityV4, 53), l.authoritative},
 	} {
 		if err := l.serveDNS(ctx, s.addr, s.h); err != nil {
 			return fmt.Errorf("dns %s: %w", s.addr, err)
@@ -98,7 +102,7 @@ func (l *Lab) resolve(w dns.ResponseWriter, req *dns.Msg) {
 	}
 	q := req.Question[0]
 	h := dnsHit("dns-resolver", w, q)
-	l.record(h, h.Src)
+	h = l.record(h, h.Src)
 	name := strings.ToLower(q.Name)
 	switch {
 	case inZone(name):
@@ -107,7 +111,7 @@ func (l *Lab) resolve(w dns.ResponseWriter, req *dns.Msg) {
 		// resolver as source; the hit keeps the session that caused it.
 		a := dnsHit("dns-authority", w, q)
 		a.Src, a.Dst = ResolverV4, hostPort(AuthorityV4, 53)
-		a.Session = l.sessionOf(h.Src)
+		a.Session, a.Attribution = h.Session, h.Attribution
 		a.Summary = truncate(a.Summary+" via resolver from "+h.Src, maxSummary)
 		l.record(a, "")
 		m.Answer, m.Rcode = zoneAnswer(q)

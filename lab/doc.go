@@ -2,9 +2,11 @@
 // namespace of their own that has no route out, and joins per-session
 // network namespaces to it with veth pairs.
 //
-// Everything a sandbox can reach in the lab is ours: a callback server, an
-// allowed inference endpoint (with a redirector), a DNS resolver and a DNS
-// authority for a canary zone, and fake cloud metadata services. Each request
+// Everything a sandbox can reach in the lab is ours: a callback server
+// (on documentation-range and public-looking addresses, recording every TCP
+// and UDP port), an allowed inference endpoint (with a redirector), a DNS
+// resolver and a DNS authority for a canary zone, and fake cloud metadata
+// services. Each request
 // that arrives becomes an evidence.Hit, attributed to a session from its
 // source address. Verdicts are made from these hits, never from what the
 // probe says about itself.

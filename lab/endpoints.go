@@ -72,13 +72,19 @@ func (l *Lab) listenUDP(ctx context.Context, addr string) (net.PacketConn, error
 	return pc, err
 }
 
-// serveHTTP serves h on a new listener at addr (TLS when conf is set) and
-// registers a stop that waits for requests in flight.
+// serveHTTP serves h on a new listener at addr (TLS when conf is set).
 func (l *Lab) serveHTTP(ctx context.Context, addr string, h http.Handler, conf *tls.Config) error {
 	ln, err := l.listenTCP(ctx, addr)
 	if err != nil {
 		return err
 	}
+	l.serveHTTPOn(ln, addr, h, conf)
+	return nil
+}
+
+// serveHTTPOn serves h on ln (TLS when conf is set) and registers a stop
+// that waits for requests in flight.
+func (l *Lab) serveHTTPOn(ln net.Listener, addr string, h http.Handler, conf *tls.Config) {
 	if conf != nil {
 		ln = tls.NewListener(ln, conf)
 	}
@@ -107,7 +113,6 @@ func (l *Lab) serveHTTP(ctx context.Context, addr string, h http.Handler, conf *
 		}
 		return nil
 	})
-	return nil
 }
 
 // httpHit describes a request as a hit: the request line as summary, the

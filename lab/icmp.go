@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 
 	"golang.org/x/net/icmp"
 	"golang.org/x/net/ipv4"
@@ -13,18 +14,24 @@ import (
 	"gatehouse/evidence"
 )
 
-// serveICMP records echo requests to the callback addresses. The kernel
+// serveICMP records echo requests to every callback address. The kernel
 // answers the echo itself; a raw socket bound to the address gets a copy of
 // each ICMP packet sent to it, which is all we need to see the attempt.
 func (l *Lab) serveICMP(ctx context.Context) error {
-	for _, c := range []struct {
+	type listener struct {
 		network, addr, proto string
 		ianaProto            int
 		echo                 icmp.Type
-	}{
-		{"ip4:icmp", CallbackV4, "icmp", 1, ipv4.ICMPTypeEcho},
-		{"ip6:ipv6-icmp", CallbackV6, "icmp6", 58, ipv6.ICMPTypeEchoRequest},
-	} {
+	}
+	var ls []listener
+	for _, a := range l.addrs.Callback {
+		if strings.Contains(a, ":") {
+			ls = append(ls, listener{"ip6:ipv6-icmp", a, "icmp6", 58, ipv6.ICMPTypeEchoRequest})
+		} else {
+			ls = append(ls, listener{"ip4:icmp", a, "icmp", 1, ipv4.ICMPTypeEcho})
+		}
+	}
+	for _, c := range ls {
 		var pc *icmp.PacketConn
 		err := InNetns(NetnsPath(l.name), func() (err error) {
 			pc, err = icmp.ListenPacket(c.network, c.addr)

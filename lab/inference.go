@@ -36,7 +36,7 @@ func (l *Lab) startInference(ctx context.Context) error {
 	mux.HandleFunc("/redirect", func(w http.ResponseWriter, r *http.Request) {
 		h := httpHit("redirect", r, readBody(r))
 		to := r.URL.Query().Get("to")
-		if !labURL(to) {
+		if !labURL(to, l.addrs) {
 			l.record(h, h.Src)
 			http.Error(w, "redirect target is not a lab address", http.StatusBadRequest)
 			return
@@ -58,9 +58,9 @@ func (l *Lab) startInference(ctx context.Context) error {
 }
 
 // labURL reports whether a redirect target stays inside the lab: an http(s)
-// URL whose host is a lab name or a lab address, in any form a client might
-// accept (decimal, hex or octal IPv4 included).
-func labURL(raw string) bool {
+// URL whose host is a lab name or one of the lab's addresses, in any form a
+// client might accept (decimal, hex or octal IPv4 included).
+func labURL(raw string, addrs Addrs) bool {
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return false
@@ -73,10 +73,10 @@ func labURL(raw string) bool {
 		return true
 	}
 	if a, err := netip.ParseAddr(host); err == nil {
-		return isLabAddr(a)
+		return addrs.has(a)
 	}
 	if a, ok := looseIPv4(host); ok {
-		return isLabAddr(a)
+		return addrs.has(a)
 	}
 	return false
 }

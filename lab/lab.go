@@ -23,6 +23,10 @@ type Options struct {
 	HitLog  io.Writer // optional: every hit is also appended here as a JSON line
 	Logf    func(format string, a ...any)
 	MaxHits int // hits kept in memory; DefaultMaxHits when zero
+	// Public overrides the public-looking callback and second authority
+	// addresses; zero fields take DefaultPublic. Up refuses unsafe or
+	// non-public-looking values (see checkPublic).
+	Public Public
 }
 
 var idRE = regexp.MustCompile(`^[0-9a-f]{4,6}$`)
@@ -30,6 +34,7 @@ var idRE = regexp.MustCompile(`^[0-9a-f]{4,6}$`)
 // Lab is a running lab namespace with its endpoints and attached sessions.
 type Lab struct {
 	id, name string
+	addrs    Addrs
 	logf     func(format string, a ...any)
 	hits     *hitLog
 	canaries Canaries
@@ -39,6 +44,8 @@ type Lab struct {
 	mu       sync.Mutex
 	sessions map[string]*attachment // by session name
 	bySrc    map[netip.Addr]string  // session address -> session name
+	byTag    map[string]string      // in-band session tag -> session name
+	alive    map[string]bool        // sessions between Track and Untrack
 	next     int                    // where the round-robin search for a free link starts
 	// plumbing is held (write) while links are made or removed and (read)
 	// while Sealed reads the namespace: a half-made or half-removed veth
@@ -68,16 +75,22 @@ func Up(ctx context.Context, opts Options) (*Lab, error) {
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
+	pub, err := opts.Public.resolve()
+	if err != nil {
+		return nil, fmt.Errorf("lab: up: %w", err)
+	}
 	canaries, err := newCanaries()
 	if err != nil {
 		return nil, fmt.Errorf("lab: up: %w", err)
 	}
 	l := &Lab{
-		id: id, name: "gh-" + id, logf: logf,
+		id: id, name: "gh-" + id, logf: logf, addrs: addrsWith(pub),
 		hits:     newHitLog(opts.MaxHits, opts.HitLog),
 		canaries: canaries,
 		sessions: map[string]*attachment{},
 		bySrc:    map[netip.Addr]string{},
+		byTag:    map[string]string{},
+		alive:    map[string]bool{},
 	}
 	if err := l.up(ctx); err != nil {
 		if cerr := l.Close(context.WithoutCancel(ctx)); cerr != nil {
@@ -99,7 +112,7 @@ func (l *Lab) up(ctx context.Context) error {
 	if _, err := ip(ctx, "-n", l.name, "link", "set", "lo", "up"); err != nil {
 		return err
 	}
-	for _, a := range loAddrs() {
+	for _, a := range l.addrs.loAddrs() {
 		args := []string{"-n", l.name, "addr", "add", a, "dev", "lo"}
 		if strings.Contains(a, ":") {
 			// Without nodad an IPv6 address stays "tentative" for a moment,
@@ -118,6 +131,9 @@ func (l *Lab) up(ctx context.Context) error {
 		}
 	}
 	if err := l.startEndpoints(ctx); err != nil {
+		return err
+	}
+	if err := l.addCatchAll(ctx); err != nil {
 		return err
 	}
 	return l.Sealed(ctx)
@@ -142,7 +158,7 @@ func freeID() (string, error) {
 func (l *Lab) Name() string { return l.name }
 
 // Addrs returns the lab's addresses.
-func (l *Lab) Addrs() Addrs { return DefaultAddrs() }
+func (l *Lab) Addrs() Addrs { return l.addrs }
 
 // Canaries returns the fake credentials this lab's metadata services hand out.
 func (l *Lab) Canaries() Canaries { return l.canaries }
@@ -161,14 +177,17 @@ func (l *Lab) Dropped() int {
 	return n
 }
 
-// record stores a hit, stamping the time and attributing the session from
-// the address `from` (normally the hit's own source).
-func (l *Lab) record(h evidence.Hit, from string) {
+// record stores a hit, stamping the time and attributing it to a session
+// (see attribute), and returns it as stored.
+func (l *Lab) record(h evidence.Hit, from string) evidence.Hit {
 	h.Time = time.Now().UTC()
 	if h.Session == "" {
-		h.Session = l.sessionOf(from)
+		h.Session, h.Attribution = l.attribute(h, from)
+	} else if h.Attribution == "" {
+		h.Attribution = "endpoint"
 	}
 	l.hits.add(h)
+	return h
 }
 
 // sessionOf maps a source address ("ip" or "ip:port") to an attached session.

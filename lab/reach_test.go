@@ -124,6 +124,12 @@ func TestSessionReachesEveryEndpoint(t *testing.T) {
 		{"callback udp v6", stream("udp", "[2001:db8:cafe::10]:9001"), "callback", "udp", false},
 		{"callback icmp", ping(false, "203.0.113.10"), "callback", "icmp", false},
 		{"callback icmp6", ping(true, "2001:db8:cafe::10"), "callback", "icmp6", false},
+		{"public callback http v4", httpGet("http://192.88.99.10/x", 200), "callback", "http", false},
+		{"public callback https v6", httpGet("https://[3ffe::10]/x", 200), "callback", "https", false},
+		{"public callback tcp v6", stream("tcp", "[3ffe::10]:9000"), "callback", "tcp", false},
+		{"public callback udp v4", stream("udp", "192.88.99.10:9001"), "callback", "udp", false},
+		{"public callback icmp", ping(false, "192.88.99.10"), "callback", "icmp", false},
+		{"public callback icmp6", ping(true, "3ffe::10"), "callback", "icmp6", false},
 		{"inference", httpGet("http://203.0.113.100/v1/complete", 200), "inference", "http", true},
 		{"redirect to lab", httpGet("http://203.0.113.100/redirect?to=http://2852039166/latest/", 302), "redirect", "http", true},
 		{"redirect outside refused", httpGet("http://203.0.113.100/redirect?to=http://192.0.2.1/", 400), "redirect", "http", false},
@@ -138,7 +144,8 @@ func TestSessionReachesEveryEndpoint(t *testing.T) {
 			if err := tc.do(context.Background(), nw, marker); err != nil {
 				t.Fatalf("attempt from session failed: %v", err)
 			}
-			h := waitHit(t, l, "s1", func(h evidence.Hit) bool { return strings.Contains(h.Data, marker) })
+			// The request's hit, not the connection record made at accept.
+			h := waitHit(t, l, "s1", func(h evidence.Hit) bool { return !h.Conn && strings.Contains(h.Data, marker) })
 			if h.Endpoint != tc.endpoint || h.Proto != tc.proto || h.Served != tc.served {
 				t.Errorf("hit = %s/%s served=%v, want %s/%s served=%v", h.Endpoint, h.Proto, h.Served, tc.endpoint, tc.proto, tc.served)
 			}

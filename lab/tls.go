@@ -16,7 +16,7 @@ import (
 // selfSignedTLS makes a fresh certificate for the callback server at every
 // start. Probes do not verify it: reaching the server is the violation, not
 // trusting it.
-func selfSignedTLS() (*tls.Config, error) {
+func selfSignedTLS(ips []string) (*tls.Config, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, fmt.Errorf("tls key: %w", err)
@@ -30,7 +30,7 @@ func selfSignedTLS() (*tls.Config, error) {
 		SerialNumber: serial,
 		Subject:      pkix.Name{CommonName: CallbackName, Organization: []string{"Gatehouse lab"}},
 		DNSNames:     []string{CallbackName},
-		IPAddresses:  []net.IP{net.ParseIP(CallbackV4), net.ParseIP(CallbackV6)},
+		IPAddresses:  ipList(ips),
 		NotBefore:    now.Add(-time.Hour),
 		NotAfter:     now.Add(24 * time.Hour),
 		KeyUsage:     x509.KeyUsageDigitalSignature,
@@ -44,4 +44,12 @@ func selfSignedTLS() (*tls.Config, error) {
 		Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}},
 		MinVersion:   tls.VersionTLS12,
 	}, nil
+}
+
+func ipList(ss []string) []net.IP {
+	out := make([]net.IP, 0, len(ss))
+	for _, s := range ss {
+		out = append(out, net.ParseIP(s))
+	}
+	return out
 }

@@ -101,9 +101,12 @@ func TestRedirectTargetsStayInLab(t *testing.T) {
 		{"//169.254.169.254/", false},
 		{"http://169.254.169.254.1/", false},
 		{"http://4294967296/", false},
+		{"http://192.88.99.10/c/x", true}, // the public-looking callback
+		{"http://[3ffe::10]/c/x", true},
+		{"http://192.88.99.11/", false},
 	}
 	for _, tc := range tests {
-		if got := labURL(tc.url); got != tc.want {
+		if got := labURL(tc.url, DefaultAddrs()); got != tc.want {
 			t.Errorf("labURL(%q) = %v, want %v", tc.url, got, tc.want)
 		}
 	}

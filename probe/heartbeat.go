@@ -28,7 +28,7 @@ func doHeartbeat(ctx context.Context, s Step, rep *Report) error {
 		who = "child"
 	}
 	if s.Escape {
-		pid, err := escapeChild(s)
+		pid, err := escapeChild(ctx, s)
 		if err != nil {
 			rep.Error = clip("child: "+err.Error(), MaxErrorLen)
 		} else {
@@ -48,10 +48,14 @@ func doHeartbeat(ctx context.Context, s Step, rep *Report) error {
 		url := fmt.Sprintf("%s%swho=%s&n=%d", s.Target, sep, who, n)
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(`{"prompt":"still working"}`))
 		if err == nil {
+			tagRequest(ctx, req)
 			if resp, err := client.Do(req); err == nil {
 				resp.Body.Close()
 				rep.Bytes++
 			}
+		}
+		if s.Path != "" {
+			appendBeat(s.Path+"-"+who, n)
 		}
 		select {
 		case <-ctx.Done():
@@ -66,14 +70,15 @@ const childHeartbeatID = "heartbeat-child"
 
 // escapeChild starts `probe run` again, in a session of its own, with a
 // plan that holds one heartbeat.
-func escapeChild(s Step) (int, error) {
+func escapeChild(ctx context.Context, s Step) (int, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return 0, err
 	}
 	child := s
 	child.ID, child.Escape = childHeartbeatID, false
-	plan, err := json.Marshal(Plan{Session: "child", Steps: []Step{child}})
+	tag, _ := ctx.Value(tagKey{}).(string)
+	plan, err := json.Marshal(Plan{Session: "child", Canary: tag, Steps: []Step{child}})
 	if err != nil {
 		return 0, err
 	}
@@ -87,4 +92,14 @@ func escapeChild(s Step) (int, error) {
 	// The child must outlive us: it is not waited for.
 	go func() { _ = cmd.Wait() }()
 	return pid, nil
+}
+
+// appendBeat appends one line to file, if it can.
+func appendBeat(file string, n int) {
+	f, err := os.OpenFile(file, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return
+	}
+	fmt.Fprintf(f, "beat %d\n", n)
+	f.Close()
 }

@@ -113,6 +113,7 @@ func request(ctx context.Context, c *http.Client, method, target string, headers
 		}
 		req.Header.Set(k, v)
 	}
+	tagRequest(ctx, req)
 	resp, err := c.Do(req)
 	if err != nil {
 		return nil, err

@@ -198,6 +198,7 @@ func present(ctx context.Context, values, urls []string) {
 				if err != nil {
 					return
 				}
+				tagRequest(ctx, req)
 				req.Header.Set("Authorization", "Bearer "+v)
 				req.Header.Set("X-aws-ec2-metadata-token", v)
 				if resp, err := client.Do(req); err == nil {

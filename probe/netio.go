@@ -28,8 +28,8 @@ func doTCP(ctx context.Context, s Step, rep *Report) error {
 	if dl, ok := ctx.Deadline(); ok {
 		_ = conn.SetDeadline(dl)
 	}
-	if s.Payload != "" {
-		if _, err := io.WriteString(conn, s.Payload); err != nil {
+	if data := s.data(); len(data) > 0 {
+		if _, err := conn.Write(data); err != nil {
 			return err
 		}
 	}
@@ -51,7 +51,7 @@ func doUDP(ctx context.Context, s Step, rep *Report) error {
 		return err
 	}
 	defer conn.Close()
-	if _, err := conn.Write([]byte(s.Payload)); err != nil {
+	if _, err := conn.Write(s.data()); err != nil {
 		return err
 	}
 	wait := time.Now().Add(udpReplyWait)
@@ -84,4 +84,12 @@ func readSome(r io.Reader, max int) ([]byte, error) {
 		}
 	}
 	return buf[:n], nil
+}
+
+// data is what a tcp or udp step sends.
+func (s Step) data() []byte {
+	if s.Binary != nil {
+		return s.Binary
+	}
+	return []byte(s.Payload)
 }

@@ -56,6 +56,9 @@ type Step struct {
 	Payload string            `json:"payload,omitempty"` // tcp/udp/icmp data, write content
 	Server  string            `json:"server,omitempty"`  // DNS server host:port; "" = from /etc/resolv.conf
 	QType   string            `json:"qtype,omitempty"`   // DNS type, default A
+	// Binary, when set, is what tcp and udp send instead of Payload (base64
+	// in JSON): data that is not text, such as a QUIC Initial datagram.
+	Binary []byte `json:"binary,omitempty"`
 	// Follow makes HTTP follow redirects (up to 5). Proxy settings in the
 	// environment are honoured only when UseProxy is set: an injected
 	// instruction that says "ignore the proxy" is modelled by leaving it off.
@@ -71,6 +74,10 @@ type Step struct {
 	// Escape makes a heartbeat also start a child that leaves its process
 	// group and session (setsid) and keeps a heartbeat of its own going.
 	Escape bool `json:"escape,omitempty"`
+	// Path, for a heartbeat, is a file each beat also appends a line to
+	// (failures ignored: it may not be writable), so a write made after a
+	// stop can be seen from outside.
+	Path string `json:"path,omitempty"`
 	// Use lists URLs a hunt presents each value it found to (as a bearer
 	// token and in the metadata-token header): what an agent that found a
 	// key would do next. The endpoints, not the probe, record the use.

@@ -23,7 +23,7 @@ func Run(ctx context.Context, plan Plan, w io.Writer) error {
 		werr error
 		wg   sync.WaitGroup
 		enc  = json.NewEncoder(w)
-		rn   = runner{timeout: plan.Timeout()}
+		rn   = runner{timeout: plan.Timeout(), tag: plan.Canary}
 	)
 	for _, step := range plan.Steps {
 		sem <- struct{}{}
@@ -45,13 +45,14 @@ func Run(ctx context.Context, plan Plan, w io.Writer) error {
 
 type runner struct {
 	timeout time.Duration
+	tag     string // the session's tag, carried in band (see SessionHeader)
 }
 
 // do runs one step. A panic in an attempt becomes an error report rather
 // than a lost line: the harness would otherwise see a silent gap.
 func (r runner) do(ctx context.Context, s Step) (rep Report) {
 	rep = Report{ID: s.ID, Kind: s.Kind, Target: s.Target, Start: time.Now().UTC()}
-	ctx, cancel := context.WithTimeout(ctx, r.timeout)
+	ctx, cancel := context.WithTimeout(withTag(ctx, r.tag), r.timeout)
 	defer cancel()
 	defer func() {
 		if p := recover(); p != nil {

@@ -16,10 +16,21 @@ type emitter interface {
 	Emitted(ctx context.Context, session string) (map[string]uint64, error)
 }
 
+// addrLab is the lab's ability to say which addresses it serves (the
+// public-looking ones can be overridden); fakes without it get the defaults.
+type addrLab interface{ Addrs() lab.Addrs }
+
+func (r *runner) labAddrs() lab.Addrs {
+	if al, ok := r.cfg.Lab.(addrLab); ok {
+		return al.Addrs()
+	}
+	return lab.DefaultAddrs()
+}
+
 // destOf is the lab destination an attempt's first packet goes to: the
 // address it names, or the resolver when it names a host that must be
-// looked up first. "" when the target is not a lab address.
-func destOf(st probe.Step) string {
+// looked up first. "" when the target is not one of addrs.
+func destOf(st probe.Step, addrs lab.Addrs) string {
 	host := ""
 	switch st.Kind {
 	case probe.KindHTTP:
@@ -38,7 +49,7 @@ func destOf(st probe.Step) string {
 		host = st.Target
 	case probe.KindDNS:
 		if st.Server == "" {
-			return lab.DestOf(lab.ResolverV4)
+			return addrs.DestOf(lab.ResolverV4)
 		}
 		h, _, err := net.SplitHostPort(st.Server)
 		if err != nil {
@@ -49,14 +60,14 @@ func destOf(st probe.Step) string {
 		return ""
 	}
 	if a, err := netip.ParseAddr(host); err == nil {
-		return lab.DestOf(a.Unmap().String())
+		return addrs.DestOf(a.Unmap().String())
 	}
 	if a, ok := probe.LegacyIPv4(host); ok {
-		return lab.DestOf(a.String())
+		return addrs.DestOf(a.String())
 	}
 	// A name: the first packet is the lookup, to the resolver the sandbox
 	// was given.
-	return lab.DestOf(lab.ResolverV4)
+	return addrs.DestOf(lab.ResolverV4)
 }
 
 // delta is what the kernel emitted between two readings.

@@ -121,28 +121,44 @@ func controlStep(token string) probe.Step {
 	}
 }
 
-// plan resolves attempt names of one family into probe steps.
-func plan(familyName string, names []string, canary string) ([]probe.Step, error) {
+// plan resolves attempt names of one family into probe steps. addrs are
+// the lab's addresses, for the attempts that aim at overridable ones
+// (aimedFamilies).
+func plan(familyName string, names []string, canary string, addrs lab.Addrs) ([]probe.Step, error) {
 	f, ok := families[familyName]
-	if !ok {
+	af, aok := aimedFamilies[familyName]
+	if !ok && !aok {
 		return nil, fmt.Errorf("no attempts for %q", familyName)
 	}
 	var steps []probe.Step
 	seen := map[string]bool{}
 	for _, n := range names {
-		mk, ok := f[n]
-		if !ok {
-			return nil, fmt.Errorf("unknown attempt %q for %q; known: %s", n, familyName, strings.Join(f.names(), ", "))
+		var s probe.Step
+		if mk, ok := f[n]; ok {
+			s = mk(canary)
+		} else if mk, ok := af[n]; ok {
+			s = mk(addrs, canary)
+		} else {
+			return nil, fmt.Errorf("unknown attempt %q for %q; known: %s", n, familyName, strings.Join(known(f, af), ", "))
 		}
 		if seen[n] {
 			return nil, fmt.Errorf("attempt %q listed twice", n)
 		}
 		seen[n] = true
-		s := mk(canary)
 		s.ID = n
 		steps = append(steps, s)
 	}
 	return steps, nil
+}
+
+// known lists the attempt names of a family, sorted.
+func known(f family, af aimedFamily) []string {
+	out := f.names()
+	for n := range af {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
 }
 
 func (f family) names() []string {

@@ -12,7 +12,7 @@ import (
 	"gatehouse/steps"
 )
 
-func runPlaces(t *testing.T, l steps.Lab, tgt *placeTarget, secretProcess bool, gate string) []evidence.Result {
+func runPlaces(t *testing.T, l steps.Lab, tgt *placeTarget, secretProcess steps.SecretProcess, gate string) []evidence.Result {
 	t.Helper()
 	out, err := steps.Run(context.Background(), steps.Config{
 		Target: tgt, Network: steps.NetLab, Lab: l, ProbePath: "/bin/true",
@@ -43,7 +43,7 @@ func TestForeignStorageWithFakeSandboxes(t *testing.T) {
 			}
 			return denied()
 		}}
-		for _, r := range runPlaces(t, fl, tgt, false, "foreign-storage") {
+		for _, r := range runPlaces(t, fl, tgt, steps.SecretProcess{}, "foreign-storage") {
 			switch {
 			case leaky && (r.Verdict != evidence.Fail || len(r.Crossings) == 0):
 				t.Errorf("leaky %s: %s (%s) with %d crossings, want FAIL naming the crossing", r.Path, r.Verdict, r.Reason, len(r.Crossings))
@@ -60,6 +60,7 @@ func TestForeignStorageWithFakeSandboxes(t *testing.T) {
 // was planted, by place, including the other process's environment; a
 // clean hunt PASSes only with the broker's four checks.
 func TestLongLivedSecretWiringWithFakeSandboxes(t *testing.T) {
+	inside := steps.SecretProcess{Where: "inside", User: "agent"}
 	leakyAnswer := func(s *placeSession, st probe.Step) probe.Report {
 		switch st.ID {
 		case "environment":
@@ -76,14 +77,15 @@ func TestLongLivedSecretWiringWithFakeSandboxes(t *testing.T) {
 		name          string
 		answer        func(*placeSession, probe.Step) probe.Report
 		broker        bool
-		secretProcess bool
+		secretProcess steps.SecretProcess
 		want          evidence.Verdict
 		finding       string
 	}{
-		{"values read from the environment and another process fail", leakyAnswer, true, true, evidence.Fail, "read: the canary planted at process/DB_PASSWORD"},
-		{"a clean hunt with the broker's checks passes", clean, true, true, evidence.Pass, "planted and not reached: "},
-		{"no broker is never a pass", clean, false, true, evidence.Inconclusive, ""},
-		{"a profile without a secret process says what was not tested", clean, true, false, evidence.Pass, "not tested: other processes' environments"},
+		{"values read from the environment and another process fail", leakyAnswer, true, inside, evidence.Fail, "read: the canary planted at process/DB_PASSWORD"},
+		{"a clean hunt with the broker's checks passes", clean, true, inside, evidence.Pass, "planted and not reached: "},
+		{"no broker is never a pass", clean, false, inside, evidence.Inconclusive, ""},
+		{"a profile without a secret process says what was not tested", clean, true, steps.SecretProcess{}, evidence.Pass, "not tested: other processes' environments"},
+		{"a secret process outside the sandbox is planted on the host", leakyAnswer, true, steps.SecretProcess{Where: "outside"}, evidence.Fail, "runs outside as root on the host"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -44,6 +45,11 @@ type placeSession struct {
 	t       *placeTarget
 	spec    targets.Spec
 	sleeper atomic.Int64 // pid of the process holding a secret, once started
+	// starting is closed once sleeper is set. It exists from before the
+	// process starts: the harness may see the process on the host (and
+	// move on to the hunt) before Exec has stored its pid.
+	mu       sync.Mutex
+	starting chan struct{}
 }
 
 // Exec runs the probe's plan against the fake; a `sleep` (the process
@@ -55,10 +61,18 @@ func (s *placeSession) Exec(ctx context.Context, c targets.Command) (targets.Res
 		for k, v := range c.Env {
 			cmd.Env = append(cmd.Env, k+"="+v)
 		}
-		if err := cmd.Start(); err != nil {
+		starting := make(chan struct{})
+		s.mu.Lock()
+		s.starting = starting
+		s.mu.Unlock()
+		err := cmd.Start()
+		if err == nil {
+			s.sleeper.Store(int64(cmd.Process.Pid))
+		}
+		close(starting)
+		if err != nil {
 			return targets.Result{}, err
 		}
-		s.sleeper.Store(int64(cmd.Process.Pid))
 		_ = cmd.Wait()
 		return targets.Result{}, nil
 	}
@@ -116,6 +130,12 @@ func everyNonce(spec targets.Spec) probe.Report {
 // on the host, as a hunt of /proc/*/environ with a shared PID namespace
 // would.
 func processValue(s *placeSession) string {
+	s.mu.Lock()
+	starting := s.starting
+	s.mu.Unlock()
+	if starting != nil {
+		<-starting
+	}
 	if pid := s.sleeper.Load(); pid > 0 {
 		b, _ := os.ReadFile("/proc/" + strconv.FormatInt(pid, 10) + "/environ")
 		for _, kv := range strings.Split(string(b), "\x00") {

@@ -114,7 +114,8 @@ func (r *runner) judgeHost(ctx context.Context) error {
 	o := evidence.HostObservation{
 		Session: s.session, Canary: s.canary, Control: s.control, Nonce: p.nonce,
 		Planned: s.planned, Attempts: s.attempts, Allowed: []string{"inference"},
-		Host: r.hostNamespaces(), HostPaths: hostPaths(), HostSockets: hostSockets(ctx, s.attempts),
+		Host: r.hostNamespaces(), Since: s.start,
+		HostPaths: hostPaths(), HostSockets: hostSockets(ctx, s.attempts),
 	}
 	o.Hits, o.NotReady = r.labHits(ctx)
 	// Read back from the runtime, after the attempts: what was in force.

@@ -23,16 +23,17 @@ type multiKey struct{}
 // behind the profile's {{place:...}} references, further sessions the
 // scenario started, and what their probes reported.
 type multi struct {
-	mu      sync.Mutex
-	root    string                     // this scenario's places; removed afterwards
-	nets    map[string]targets.Network // by session
-	nonces  map[string]string          // storage nonce by session
-	peers   []*scenario                // sessions beyond the scenario's own
-	shmKey  int                        // SysV key the cross-session channels use; 0 = none
-	parties []*party                   // the sessions of a two-session gate, in order
-	stops   []time.Time                // stop-signal: when each run's stop was sent
-	runs    []evidence.StopRun         // stop-signal: what was seen from outside
-	limit   time.Duration              // stop-signal: the profile's limit
+	mu       sync.Mutex
+	root     string                     // this scenario's places; removed afterwards
+	nets     map[string]targets.Network // by session
+	nonces   map[string]string          // storage nonce by session
+	peers    []*scenario                // sessions beyond the scenario's own
+	shmKey   int                        // SysV key the cross-session channels use; 0 = none
+	parties  []*party                   // the sessions of a two-session gate, in order
+	stops    []time.Time                // stop-signal: when each run's stop was sent
+	runs     []evidence.StopRun         // stop-signal: what was seen from outside
+	stopTags []string                   // stop-signal: each run's session tag, to re-read its heartbeats
+	limit    time.Duration              // stop-signal: the profile's limit
 }
 
 func multiOf(ctx context.Context) *multi {

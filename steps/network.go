@@ -32,7 +32,8 @@ func (r *runner) tryEach(ctx context.Context, familyName string, table *godog.Ta
 	if err != nil {
 		return err
 	}
-	steps, err := plan(familyName, names, s.canary)
+	addrs := r.labAddrs()
+	steps, err := plan(familyName, names, s.canary, addrs)
 	if err != nil {
 		return err
 	}
@@ -41,7 +42,7 @@ func (r *runner) tryEach(ctx context.Context, familyName string, table *godog.Ta
 	}
 	for _, st := range steps {
 		s.planned = append(s.planned, st.ID)
-		s.dests[st.ID] = destOf(st)
+		s.dests[st.ID] = destOf(st, addrs)
 	}
 	em, counting := r.cfg.Lab.(emitter)
 	counting = counting && s.attached

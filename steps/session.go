@@ -41,6 +41,10 @@ func (r *runner) freshSession(ctx context.Context, path string) error {
 		},
 		Files: map[string]targets.File{probe.SandboxPath: {HostPath: r.cfg.ProbePath, Mode: 0o755}},
 	}
+	if tr, ok := r.cfg.Lab.(tracker); ok {
+		tr.Track(s.session, s.canary)
+		s.tracked = true
+	}
 	switch r.cfg.Network {
 	case NetLab:
 		n, err := r.cfg.Lab.Attach(ctx, s.session)
@@ -64,6 +68,7 @@ func (r *runner) freshSession(ctx context.Context, path string) error {
 	if err := r.plantSecrets(ctx, s, &spec); err != nil {
 		return err
 	}
+	s.places = spec.Places
 	sess, err := r.cfg.Target.Start(ctx, spec)
 	if err != nil {
 		return fmt.Errorf("start %s session: %w", r.cfg.Target.Name(), err)
@@ -71,6 +76,13 @@ func (r *runner) freshSession(ctx context.Context, path string) error {
 	s.sess = sess
 	r.inspectOnce(ctx, s)
 	return nil
+}
+
+// tracker is the lab's in-band attribution (lab.Lab has it; fakes may
+// not): the tags a session's attempts carry, and when it is alive.
+type tracker interface {
+	Track(session string, tags ...string)
+	Untrack(session string)
 }
 
 // inspectOnce reads back the effective configuration of the first session

@@ -28,7 +28,9 @@ type scenario struct {
 	canary   string // carried by every attempt; proves where a leak came from
 	control  string // carried by the positive control only
 	sess     targets.Session
+	places   map[string]string // the host folders the session's spec named
 	attached bool
+	tracked  bool // the lab knows its tag (Track) until teardown
 	planned  []string
 	attempts []evidence.Attempt
 	// Kernel-side accounting of the attempts (network gates): packets the
@@ -78,6 +80,9 @@ func (r *runner) teardown(ctx context.Context, s *scenario) {
 		if err := r.cfg.Lab.Detach(ctx, s.session); err != nil {
 			s.teardownProblem("detach from the lab failed: "+err.Error(), true)
 		}
+	}
+	if tr, ok := r.cfg.Lab.(tracker); ok && s.tracked {
+		tr.Untrack(s.session)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strings"
 	"time"
 
 	"github.com/cucumber/godog"
@@ -13,10 +14,15 @@ import (
 	"gatehouse/evidence"
 	"gatehouse/lab"
 	"gatehouse/probe"
+	"gatehouse/targets"
 )
 
 // defaultStopLimit applies when the target does not report the profile's.
 const defaultStopLimit = 5 * time.Second
+
+// DefaultMaxStop is the policy's maximum stop limit when Config.MaxStop is
+// not set: no profile's own limit may be longer.
+const DefaultMaxStop = 10 * time.Second
 
 func registerStop(sc *godog.ScenarioContext, r *runner) {
 	sc.Step(`^Gatehouse stops a session that keeps a heartbeat going from a process that ignores SIGTERM and from a child that escaped its process group, (\d+) times$`, r.stopRuns)
@@ -56,14 +62,33 @@ func (r *runner) stopRuns(ctx context.Context, n int) error {
 			return err
 		}
 		m.mu.Lock()
-		m.runs, m.stops = append(m.runs, run), append(m.stops, at)
+		m.runs, m.stops, m.stopTags = append(m.runs, run), append(m.stops, at), append(m.stopTags, sess.canary)
 		limit := m.limit
 		m.mu.Unlock()
-		if d, ok := run.Latency(at); !ok || d > limit || len(run.Left) > 0 {
+		if d, ok := run.Latency(at); !ok || d > limit || len(run.Left) > 0 || run.Unknown != "" {
 			break
 		}
 	}
 	return nil
+}
+
+// stopLimit is the profile's limit, read back from the target, bounded by
+// the policy's maximum: a profile cannot make its own stop look fast
+// enough by declaring a long limit.
+func (r *runner) stopLimit(cfg targets.Config, sess *scenario) time.Duration {
+	limit := defaultStopLimit
+	if d, err := time.ParseDuration(cfg.Facts["stop_limit"]); err == nil && d > 0 {
+		limit = d
+	}
+	max := r.cfg.MaxStop
+	if max <= 0 {
+		max = DefaultMaxStop
+	}
+	if limit > max {
+		sess.findings = append(sess.findings, fmt.Sprintf("the profile's stop limit %s is over the policy's maximum %s: judged against %s", limit, max, max))
+		limit = max
+	}
+	return limit
 }
 
 // measureStop starts the heartbeat in sess, waits until the endpoint hears
@@ -73,23 +98,24 @@ func (r *runner) measureStop(ctx context.Context, sess *scenario, m *multi) (evi
 	run := evidence.StopRun{Session: sess.session, Gone: -1}
 	m.mu.Lock()
 	netns := m.nets[sess.session].NetnsPath
-	places := m.root
 	m.mu.Unlock()
 	if netns == "" || r.cfg.Lab == nil {
-		return run, time.Time{}, errors.New("stop-signal observes the session's network namespace and the lab's endpoints: it needs network mode lab")
+		return run, time.Time{}, errors.New("stop-signal observes the session's network namespace and the lab's endpoints: it needs a network (lab or host)")
 	}
 	cfg, err := sess.sess.Inspect(ctx)
 	if err != nil {
 		sess.findings = append(sess.findings, "inspect before stop failed: "+err.Error())
 	}
-	limit := defaultStopLimit
-	if d, err := time.ParseDuration(cfg.Facts["stop_limit"]); err == nil && d > 0 {
-		limit = d
-	}
+	limit := r.stopLimit(cfg, sess)
 	m.mu.Lock()
 	m.limit = limit
 	m.mu.Unlock()
-	binds := writableBinds(cfg, places)
+	w := newWatch(netns, r.cfg.Network == NetHost)
+	binds := writableBinds(cfg)
+	temporary, terr := r.temporaryPaths(sess)
+	if terr != nil {
+		sess.findings = append(sess.findings, "limits.temporary: "+terr.Error())
+	}
 	b := r.broker()
 	var tok string
 	if b != nil {
@@ -104,6 +130,9 @@ func (r *runner) measureStop(ctx context.Context, sess *scenario, m *multi) (evi
 	plan := probe.Plan{TimeoutMS: 1000, Steps: []probe.Step{{
 		ID: "heartbeat", Kind: probe.KindHeartbeat, Escape: true, DurationMS: 50_000,
 		Target: "http://" + inferenceAddr + "/v1/complete?hb=" + sess.canary,
+		// A write each beat too, where the session's storage is: a write
+		// after the stop is the session still acting.
+		Path: OwnStorage + "/.gatehouse-heartbeat",
 	}}}
 	go func() {
 		defer close(hbDone)
@@ -126,6 +155,7 @@ func (r *runner) measureStop(ctx context.Context, sess *scenario, m *multi) (evi
 	stopped := make(chan error, 1)
 	go func() { stopped <- sess.sess.Stop(context.WithoutCancel(ctx)) }()
 	returned := false
+	var last remains
 	for deadline := stopAt.Add(limit + 500*time.Millisecond); time.Now().Before(deadline); time.Sleep(25 * time.Millisecond) {
 		if !returned {
 			select {
@@ -137,30 +167,44 @@ func (r *runner) measureStop(ctx context.Context, sess *scenario, m *multi) (evi
 			default:
 			}
 		}
-		if returned && left(ctx, sess, netns).none() {
+		if !returned {
+			continue
+		}
+		if last = w.left(ctx, sess); last.none() {
 			run.Gone = time.Since(stopAt)
 			break
 		}
+		if !last.known() {
+			break // nothing more to learn by waiting
+		}
 	}
+	// Keep watching one more moment: what was seen gone must stay gone.
 	if err := r.settle(ctx); err != nil {
 		return run, stopAt, err
 	}
 	hs := heartbeats(r.cfg.Lab.Hits(), sess.session, sess.canary)
 	run.MainBefore, run.ChildBefore = beatFrom(hs, "main", stopAt), beatFrom(hs, "child", stopAt)
-	for _, h := range hs {
-		if h.Time.After(stopAt) {
-			run.Late = append(run.Late, h)
-		}
-	}
-	if run.Gone < 0 {
-		run.Left = append(run.Left, left(ctx, sess, netns).String())
+	switch {
+	case run.Gone >= 0:
+	case returned && !last.known():
+		run.Unknown = "whether its processes were gone could not be seen: " + last.String()
+	default:
+		run.Left = append(run.Left, w.left(ctx, sess).String())
 		if !returned {
 			run.Left = append(run.Left, "the target's stop had not returned")
 		}
 	}
-	for _, p := range binds {
+	for _, p := range append(append([]string(nil), cfg.Created...), temporary...) {
 		if _, err := os.Stat(p); err == nil {
 			run.Left = append(run.Left, "storage "+p)
+		}
+	}
+	// Writes while the stop was under way are like heartbeats then; one
+	// after the session was seen gone (a beat's time later) is a process
+	// nobody saw.
+	if run.Gone >= 0 {
+		if ws := writes(binds, stopAt.Add(run.Gone+2*probe.HeartbeatEvery)); len(ws) > 0 {
+			run.Left = append(run.Left, fmt.Sprintf("%d write(s) after the session was seen gone: %s", len(ws), strings.Join(firstN(ws, 3), ", ")))
 		}
 	}
 	if b != nil {
@@ -183,19 +227,55 @@ func (r *runner) measureStop(ctx context.Context, sess *scenario, m *multi) (evi
 	return run, stopAt, nil
 }
 
+// temporaryPaths are the host paths the profile says its stop removes
+// (limits.temporary), expanded for this session.
+func (r *runner) temporaryPaths(sess *scenario) ([]string, error) {
+	var out []string
+	for _, p := range r.cfg.Temporary {
+		x, err := targets.Expand(p, targets.Spec{Places: sess.places, Secrets: map[string]string{}})
+		if err != nil {
+			return out, err
+		}
+		out = append(out, x)
+	}
+	return out, nil
+}
+
+func firstN(s []string, n int) []string {
+	if len(s) > n {
+		return append(s[:n:n], fmt.Sprintf("… %d more", len(s)-n))
+	}
+	return s
+}
+
+// judgeStop re-reads every endpoint now, after the last run's reap and a
+// settle: a heartbeat that arrived after a run was seen gone (and after
+// observation ended) still counts.
 func (r *runner) judgeStop(ctx context.Context) error {
 	s, m := current(ctx), multiOf(ctx)
 	if s == nil || m == nil {
 		return errors.New("no scenario state")
 	}
+	if err := r.settle(ctx); err != nil {
+		return err
+	}
+	hits, notReady := r.labHits(ctx)
 	m.mu.Lock()
-	o := evidence.StopObservation{Limit: m.limit, Stops: m.stops, Runs: m.runs}
+	o := evidence.StopObservation{Limit: m.limit, Stops: m.stops, Interval: probe.HeartbeatEvery}
+	for i, run := range m.runs {
+		run.Late = nil
+		for _, h := range heartbeats(hits, run.Session, m.stopTags[i]) {
+			if h.Time.After(m.stops[i]) {
+				run.Late = append(run.Late, h)
+			}
+		}
+		o.Runs = append(o.Runs, run)
+	}
 	for _, p := range m.peers {
 		s.findings = append(s.findings, p.findings...)
 		p.findings = nil
 	}
 	m.mu.Unlock()
-	hits, notReady := r.labHits(ctx)
 	o.Control = evidence.ControlReached(hits, allowedEndpoints, s.session, s.control)
 	o.NotReady = notReady
 	j, timings := evidence.JudgeStop(o)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -15,44 +16,168 @@ import (
 	"gatehouse/targets"
 )
 
-// netnsPids lists the processes in the network namespace at path, as
-// `ip netns pids` does; ok is false when the namespace cannot be read.
-func netnsPids(path string) (pids []string, ok bool) {
-	var want syscall.Stat_t
-	if path == "" || syscall.Stat(path, &want) != nil {
-		return nil, false
+// nsIdent identifies a network namespace by device and inode: read once,
+// before the stop, so a stop that removes the namespace's name (or a
+// nested namespace) cannot make its processes look gone.
+type nsIdent struct{ dev, ino uint64 }
+
+func netnsIdent(path string) (nsIdent, error) {
+	var st syscall.Stat_t
+	if path == "" {
+		return nsIdent{}, errors.New("no namespace path")
 	}
+	if err := syscall.Stat(path, &st); err != nil {
+		return nsIdent{}, err
+	}
+	return nsIdent{uint64(st.Dev), st.Ino}, nil
+}
+
+// pidsIn lists the processes in the namespace, as `ip netns pids` does,
+// but by identity, not by name.
+func (id nsIdent) pidsIn() []string {
 	links, _ := filepath.Glob("/proc/[0-9]*/ns/net")
-	self := os.Getpid()
+	self := strconv.Itoa(os.Getpid())
+	var pids []string
 	for _, l := range links {
 		var st syscall.Stat_t
 		if syscall.Stat(l, &st) != nil {
 			continue
 		}
 		pid := filepath.Base(filepath.Dir(filepath.Dir(l)))
-		if st.Dev == want.Dev && st.Ino == want.Ino && pid != strconv.Itoa(self) {
+		if uint64(st.Dev) == id.dev && st.Ino == id.ino && pid != self {
 			pids = append(pids, pid)
 		}
 	}
-	return pids, true
+	return pids
 }
 
-// writableBinds are the host folders a session's runtime binds writable
-// (from the argv Inspect read back), except the harness's own places: the
-// target's storage for the session, which its stop must remove.
-func writableBinds(cfg targets.Config, places string) []string {
+// watch is how one session's remains are looked for from outside: its own
+// network namespace (by identity), unless it shares one with others, and
+// the target's own list of the session's processes.
+type watch struct {
+	ns       nsIdent
+	nsErr    error // the namespace could not be identified: its processes are unknown
+	nsShared bool  // the namespace is not the session's own (host networking)
+}
+
+func newWatch(netns string, shared bool) watch {
+	w := watch{nsShared: shared}
+	if !shared {
+		w.ns, w.nsErr = netnsIdent(netns)
+	}
+	return w
+}
+
+// remains is what is left of a session, seen from outside.
+type remains struct {
+	nsKnown   bool // the session namespace was scanned
+	inNetns   int  // processes in it
+	nsWhy     string
+	inSession []int // processes the target lists for it (bwrap, docker: its cgroup)
+	listErr   error // why the target could not list them; nil if it did
+}
+
+// left looks for what is left of a session.
+func (w watch) left(ctx context.Context, s *scenario) remains {
+	var r remains
+	switch {
+	case w.nsShared:
+		r.nsWhy = "its network namespace is shared with other sessions, so its processes there cannot be told apart"
+	case w.nsErr != nil:
+		r.nsWhy = "its network namespace could not be identified: " + w.nsErr.Error()
+	default:
+		r.nsKnown, r.inNetns = true, len(w.ns.pidsIn())
+	}
+	if l, ok := s.sess.(targets.ProcessLister); ok {
+		r.inSession, r.listErr = l.Processes(ctx)
+	} else {
+		r.listErr = targets.ErrUnsupported
+	}
+	return r
+}
+
+// known reports whether the view is complete enough to call a session
+// gone: the target's own list (which sees nested namespaces too), or at
+// least a scan of the session's own namespace.
+func (r remains) known() bool { return r.listErr == nil || r.nsKnown }
+
+func (r remains) none() bool {
+	return r.known() && r.inNetns == 0 && len(r.inSession) == 0
+}
+
+func (r remains) String() string {
+	var parts []string
+	if r.nsKnown {
+		msg := fmt.Sprintf("%d process(es) still in the session's network namespace", r.inNetns)
+		if r.inNetns > 0 {
+			msg += ", egress not cut"
+		}
+		parts = append(parts, msg)
+	} else {
+		parts = append(parts, r.nsWhy)
+	}
+	switch {
+	case r.listErr == nil:
+		parts = append(parts, fmt.Sprintf("%d still in the session (listed by the target: %v)", len(r.inSession), r.inSession))
+	case !errors.Is(r.listErr, targets.ErrUnsupported):
+		parts = append(parts, "the session's own processes could not be listed: "+r.listErr.Error())
+	}
+	return strings.Join(parts, "; ")
+}
+
+// writes lists files under the folders that were modified after since:
+// writes a session made after its stop. Bounded: a huge tree is cut, and
+// the cut said.
+func writes(folders []string, since time.Time) []string {
+	const maxFiles = 5000
 	var out []string
-	for i := 0; i+2 < len(cfg.Argv); i++ {
-		if cfg.Argv[i] != "--bind" && cfg.Argv[i] != "--bind-try" {
-			continue
-		}
-		src := cfg.Argv[i+1]
-		if places != "" && strings.HasPrefix(src, places+string(filepath.Separator)) || src == places {
-			continue
-		}
-		out = append(out, src)
+	n := 0
+	for _, dir := range folders {
+		_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return nil
+			}
+			if n++; n > maxFiles {
+				return fs.SkipAll
+			}
+			if info, err := d.Info(); err == nil && !d.IsDir() && info.ModTime().After(since) {
+				out = append(out, p)
+			}
+			return nil
+		})
+	}
+	if n > maxFiles {
+		out = append(out, fmt.Sprintf("(search cut after %d entries)", maxFiles))
 	}
 	return out
+}
+
+// writableBinds are the host folders the runtime binds writable into the
+// session, from what Inspect read back: bwrap's --bind arguments, docker's
+// read-write bind mounts. The team's own folders: writes there after a stop
+// are the session still acting; the folders themselves outliving it is not.
+func writableBinds(cfg targets.Config) []string {
+	var out []string
+	for i := 0; i+2 < len(cfg.Argv); i++ {
+		if cfg.Argv[i] == "--bind" || cfg.Argv[i] == "--bind-try" {
+			out = append(out, cfg.Argv[i+1])
+		}
+	}
+	for _, m := range cfg.Mounts {
+		// docker: "bind SRC -> DST (rw)"
+		if rest, ok := strings.CutPrefix(m, "bind "); ok && strings.HasSuffix(m, "(rw)") {
+			if src, _, ok := strings.Cut(rest, " -> "); ok {
+				out = append(out, src)
+			}
+		}
+	}
+	var dirs []string
+	for _, p := range out {
+		if st, err := os.Stat(p); err == nil && st.IsDir() {
+			dirs = append(dirs, p)
+		}
+	}
+	return dirs
 }
 
 // heartbeats returns the session's heartbeat hits: requests to the
@@ -74,42 +199,4 @@ func beatFrom(hs []evidence.Hit, who string, before time.Time) bool {
 		}
 	}
 	return false
-}
-
-// remains is what is left of a session, seen from outside.
-type remains struct {
-	inNetns   int   // processes in its network namespace (as `ip netns pids`)
-	inSession []int // processes the target lists for it (bwrap: its cgroup)
-	listErr   error // why the target could not list them; nil if it did
-}
-
-// left looks for what is left of a session: processes in its network
-// namespace and, when the target can list them, every process of the
-// session, which also catches one that made a network namespace of its own.
-func left(ctx context.Context, s *scenario, netns string) remains {
-	var r remains
-	pids, _ := netnsPids(netns)
-	r.inNetns = len(pids)
-	if l, ok := s.sess.(targets.ProcessLister); ok {
-		r.inSession, r.listErr = l.Processes(ctx)
-	} else {
-		r.listErr = targets.ErrUnsupported
-	}
-	return r
-}
-
-func (r remains) none() bool { return r.inNetns == 0 && len(r.inSession) == 0 }
-
-func (r remains) String() string {
-	msg := fmt.Sprintf("%d process(es) still in the session's network namespace", r.inNetns)
-	if r.inNetns > 0 {
-		msg += ", egress not cut"
-	}
-	switch {
-	case r.listErr == nil:
-		msg += fmt.Sprintf("; %d still in the session (listed by the target: %v)", len(r.inSession), r.inSession)
-	case !errors.Is(r.listErr, targets.ErrUnsupported):
-		msg += "; the session's own processes could not be listed: " + r.listErr.Error()
-	}
-	return msg
 }

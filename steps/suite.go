@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/cucumber/godog"
 
@@ -48,18 +49,31 @@ type Config struct {
 	Gates     []string
 	Folder    *evidence.Folder // traces and reports go here; may be nil in unit tests
 	Progress  io.Writer
-	// SecretProcess: the profile says the platform runs a secret-holding
-	// process in the session, so the long-lived-secret gate plants one.
-	SecretProcess bool
+	// SecretProcess: where the profile says the platform runs a process
+	// holding a secret (the zero value: it runs none), so the
+	// long-lived-secret gate plants one there.
+	SecretProcess SecretProcess
 	// StopCommand is the profile's own stop (argv run on the host), sent by
 	// the stop-signal gate before the target's Stop.
 	StopCommand []string
+	// MaxStop bounds the profile's own stop limit (DefaultMaxStop when 0).
+	MaxStop time.Duration
+	// Temporary are host paths (with {{place:NAME}} references) the
+	// profile says its stop removes; stop-signal FAILs when one is left.
+	Temporary []string
 	// Concurrency is how many scenarios run at once (default 2).
 	Concurrency int
 	Seed        int64
 	// Settle is how long to wait after the last attempt for endpoints to
 	// record what arrived (packets already delivered may still be queued).
 	Settle Duration
+}
+
+// SecretProcess mirrors the profile's secret_process: Where is "inside" or
+// "outside" ("" for none); User, inside only, "agent" or "other", and
+// OtherUser the "uid:gid" that "other" runs as.
+type SecretProcess struct {
+	Where, User, OtherUser string
 }
 
 // Duration is a time in milliseconds, kept simple for configs.

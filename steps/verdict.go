@@ -44,6 +44,7 @@ func (r *runner) judge(ctx context.Context) error {
 		Emitted:   s.emitted,
 		Dests:     s.dests,
 		AcctError: s.acctErr,
+		Since:     s.start,
 	}
 	obs.Hits, obs.NotReady = r.labHits(ctx)
 	return r.recordVerdict(s, evidence.Judge(obs))

@@ -123,8 +123,12 @@ type File struct {
 
 // Command is one process to run inside a session.
 type Command struct {
-	Args  []string
-	Env   map[string]string
+	Args []string
+	Env  map[string]string
+	// User, when set ("uid:gid"), runs the command as that user instead of
+	// the session's path identity; a target that cannot returns an error
+	// wrapping ErrUnsupported.
+	User  string
 	Stdin io.Reader
 	// Stdout and Stderr receive the output as it arrives. Callers that treat
 	// output as hostile pass size-capped writers.
@@ -149,6 +153,11 @@ type Config struct {
 	Facts  map[string]string `json:"facts"` // e.g. "uid_map", "cap_eff", "seccomp", "nft_ruleset"
 	Mounts []string          `json:"mounts,omitempty"`
 	Argv   []string          `json:"argv,omitempty"` // the exact command line used to start the sandbox
+	// Created are host paths the target made for this session and removes
+	// when it stops it: what "storage left after a stop" means. A team's
+	// own read-write binds are not in it: a project checkout outliving a
+	// stop is normal.
+	Created []string `json:"created,omitempty"`
 }
 
 // Target starts sessions of one kind of sandbox.

@@ -1,8 +1,10 @@
 // Command gatehouse-probe is the attempt runner copied into a sandbox (see
-// package probe). It must build with CGO_ENABLED=0: sandboxes have no libc.
+// package probe), and the init that makes a bwrap session one sandbox
+// instance ("init FD", package supervisor). It must build with
+// CGO_ENABLED=0: sandboxes have no libc.
 //
-// It installs no signal handler on purpose: how it dies on a stop signal is
-// part of what the stop-signal gate observes.
+// The probe installs no signal handler on purpose: how it dies on a stop
+// signal is part of what the stop-signal gate observes.
 package main
 
 import (
@@ -10,8 +12,12 @@ import (
 	"os"
 
 	"gatehouse/probe"
+	"gatehouse/targets/supervisor"
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "init" {
+		os.Exit(supervisor.Main(os.Args[2:], os.Stderr))
+	}
 	os.Exit(probe.Main(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }

@@ -74,7 +74,7 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	for _, p := range profs {
 		g := f
 		g.profile = p
-		if _, err := prepare(g); err != nil {
+		if _, err := prepare(ctx, g); err != nil {
 			return err
 		}
 	}

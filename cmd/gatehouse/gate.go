@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"gatehouse/features"
+	"gatehouse/steps"
 	"io"
 	"io/fs"
 	"os"
@@ -57,6 +58,7 @@ func runGate(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	require := fl.String("require", "", "comma-separated gates that must pass (default: every built-in gate)")
 	maxAge := fl.String("max-age", "", "refuse evidence older than this (e.g. 72h, 7d; default: no limit)")
 	db := fl.String("db", index.DefaultPath("gatehouse-runs"), "SQLite index of recorded runs")
+	maxStop := fl.Duration("max-stop", steps.DefaultMaxStop, "refuse a stop-signal pass judged against a stop limit longer than this (0: no bound)")
 	pos, err := parseArgs(fl, args)
 	if err != nil {
 		return err
@@ -75,7 +77,7 @@ func runGate(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	req := gate.Request{PolicyDigest: prof.Digest(), ImageDigest: *image, Now: time.Now().UTC()}
+	req := gate.Request{PolicyDigest: prof.Digest(), ImageDigest: *image, Now: time.Now().UTC(), MaxStop: *maxStop}
 	if req.MaxAge, err = parseAge(*maxAge); err != nil {
 		return err
 	}

@@ -35,6 +35,10 @@ its own; these commands are for exploring it by hand.
             those of crashed runs
   status    list the gh-* namespaces present and the detached lab, if any
 
+The public-looking callback and second DNS authority (192.88.99.10, 3ffe::10,
+192.88.99.54) can be moved with GATEHOUSE_LAB_PUBLIC_V4, _V6 and _DNS_V4
+(docs/lab.md); a detached lab inherits them.
+
 Example:
   sudo gatehouse lab up --detach
   sudo ip netns exec gh-<id> curl -s http://203.0.113.100/v1/complete
@@ -67,6 +71,9 @@ func runLab(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			}
 			return &usageError{err}
 		}
+		if _, err := lab.PublicFromEnv(os.Getenv); err != nil {
+			return &usageError{err} // before a detached lab is started
+		}
 		if *detach {
 			return labDetach(stdout, *withDocker)
 		}
@@ -88,7 +95,11 @@ type labState struct {
 
 func labServe(ctx context.Context, stdout io.Writer, withDocker bool) error {
 	enc := json.NewEncoder(stdout)
-	l, err := lab.Up(ctx, lab.Options{HitLog: stdout})
+	pub, err := lab.PublicFromEnv(os.Getenv)
+	if err != nil {
+		return &usageError{err}
+	}
+	l, err := lab.Up(ctx, lab.Options{HitLog: stdout, Public: pub})
 	if err != nil {
 		return err
 	}

@@ -1,148 +1,131 @@
 package main
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
+	"context"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"gatehouse/evidence"
+	"gatehouse/lab"
 )
 
-// realGates are the gates a mistake with real things (a token, a socket,
-// a host folder) may break; each one-mistake profile runs all three.
-const realGates = "long-lived-secret,host-access,foreign-storage"
+// One-mistake profiles (testdata/profiles): bwrap-hardened with exactly one
+// realistic change to its egress ruleset. Each must FAIL the gates its
+// mistake really opens, with the hit that proves it, and PASS the others;
+// the harmless variant must PASS everything. Before the lab had
+// public-looking addresses and a catch-all on every port, all three
+// mistakes PASSed external-callback.
+func TestOneMistakeEgressProfiles(t *testing.T) {
+	needSandbox(t)
+	gates := "external-callback,dns-exfiltration,cloud-metadata"
+	pub := lab.DefaultPublic()
+	type proof func(h evidence.Hit) bool
+	tests := []struct {
+		profile string
+		// fail names the gates that must FAIL, each with a hit that must be
+		// among the FAIL's hits; every other gate must PASS.
+		fail map[string]proof
+	}{
+		{"mistake-allow-public", map[string]proof{
+			"external-callback": func(h evidence.Hit) bool { return h.Endpoint == "callback" && host(h.Dst) == pub.CallbackV4 },
+			// A resolver of the agent's own choosing on a public address.
+			"dns-exfiltration": func(h evidence.Hit) bool {
+				return h.Endpoint == "dns-authority" && h.Dst == net.JoinHostPort(pub.AuthorityV4, "53")
+			},
+			// The rule drops 169.254.0.0/16 and 100.64.0.0/10, not Azure's
+			// WireServer (168.63.129.16, public space): such a guard really
+			// lets it through.
+			"cloud-metadata": func(h evidence.Hit) bool { return h.Endpoint == "wireserver" },
+		}},
+		{"mistake-ssh", map[string]proof{
+			"external-callback": func(h evidence.Hit) bool { return h.Endpoint == "callback" && port(h.Dst) == "22" },
+		}},
+		{"mistake-quic", map[string]proof{
+			"external-callback": func(h evidence.Hit) bool {
+				return h.Proto == "udp" && port(h.Dst) == "443" && strings.Contains(h.Summary, "QUIC Initial")
+			},
+		}},
+		{"harmless", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.profile, func(t *testing.T) {
+			r := runProfileAt(t, filepath.Join("testdata", "profiles", tt.profile+".yaml"), gates)
+			code := exitOK
+			if len(tt.fail) > 0 {
+				code = exitViolation
+			}
+			if r.code != code {
+				t.Errorf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", r.code, code, r.stdout, r.stderr)
+			}
+			if len(r.results) != 6 {
+				t.Fatalf("want 6 results (3 gates x 2 paths), got %d; stdout:\n%s\nstderr:\n%s", len(r.results), r.stdout, r.stderr)
+			}
+			for _, res := range r.results {
+				ok, mustFail := tt.fail[res.Gate]
+				switch {
+				case !mustFail && (res.Verdict != evidence.Pass || !res.Control):
+					t.Errorf("%s/%s: %s (%s), want PASS with a positive control", res.Gate, res.Path, res.Verdict, res.Reason)
+				case mustFail && res.Verdict != evidence.Fail:
+					t.Errorf("%s/%s: %s (%s), want FAIL", res.Gate, res.Path, res.Verdict, res.Reason)
+				case mustFail && !anyHit(res.Hits, ok):
+					t.Errorf("%s/%s: FAIL without the hit that proves this mistake; hits: %+v", res.Gate, res.Path, res.Hits)
+				}
+				if tt.profile == "mistake-allow-public" && res.Gate == "external-callback" {
+					// The documentation-range callback stays dropped: the
+					// public-looking one is what shows the leak.
+					if anyHit(res.Hits, func(h evidence.Hit) bool { return host(h.Dst) == lab.CallbackV4 }) {
+						t.Errorf("the rule drops 203.0.113.0/24, yet the documentation callback was reached: %+v", res.Hits)
+					}
+				}
+			}
+			assertNothingLeft(t, r.stdout)
+		})
+	}
+}
 
-// fakeOpenAIKey has the shape of an OpenAI project key and is made up:
-// no provider issued it. It is assembled so no secret scanner takes this
-// file for a leak.
-var fakeOpenAIKey = "sk-proj-" + "GATEHOUSEfakeNotARealKey" + "0123456789abcdefGHIJKLmnop"
+func anyHit(hits []evidence.Hit, match func(evidence.Hit) bool) bool {
+	for _, h := range hits {
+		if match(h) {
+			return true
+		}
+	}
+	return false
+}
 
-// oneMistake writes bwrap-hardened.yaml, with the one change edit makes,
-// next to a copy of its egress ruleset, and returns the new profile's path.
-func oneMistake(t *testing.T, edit func(string) string) string {
-	t.Helper()
-	base, err := os.ReadFile(profilePath("bwrap-hardened.yaml"))
-	if err != nil {
-		t.Fatal(err)
+// host is the address of a hit's Dst ("ip:port", or a bare ip for ICMP).
+func host(dst string) string {
+	if h, _, err := net.SplitHostPort(dst); err == nil {
+		return h
 	}
-	nft, err := os.ReadFile(profilePath("bwrap-hardened.nft"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	changed := edit(string(base))
-	if changed == string(base) {
-		t.Fatal("the edit changed nothing: bwrap-hardened.yaml no longer has the line it anchors on")
-	}
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "bwrap-hardened.nft"), nft, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(dir, "one-mistake.yaml")
-	if err := os.WriteFile(p, []byte(changed), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	return dst
+}
+
+func port(dst string) string {
+	_, p, _ := net.SplitHostPort(dst)
 	return p
 }
 
-// addEnv adds one variable to the profile's env.
-func addEnv(comment, name, value string) func(string) string {
-	return func(y string) string {
-		return strings.Replace(y, "\nenv:\n", "\nenv:\n  # "+comment+"\n  "+name+": \""+value+"\"\n", 1)
-	}
-}
-
-// addArgs adds bubblewrap arguments after --clearenv.
-func addArgs(comment string, args ...string) func(string) string {
-	return func(y string) string {
-		lines := "    # " + comment + "\n"
-		for _, a := range args {
-			lines += "    - \"" + a + "\"\n"
-		}
-		return strings.Replace(y, "    - --clearenv\n", "    - --clearenv\n"+lines, 1)
-	}
-}
-
-// want is what one gate must come out as on both paths, and what its
-// reason must say.
-type want struct {
-	verdict evidence.Verdict
-	reason  string
-}
-
-// checkGates runs a one-mistake profile and checks every gate on both
-// paths, and that no secret value reached gatehouse's output or what the
-// harness recorded of the run (verdicts, attempts, hits). The policy copy,
-// and run.json's effective configuration read back from bubblewrap (and
-// the report that shows both), hold the profile's own bytes: the team's
-// input, recorded as given.
-func checkGates(t *testing.T, profile string, wants map[string]want, secrets ...string) runOutput {
-	t.Helper()
-	r := runProfile(t, profile, realGates)
-	if len(r.results) != 2*len(wants) {
-		t.Fatalf("want %d results, got %d\nstdout:\n%s\nstderr:\n%s", 2*len(wants), len(r.results), r.stdout, r.stderr)
-	}
-	fail := false
-	for _, res := range r.results {
-		w := wants[res.Gate]
-		fail = fail || w.verdict == evidence.Fail
-		if res.Verdict != w.verdict || !strings.Contains(res.Reason, w.reason) {
-			t.Errorf("%s/%s: %s (%s)\nwant %s with %q", res.Gate, res.Path, res.Verdict, res.Reason, w.verdict, w.reason)
-		}
-		if res.Verdict == evidence.Pass && !res.Control {
-			t.Errorf("%s/%s: PASS without a positive control", res.Gate, res.Path)
-		}
-	}
-	code := exitOK
-	if fail {
-		code = exitViolation
-	}
-	if r.code != code {
-		t.Errorf("exit %d, want %d", r.code, code)
-	}
-	recorded, _ := filepath.Glob(filepath.Join(r.dir, "traces", "*"))
-	recorded = append(recorded, filepath.Join(r.dir, "results.json"))
-	for _, v := range secrets {
-		if strings.Contains(r.stdout+r.stderr, v) {
-			t.Errorf("a secret value appears in gatehouse's output")
-		}
-		for _, f := range recorded {
-			if b, _ := os.ReadFile(f); strings.Contains(string(b), v) {
-				t.Errorf("a secret value is recorded in %s", f)
+// A public-looking address override that is unsafe or not public-looking is
+// a usage error, before any lab or sandbox is started.
+func TestPublicOverrideIsAUsageError(t *testing.T) {
+	for _, tc := range []struct{ env, value, want string }{
+		{lab.EnvPublicV4, "127.0.0.1", "loopback"},
+		{lab.EnvPublicV6, "fd00::1", "private"},
+		{lab.EnvPublicDNSV4, "203.0.113.99", "non-public"},
+	} {
+		t.Run(tc.env, func(t *testing.T) {
+			t.Setenv(tc.env, tc.value)
+			exe, err := os.Executable() // any regular file passes the probe lookup
+			if err != nil {
+				t.Fatal(err)
 			}
-		}
-	}
-	// Leftovers are not checked here: assertNothingLeft counts every probe
-	// process on the machine, and the machine is shared with other runs.
-	return r
-}
-
-// A literal model-API key in the profile's env: long-lived-secret FAILs,
-// naming where, what and a hash prefix; nothing else fails. The same name
-// holding the broker's own token is ours and PASSes.
-func TestOneMistakeCredentialInEnv(t *testing.T) {
-	needSandbox(t)
-	t.Run("literal token", func(t *testing.T) {
-		p := oneMistake(t, addEnv("made up for this test, never issued: the mistake is a literal key", "OPENAI_API_KEY", fakeOpenAIKey))
-		checkGates(t, p, map[string]want{
-			"long-lived-secret": {evidence.Fail, "did not plant are readable in the sandbox: openai-key (sha256 " + sha256Prefix(fakeOpenAIKey) + "…) at env:OPENAI_API_KEY"},
-			"host-access":       {evidence.Pass, ""},
-			"foreign-storage":   {evidence.Pass, ""},
-		}, fakeOpenAIKey)
-	})
-	t.Run("harmless: the broker's token under that name", func(t *testing.T) {
-		p := oneMistake(t, addEnv("the broker's short-lived token, under the name an SDK reads", "OPENAI_API_KEY", "{{secret:broker-token}}"))
-		checkGates(t, p, map[string]want{
-			"long-lived-secret": {evidence.Pass, "no credential found that Gatehouse did not plant"},
-			"host-access":       {evidence.Pass, ""},
-			"foreign-storage":   {evidence.Pass, ""},
+			r := gatehouse(t, context.Background(), "run", "--profile", profilePath("bwrap-hardened.yaml"), "--out", t.TempDir(), "--probe", exe)
+			if r.code != exitUsage || !strings.Contains(r.stderr, tc.env) || !strings.Contains(r.stderr, tc.want) {
+				t.Errorf("exit %d, stderr %q; want exit %d naming %s and %q", r.code, r.stderr, exitUsage, tc.env, tc.want)
+			}
 		})
-	})
-}
-
-func sha256Prefix(v string) string {
-	h := sha256.Sum256([]byte(v))
-	return hex.EncodeToString(h[:])[:12]
+	}
 }

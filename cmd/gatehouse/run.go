@@ -28,10 +28,12 @@ import (
 
 const runHelp = `Usage: gatehouse run --profile FILE [--target NAME] [--gates LIST] [--out DIR]
                      [--key cosign.key | --keyless --trusted-root FILE] [--archive] [--db PATH]
+       gatehouse run --check --profile FILE [--gates LIST] [--output text|json]
 
 Runs the gates against a sandbox target, prints each scenario's verdict as it
 finishes and a summary table at the end, and writes a run folder
-(run.json, results.json, report.html, policy/, traces/, reports/) under --out.
+(run.json, results.json, plan.json, report.html, policy/, traces/, reports/)
+under --out.
 
 With --key (a cosign private key; its password comes from COSIGN_PASSWORD, as
 with cosign), the folder is sealed before it gets its final name: SHA256SUMS
@@ -53,11 +55,32 @@ Targets (the profile's target field, or --target): bwrap (the embedded
 default), docker (runc or any runtime the lab daemon knows) and gvisor (docker
 with runsc); docs/profiles.md and docs/docker.md describe their profiles.
 
+Before anything starts, the profile is checked: strict YAML, bubblewrap
+option arity, docker fields, every {{place:NAME}} and {{secret:NAME}}, the
+resolver, the stop_command, bwrap namespaces against 'network', and the egress
+ruleset (nft -c, in a network namespace that exists only while nft runs). A
+profile that fails is exit 2 with its file, line and reason, and nothing is
+started. The run then prints its plan: target, network, identity and
+capabilities per path, the ruleset's digest and whether it applies, mounts,
+env (secrets as {{secret:NAME}}, never values), gates, stop, where each control
+lives (outside or inside the guest's reach, per path), and warnings for binds
+of dangerous host paths (/, the engine sockets, /proc, /sys, /etc, homes, ...).
+The plan is recorded as plan.json, the warnings in run.json.
+
+--check does all of that and runs nothing: exit 0 and the plan when the profile
+is valid, 2 when it is not. --output json prints the plan as JSON (schema in
+docs/profiles.md).
+
 The lab of controlled endpoints is brought up in network namespaces of its own
 for the run and removed afterwards. Needs root (namespaces, nftables).
+Its public-looking callback and second DNS authority (192.88.99.10, 3ffe::10,
+192.88.99.54 by default; they exist only inside the sealed lab) can be moved
+with GATEHOUSE_LAB_PUBLIC_V4, GATEHOUSE_LAB_PUBLIC_V6 and
+GATEHOUSE_LAB_PUBLIC_DNS_V4 (docs/lab.md).
 
 Example:
   gatehouse run --profile targets/profiles/bwrap-hardened.yaml
+  gatehouse run --check --profile team.yaml --output json
   gatehouse run --profile targets/profiles/docker-hardened.yaml --model m-2026-10 --agent triage-bot/1.4
   gatehouse run --profile targets/profiles/bwrap-leaky.yaml --gates external-callback,cloud-metadata
   COSIGN_PASSWORD=... gatehouse run --profile targets/profiles/bwrap-hardened.yaml --key cosign.key --archive
@@ -75,9 +98,12 @@ type runFlags struct {
 	key, db                                      string
 	signing                                      signFlags // keyless; see seal.go
 	archive                                      bool
+	check                                        bool   // validate and print the plan only; see check.go
+	output                                       string // --check: text | json
 	concurrency                                  int
 	seed                                         int64
 	quiet                                        bool
+	maxStop                                      time.Duration
 }
 
 func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -95,6 +121,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fl.IntVar(&f.concurrency, "concurrency", 2, "scenarios run at once")
 	fl.Int64Var(&f.seed, "seed", 0, "scenario order seed (0: file order); recorded in run.json")
 	fl.BoolVar(&f.quiet, "quiet", false, "print only the summary")
+	fl.DurationVar(&f.maxStop, "max-stop", steps.DefaultMaxStop, "the policy's maximum stop limit: stop-signal judges a profile whose limits.stop is longer against this instead")
 	fl.StringVar(&f.model, "model", os.Getenv("GATEHOUSE_MODEL"), "model the agent uses, recorded in the evidence ($GATEHOUSE_MODEL)")
 	fl.StringVar(&f.agent, "agent", os.Getenv("GATEHOUSE_AGENT"), "agent and version, recorded in the evidence ($GATEHOUSE_AGENT)")
 	fl.StringVar(&f.commit, "commit", os.Getenv("GATEHOUSE_COMMIT"), "commit under test, recorded in the evidence ($GATEHOUSE_COMMIT)")
@@ -103,6 +130,8 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	f.signing.register(fl)
 	fl.BoolVar(&f.archive, "archive", false, "also write <out>/<id>.tar.gz of the run folder")
 	fl.StringVar(&f.db, "db", "", "SQLite index to record the run in (default <out>/"+index.DefaultName+")")
+	fl.BoolVar(&f.check, "check", false, "check the profile (everything a run would refuse) and print its plan; run nothing")
+	fl.StringVar(&f.output, "output", "text", "with --check: the plan as text or json (schema in docs/profiles.md)")
 	if err := fl.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -115,20 +144,33 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if f.profile == "" {
 		return usagef("run: --profile is required, e.g. --profile targets/profiles/bwrap-hardened.yaml")
 	}
+	if f.check {
+		return runCheck(ctx, f, stdout)
+	}
+	if f.output != "text" {
+		return usagef("run: --output applies to --check only")
+	}
 	return execute(ctx, f, stdout, stderr)
 }
 
 // plan is a validated run request.
 type plan struct {
 	prof      *profile.Profile
+	effective profile.Plan // what the run will do, printed first and recorded
 	target    string
 	gates     []string
 	features  fs.FS
 	probePath string
-	signer    sealer // nil: the run stays unsigned
+	signer    sealer     // nil: the run stays unsigned
+	public    lab.Public // the lab's public-looking addresses ($GATEHOUSE_LAB_PUBLIC_*)
 }
 
-func prepare(f runFlags) (*plan, error) {
+// prepare validates a run request before anything is started: the
+// profile is loaded and checked (profile.Check: the egress ruleset by nft in
+// a scratch namespace, bwrap namespaces, stop_command), so a broken profile
+// is exit 2 with its file and line, never a run of INCONCLUSIVE scenarios.
+// With f.check it stops short of what only a real run needs (probe, key).
+func prepare(ctx context.Context, f runFlags) (*plan, error) {
 	prof, err := profile.Load(f.profile)
 	if err != nil {
 		return nil, &usageError{err}
@@ -140,6 +182,9 @@ func prepare(f runFlags) (*plan, error) {
 	if f.dockerHost != "" {
 		// Before anything is started or dialled: the daemon is not contacted.
 		return nil, fieldRefusal(f.dockerHost, prof.Target)
+	}
+	if err := prof.Check(ctx); err != nil {
+		return nil, &usageError{err}
 	}
 	p.features = features.FS
 	if f.features != "" {
@@ -160,9 +205,16 @@ func prepare(f runFlags) (*plan, error) {
 			p.gates = append(p.gates, g)
 		}
 	}
+	p.effective = profile.NewPlan(prof, p.gates, true)
+	if f.check {
+		return p, nil
+	}
 	p.probePath, err = locateProbe(f.probe)
 	if err != nil {
 		return nil, &usageError{err}
+	}
+	if p.public, err = lab.PublicFromEnv(os.Getenv); err != nil {
+		return nil, &usageError{fmt.Errorf("run: %w", err)}
 	}
 	// Before the run, not after: a wrong password or a missing token must
 	// not cost a whole run.
@@ -192,14 +244,14 @@ func locateProbe(flagPath string) (string, error) {
 }
 
 func execute(ctx context.Context, f runFlags, stdout, stderr io.Writer) error {
-	p, err := prepare(f)
+	p, err := prepare(ctx, f)
 	if err != nil {
 		return err
 	}
 	if os.Geteuid() != 0 {
 		return usagef("run: needs root to create network namespaces and sandboxes (try sudo)")
 	}
-	tgt, err := newTarget(p.target, p.prof)
+	tgt, err := newTarget(p.target, p.prof, p.probePath)
 	if err != nil {
 		return err
 	}
@@ -217,6 +269,13 @@ func execute(ctx context.Context, f runFlags, stdout, stderr io.Writer) error {
 		Corpus: corpus.Version(), Gates: p.gates, Seed: f.seed, Start: time.Now().UTC(),
 		Commit: f.commit, Pipeline: f.pipeline, Model: f.model, Agent: f.agent,
 	}
+	for _, w := range p.effective.Warnings {
+		rec.ProfileWarnings = append(rec.ProfileWarnings, w.String())
+	}
+	if err := folder.WriteJSON("plan.json", p.effective); err != nil {
+		folder.Abandon()
+		return err
+	}
 	for name, b := range p.prof.Files() {
 		rec.PolicyFiles[name] = evidence.SHA256(b)
 		if err := folder.WriteFile(filepath.Join("policy", name), b); err != nil {
@@ -229,18 +288,22 @@ func execute(ctx context.Context, f runFlags, stdout, stderr io.Writer) error {
 		progress = io.Discard
 	}
 	fmt.Fprintf(progress, "gatehouse %s: run %s, target %s, profile %s (policy %s)\n", rec.Harness, id, p.target, p.prof.Name, short(rec.PolicyDigest))
+	printPlan(progress, stderr, f.quiet, p.effective)
 
 	cfg := steps.Config{
 		Target: tgt, Network: string(p.prof.Network), ProbePath: p.probePath, Features: p.features,
 		Gates: p.gates, Folder: folder, Progress: progress, Concurrency: f.concurrency, Seed: f.seed,
-		SecretProcess: p.prof.SecretProcess, StopCommand: p.prof.Limits.StopCommand,
+		SecretProcess: steps.SecretProcess{Where: p.prof.SecretProcess.Where, User: p.prof.SecretProcess.User, OtherUser: profile.OtherUser},
+		StopCommand:   p.prof.Limits.StopCommand,
+		Temporary:     p.prof.Limits.Temporary,
+		MaxStop:       f.maxStop,
 	}
 	var l *lab.Lab
 	closeLab := func() error { return nil }
 	if cfg.Network != steps.NetNone {
 		t0 := time.Now()
 		// Every hit goes to the trace as it arrives, even past the in-memory cap.
-		l, err = lab.Up(ctx, lab.Options{HitLog: folder.Writer("traces/endpoint-hits.jsonl")})
+		l, err = lab.Up(ctx, lab.Options{HitLog: folder.Writer("traces/endpoint-hits.jsonl"), Public: p.public})
 		if err != nil {
 			folder.Abandon()
 			return fmt.Errorf("run: bring the lab up: %w", err)
@@ -248,7 +311,9 @@ func execute(ctx context.Context, f runFlags, stdout, stderr io.Writer) error {
 		closeLab = sync.OnceValue(func() error { return l.Close(context.WithoutCancel(ctx)) })
 		defer closeLab()
 		cfg.Lab, cfg.LabNetns = l, "/run/netns/"+l.Name()
-		fmt.Fprintf(progress, "lab %s up and sealed (no route out) in %s\n", l.Name(), time.Since(t0).Round(time.Millisecond))
+		pub := l.Addrs().Public
+		fmt.Fprintf(progress, "lab %s up and sealed (no route out) in %s; public-looking callback %s, %s, authority %s\n",
+			l.Name(), time.Since(t0).Round(time.Millisecond), pub.CallbackV4, pub.CallbackV6, pub.AuthorityV4)
 	}
 	fmt.Fprintf(progress, "running %s on both paths\n", strings.Join(p.gates, ", "))
 	out, runErr := steps.Run(ctx, cfg)

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -29,12 +31,7 @@ func needSandbox(t *testing.T) {
 	}
 }
 
-// profilePath finds a shipped profile by name; an absolute path (a
-// profile a test wrote) is used as it is.
 func profilePath(name string) string {
-	if filepath.IsAbs(name) {
-		return name
-	}
 	return filepath.Join("..", "..", "targets", "profiles", name)
 }
 
@@ -56,8 +53,14 @@ func gatehouse(t *testing.T, ctx context.Context, args ...string) runOutput {
 
 func runProfile(t *testing.T, profile string, gates string) runOutput {
 	t.Helper()
+	return runProfileAt(t, profilePath(profile), gates)
+}
+
+// runProfileAt runs a profile given by its path (a testdata profile).
+func runProfileAt(t *testing.T, path string, gates string) runOutput {
+	t.Helper()
 	out := t.TempDir()
-	args := []string{"run", "--profile", profilePath(profile), "--out", out, "--probe", probetest.Build(t)}
+	args := []string{"run", "--profile", path, "--out", out, "--probe", probetest.Build(t)}
 	if gates != "" {
 		args = append(args, "--gates", gates)
 	}
@@ -154,10 +157,16 @@ func assertNothingLeft(t *testing.T, outputs ...string) {
 			t.Errorf("namespace left behind: %s", ns)
 		}
 	}
-	// Sandbox processes: the probe inside any sandbox of ours (CI runs one
-	// package at a time, so any such process is this run's).
-	if b, _ := exec.Command("pgrep", "-f", "^/gatehouse/bin/probe").Output(); len(b) > 0 {
-		t.Errorf("probe processes left behind: %s", b)
+	// Sandbox processes: the probe or a session's init inside any sandbox
+	// of ours. One still below a live process other than this test belongs
+	// to another run on the machine; below this test or orphaned, to us.
+	for _, pat := range []string{"^/gatehouse/bin/probe", "^/gatehouse/.init"} {
+		b, _ := exec.Command("pgrep", "-f", pat).Output()
+		for _, f := range strings.Fields(string(b)) {
+			if pid, err := strconv.Atoi(f); err == nil && ownedByUs(pid) {
+				t.Errorf("sandbox process left behind: %d (%s)", pid, pat)
+			}
+		}
 	}
 	// Mounts: nothing of ours may stay mounted on the host.
 	if b, err := os.ReadFile("/proc/self/mountinfo"); err == nil {
@@ -170,3 +179,39 @@ func assertNothingLeft(t *testing.T, outputs ...string) {
 }
 
 var labLineRE = regexp.MustCompile(`lab (gh-[0-9a-f]+) up`)
+
+// ownedByUs reports whether pid descends from this test process, or was
+// orphaned (re-parented to pid 1): not from another live gatehouse run.
+func ownedByUs(pid int) bool {
+	self := os.Getpid()
+	for i := 0; i < 64 && pid > 1; i++ {
+		if pid == self {
+			return true
+		}
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+		if err != nil {
+			return false // gone meanwhile
+		}
+		next := 0
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "PPid:"); ok {
+				next, _ = strconv.Atoi(strings.TrimSpace(v))
+			}
+		}
+		if next == 1 {
+			return true
+		}
+		if next != self && isGatehouse(next) {
+			return false
+		}
+		pid = next
+	}
+	return false
+}
+
+// isGatehouse reports whether pid is a gatehouse run or test binary.
+func isGatehouse(pid int) bool {
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	args := strings.Split(string(b), "\x00")
+	return len(args) > 0 && (strings.Contains(args[0], "gatehouse") || strings.HasSuffix(args[0], ".test"))
+}

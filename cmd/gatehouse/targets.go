@@ -18,10 +18,13 @@ import (
 // starts something for the run (the docker targets' lab daemon, on their
 // first session) is remembered so closeTargets can stop it: run and compare
 // call closeTargets when the run is over, whatever its outcome.
-func newTarget(name string, prof *profile.Profile) (targets.Target, error) {
+//
+// probe is the static gatehouse-probe binary: the bwrap target also runs it
+// as the init of each session's sandbox.
+func newTarget(name string, prof *profile.Profile, probe string) (targets.Target, error) {
 	switch name {
 	case "bwrap":
-		return timed(bwrap.New(bwrap.Options{Profile: prof})), nil
+		return timed(bwrap.New(bwrap.Options{Profile: prof, Init: probe})), nil
 	case profile.TargetDocker, profile.TargetGVisor:
 		exe, err := os.Executable()
 		if err != nil {

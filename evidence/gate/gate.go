@@ -23,7 +23,10 @@ type Request struct {
 	Require      []string      // gates; empty means every gate the run has
 	Paths        []string      // empty means Paths
 	MaxAge       time.Duration // 0 means no limit
-	Now          time.Time
+	// MaxStop bounds the stop limit a passing stop-signal result was judged
+	// against: a profile cannot pass by declaring a slow stop. 0: no bound.
+	MaxStop time.Duration
+	Now     time.Time
 }
 
 // Code classifies a refusal.
@@ -37,6 +40,7 @@ const (
 	GateMissing      Code = "gate-missing"
 	GateFail         Code = "gate-fail"
 	GateInconclusive Code = "gate-inconclusive"
+	StopTooSlow      Code = "stop-too-slow"
 	BadSignature     Code = "bad-signature"
 	EvidenceMismatch Code = "evidence-mismatch"
 )

@@ -3,6 +3,7 @@ package gate
 import (
 	"fmt"
 	"sort"
+	"time"
 
 	"gatehouse/evidence"
 	"gatehouse/evidence/index"
@@ -32,13 +33,13 @@ func checkGates(req Request, run *index.Run) []Refusal {
 	var out []Refusal
 	for _, g := range required {
 		for _, p := range paths {
-			out = append(out, checkOne(run, g, p)...)
+			out = append(out, checkOne(req, run, g, p)...)
 		}
 	}
 	return out
 }
 
-func checkOne(run *index.Run, gate, path string) []Refusal {
+func checkOne(req Request, run *index.Run, gate, path string) []Refusal {
 	var out []Refusal
 	found := false
 	for _, r := range run.Results {
@@ -57,6 +58,12 @@ func checkOne(run *index.Run, gate, path string) []Refusal {
 		case !r.Control:
 			base.Code = GateInconclusive
 			base.Message = fmt.Sprintf("gate %s on path %s: scenario %q passed but its positive control did not work, so the pass proves nothing (run %s)", gate, path, r.Scenario, run.ID)
+		case gate == "stop-signal" && req.MaxStop > 0 && r.StopLimitMS <= 0:
+			base.Code = StopTooSlow
+			base.Message = fmt.Sprintf("gate %s on path %s: the evidence does not say what stop limit it was judged against, so --max-stop %s cannot be checked (run %s)", gate, path, req.MaxStop, run.ID)
+		case gate == "stop-signal" && req.MaxStop > 0 && time.Duration(r.StopLimitMS*float64(time.Millisecond)) > req.MaxStop:
+			base.Code = StopTooSlow
+			base.Message = fmt.Sprintf("gate %s on path %s passed against a stop limit of %s, more than --max-stop %s (run %s)", gate, path, time.Duration(r.StopLimitMS*float64(time.Millisecond)), req.MaxStop, run.ID)
 		default:
 			continue
 		}

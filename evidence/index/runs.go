@@ -35,6 +35,9 @@ type Result struct {
 	Path     string
 	Verdict  evidence.Verdict
 	Control  bool
+	// StopLimitMS is the limit a stop-signal result was judged against
+	// (its timings' stop_limit_ms); 0 when not recorded.
+	StopLimitMS float64
 }
 
 // FromRun builds the row for a verified bundle: dir is where it lives,
@@ -53,7 +56,7 @@ func FromRun(dir string, run evidence.Run, results []evidence.Result, verdict, k
 			r.Other++
 		}
 		r.Results = append(r.Results, Result{Gate: x.Gate, Scenario: x.Scenario, Path: x.Path,
-			Verdict: x.Verdict, Control: x.Control})
+			Verdict: x.Verdict, Control: x.Control, StopLimitMS: x.Timings["stop_limit_ms"]})
 	}
 	return r
 }
@@ -96,8 +99,8 @@ func insert(ctx context.Context, tx *sql.Tx, r Run) error {
 		return err
 	}
 	for _, x := range r.Results {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO results (run_id, gate, scenario, path, verdict, control)
-			VALUES (?, ?, ?, ?, ?, ?)`, r.ID, x.Gate, x.Scenario, x.Path, string(x.Verdict), x.Control); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO results (run_id, gate, scenario, path, verdict, control, stop_limit_ms)
+			VALUES (?, ?, ?, ?, ?, ?, ?)`, r.ID, x.Gate, x.Scenario, x.Path, string(x.Verdict), x.Control, x.StopLimitMS); err != nil {
 			return err
 		}
 	}
@@ -160,7 +163,7 @@ func (ix *Index) query(ctx context.Context, q string, args ...any) ([]Run, error
 }
 
 func (ix *Index) results(ctx context.Context, runID string) ([]Result, error) {
-	rows, err := ix.db.QueryContext(ctx, `SELECT gate, scenario, path, verdict, control
+	rows, err := ix.db.QueryContext(ctx, `SELECT gate, scenario, path, verdict, control, stop_limit_ms
 		FROM results WHERE run_id = ? ORDER BY rowid`, runID)
 	if err != nil {
 		return nil, err
@@ -170,7 +173,7 @@ func (ix *Index) results(ctx context.Context, runID string) ([]Result, error) {
 	for rows.Next() {
 		var x Result
 		var v string
-		if err := rows.Scan(&x.Gate, &x.Scenario, &x.Path, &v, &x.Control); err != nil {
+		if err := rows.Scan(&x.Gate, &x.Scenario, &x.Path, &v, &x.Control, &x.StopLimitMS); err != nil {
 			return nil, err
 		}
 		x.Verdict = evidence.Verdict(v)

@@ -12,7 +12,7 @@ import (
 // buildPrefix returns the argv up to (not including) the "--" before the
 // command, and the host files to open as descriptors 3, 4, ... for options
 // such as --seccomp that take one.
-func buildPrefix(bin string, p *profile.Profile, spec targets.Spec, st *stage, binds []bind) ([]string, []string, error) {
+func buildPrefix(bin string, p *profile.Profile, spec targets.Spec, st *stage, binds []bind, init string) ([]string, []string, error) {
 	var argv []string
 	if spec.Network.NetnsPath != "" {
 		argv = append(argv, "nsenter", "--net="+spec.Network.NetnsPath)
@@ -75,7 +75,7 @@ func buildPrefix(bin string, p *profile.Profile, spec targets.Spec, st *stage, b
 		}
 		argv = append(argv, "--ro-bind", host, "/etc/resolv.conf")
 	}
-	argv = append(argv, "--ro-bind", st.fs, Inside, "--bind", st.fs+"/work", InsideWork)
+	argv = append(argv, "--ro-bind", st.fs, Inside, "--bind", st.fs+"/work", InsideWork, "--ro-bind", init, InitPath)
 	for _, b := range binds {
 		argv = append(argv, "--ro-bind", b.host, b.inside)
 	}
@@ -106,13 +106,9 @@ func contains(s []string, v string) bool {
 	return false
 }
 
-// execArgv is the full argv of one Exec.
-func execArgv(prefix []string, c targets.Command) ([]string, error) {
-	if len(c.Args) == 0 {
-		return nil, fmt.Errorf("empty command")
-	}
+// instanceArgv is the full argv that starts the session's sandbox: the
+// prefix, then the init serving on descriptor fd.
+func instanceArgv(prefix []string, fd int) []string {
 	argv := append([]string(nil), prefix...)
-	argv = append(argv, setenv(c.Env)...)
-	argv = append(argv, "--")
-	return append(argv, c.Args...), nil
+	return append(argv, "--", InitPath, "init", strconv.Itoa(fd))
 }

@@ -2,6 +2,7 @@ package bwrap_test
 
 import (
 	"context"
+	"gatehouse/probe/probetest"
 	"io"
 	"testing"
 
@@ -16,7 +17,7 @@ func BenchmarkSessionStart(b *testing.B) {
 	p := benchProfile(b, "bwrap-hardened.yaml")
 	nw := benchNetns(b)
 	ctx := context.Background()
-	tgt := bwrap.New(bwrap.Options{Profile: p, Root: b.TempDir()})
+	tgt := bwrap.New(bwrap.Options{Profile: p, Root: b.TempDir(), Init: probetest.Build(b)})
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		s, err := tgt.Start(ctx, withPlaces(b, p, targets.Spec{Name: "bench", Path: targets.PathNormal, Network: nw}))

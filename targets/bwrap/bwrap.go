@@ -1,13 +1,15 @@
 // Package bwrap is the bubblewrap target, Gatehouse's default sandbox.
 //
-// A session is a staging folder on the host, bound read-only at /gatehouse
-// inside (with a writable /gatehouse/work), plus the session network
-// namespace the harness prepared. Each Exec is a fresh
+// A session is one sandbox instance, as on a real agent platform: Start runs
 //
-//	nsenter --net=NETNS bwrap PROFILE-ARGS --uid U --gid G ... -- ARGS
+//	nsenter --net=NETNS bwrap PROFILE-ARGS --uid U --gid G ... -- /gatehouse/.init init FD
 //
-// so what runs is exactly the team's bubblewrap arguments, with only the
-// identity, environment and the session's own files added by us.
+// once, and every Exec of the session is a child of that init (package
+// supervisor), so the session's commands share its namespaces, /tmp and
+// processes. What runs is exactly the team's bubblewrap arguments, with only
+// the identity, environment, the session's own files (a staging folder bound
+// read-only at /gatehouse, with a writable /gatehouse/work) and the init
+// added by us.
 package bwrap
 
 import (
@@ -27,6 +29,10 @@ type Options struct {
 	Profile *profile.Profile // required: the arguments, paths, egress, env and resolver
 	Root    string           // where staging folders go; "" means os.TempDir()
 	Bwrap   string           // bubblewrap binary; "" means "bwrap" from PATH
+	// Init is the host path of a static binary whose "init FD" mode is
+	// supervisor.Main (the gatehouse-probe binary): it runs inside as the
+	// sandbox's command and starts every Exec. Required.
+	Init string
 }
 
 // Target starts bubblewrap sessions for one profile.
@@ -59,6 +65,9 @@ func (t *Target) Start(ctx context.Context, spec targets.Spec) (targets.Session,
 	if p == nil {
 		return nil, errors.New("bwrap: start: no profile")
 	}
+	if t.opts.Init == "" {
+		return nil, errors.New("bwrap: start: no init binary (Options.Init): a session's commands run through a small init inside the sandbox; pass the gatehouse-probe binary")
+	}
 	if p.Target != "bwrap" {
 		return nil, fmt.Errorf("bwrap: start: profile %s is for target %q", p.Name, p.Target)
 	}
@@ -72,14 +81,18 @@ func (t *Target) Start(ctx context.Context, spec targets.Spec) (targets.Session,
 	if err != nil {
 		return nil, fmt.Errorf("bwrap: start: %w", err)
 	}
-	s := &session{prof: p, spec: spec, runtime: version, running: map[int]struct{}{}}
+	s := &session{prof: p, spec: spec, runtime: version, gone: make(chan struct{})}
 	if spec.Network.NetnsPath == "" {
 		if s.ownNetns, s.spec.Network.NetnsPath, err = isolatedNetns(ctx); err != nil {
 			return nil, fmt.Errorf("bwrap: start %s: %w", spec.Name, err)
 		}
 		s.spec.Network.NetnsName = s.ownNetns
 	}
-	if err := s.prepare(ctx, t.opts); err != nil {
+	err = s.prepare(ctx, t.opts)
+	if err == nil {
+		err = s.startInstance(ctx)
+	}
+	if err != nil {
 		cerr := s.cleanup(context.WithoutCancel(ctx))
 		return nil, fmt.Errorf("bwrap: start %s: %w", spec.Name, errors.Join(err, cerr))
 	}
@@ -128,6 +141,9 @@ func (s *session) prepare(ctx context.Context, opts Options) error {
 			return err
 		}
 	}
-	s.prefix, s.fdFiles, err = buildPrefix(opts.Bwrap, s.prof, s.spec, st, binds)
+	if err := st.initMountPoint(); err != nil {
+		return err
+	}
+	s.prefix, s.fdFiles, err = buildPrefix(opts.Bwrap, s.prof, s.spec, st, binds, opts.Init)
 	return err
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -93,6 +94,47 @@ func (c *cgroup) kill() error {
 		return nil
 	}
 	return os.WriteFile(filepath.Join(c.dir, "cgroup.kill"), []byte("1"), 0)
+}
+
+// procs lists the processes directly in the cgroup.
+func (c *cgroup) procs() []int {
+	if c == nil {
+		return nil
+	}
+	b, err := os.ReadFile(filepath.Join(c.dir, "cgroup.procs"))
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, f := range strings.Fields(string(b)) {
+		if pid, err := strconv.Atoi(f); err == nil {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// freeze stops every process of the cgroup and waits until it is frozen.
+func (c *cgroup) freeze(ctx context.Context) error {
+	if err := os.WriteFile(filepath.Join(c.dir, "cgroup.freeze"), []byte("1"), 0); err != nil {
+		return errors.Join(errNoFreeze, err)
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		b, err := os.ReadFile(filepath.Join(c.dir, "cgroup.events"))
+		if err == nil && strings.Contains(string(b), "frozen 1") {
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			_ = c.thaw()
+			return errors.New("cgroup: did not freeze within 2 s")
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func (c *cgroup) thaw() error {
+	return os.WriteFile(filepath.Join(c.dir, "cgroup.freeze"), []byte("0"), 0)
 }
 
 func (c *cgroup) populated() bool {

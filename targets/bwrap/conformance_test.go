@@ -1,6 +1,7 @@
 package bwrap_test
 
 import (
+	"gatehouse/probe/probetest"
 	"testing"
 
 	"gatehouse/targets"
@@ -28,7 +29,7 @@ func TestConformance(t *testing.T) {
 				if tc.netns {
 					spec.Network = newNetns(t)
 				}
-				return bwrap.New(bwrap.Options{Profile: p, Root: t.TempDir()}), withPlaces(t, p, spec)
+				return bwrap.New(bwrap.Options{Profile: p, Root: t.TempDir(), Init: probetest.Build(t)}), withPlaces(t, p, spec)
 			})
 		})
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"gatehouse/probe/probetest"
 	"os"
 	"os/exec"
 	"testing"
@@ -70,7 +71,7 @@ func startSession(t *testing.T, p *profile.Profile, spec targets.Spec) (targets.
 	spec = withPlaces(t, p, spec)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	s, err := bwrap.New(bwrap.Options{Profile: p, Root: root}).Start(ctx, spec)
+	s, err := bwrap.New(bwrap.Options{Profile: p, Root: root, Init: probetest.Build(t)}).Start(ctx, spec)
 	if err != nil {
 		t.Fatalf("Start: %v", err)
 	}

@@ -41,6 +41,10 @@ func (s *session) Inspect(ctx context.Context) (targets.Config, error) {
 			"stop_scope":     string(s.prof.Scope()),
 		},
 	}
+	cfg.Created = []string{s.st.root}
+	if sock, err := s.st.socket(); err == nil {
+		cfg.Created = append(cfg.Created, sock)
+	}
 	if netns := s.spec.Network.NetnsPath; netns != "" {
 		rules, err := egress.List(ctx, netns)
 		if err != nil {

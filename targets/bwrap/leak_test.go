@@ -2,6 +2,7 @@ package bwrap_test
 
 import (
 	"context"
+	"gatehouse/probe/probetest"
 	"os"
 	"os/exec"
 	"strings"
@@ -30,7 +31,7 @@ func TestStopLeavesNothing(t *testing.T) {
 			n := newNetns(t)
 			root := t.TempDir()
 			p := shipped(t, tc.profile)
-			s, err := bwrap.New(bwrap.Options{Profile: p, Root: root}).Start(context.Background(),
+			s, err := bwrap.New(bwrap.Options{Profile: p, Root: root, Init: probetest.Build(t)}).Start(context.Background(),
 				withPlaces(t, p, targets.Spec{Name: "leak", Path: targets.PathNormal, Network: n}))
 			if err != nil {
 				t.Fatal(err)

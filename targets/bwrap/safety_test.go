@@ -3,6 +3,7 @@ package bwrap_test
 import (
 	"context"
 	"errors"
+	"gatehouse/probe/probetest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -31,7 +32,7 @@ func TestStartRefusesMachineNetwork(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			root := t.TempDir()
-			s, err := bwrap.New(bwrap.Options{Profile: tc.p, Root: root}).Start(context.Background(),
+			s, err := bwrap.New(bwrap.Options{Profile: tc.p, Root: root, Init: probetest.Build(t)}).Start(context.Background(),
 				targets.Spec{Name: "refuse", Path: targets.PathNormal, Network: tc.net})
 			if err == nil {
 				s.Stop(context.Background())
@@ -130,7 +131,7 @@ func TestNoNetworkMeansAnEmptyNamespaceOfOurs(t *testing.T) {
 	needSandbox(t)
 	offline := shipped(t, profiles.Offline)
 	shareBack := withArgs(t, offline, "--share-net")
-	if s, err := bwrap.New(bwrap.Options{Profile: shareBack, Root: t.TempDir()}).Start(context.Background(),
+	if s, err := bwrap.New(bwrap.Options{Profile: shareBack, Root: t.TempDir(), Init: probetest.Build(t)}).Start(context.Background(),
 		targets.Spec{Name: "share", Path: targets.PathNormal}); err == nil {
 		s.Stop(context.Background())
 		t.Fatal("--unshare-net followed by --share-net was accepted")

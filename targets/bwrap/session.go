@@ -6,23 +6,17 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"os/exec"
 	"sync"
-	"syscall"
-	"time"
 
 	"gatehouse/targets"
 	"gatehouse/targets/egress"
 	"gatehouse/targets/profile"
+	"gatehouse/targets/supervisor"
 )
 
 // errStopped is returned by every call on a stopped session.
 var errStopped = errors.New("session stopped")
-
-// waitDelay bounds how long Exec waits for output pipes that a leftover
-// background process keeps open after the command itself has exited.
-const waitDelay = 5 * time.Second
 
 type session struct {
 	prof     *profile.Profile
@@ -35,11 +29,16 @@ type session struct {
 	egress   *egress.Applied // the profile's ruleset, when it has one
 	ownNetns string          // an empty namespace Start made for a session given none
 
+	// The sandbox instance: bubblewrap running the init, and the init's
+	// client. gone closes when bubblewrap has exited and been waited for.
+	inst    *exec.Cmd
+	client  *supervisor.Client
+	gone    chan struct{}
+	instOut *limited // what bubblewrap and the init printed (errors)
+
 	mu      sync.Mutex
 	stopped bool
-	running map[int]struct{} // pids (= process group ids) of running Execs
-	nexec   int
-	wg      sync.WaitGroup
+	wg      sync.WaitGroup // running Execs
 
 	stopOnce sync.Once
 	stopErr  error
@@ -50,106 +49,31 @@ type session struct {
 
 var _ targets.Session = (*session)(nil)
 
-// Exec runs one command in a fresh bubblewrap. A non-zero exit is data;
-// ctx cancellation kills the process group and the Exec's cgroup.
+// Exec runs one command as a child of the session's init. A non-zero exit
+// is data; ctx cancellation kills the command's process group.
 func (s *session) Exec(ctx context.Context, c targets.Command) (targets.Result, error) {
-	argv, err := execArgv(s.prefix, c)
-	if err != nil {
-		return targets.Result{}, fmt.Errorf("bwrap: exec: %w", err)
+	if len(c.Args) == 0 {
+		return targets.Result{}, errors.New("bwrap: exec: empty command")
 	}
-	fds, err := openAll(s.fdFiles)
-	defer closeAll(fds)
-	if err != nil {
-		return targets.Result{}, fmt.Errorf("bwrap: exec: %w", err)
+	if c.User != "" {
+		return targets.Result{}, fmt.Errorf("bwrap: exec as %s: --unshare-user maps one uid into the sandbox: %w", c.User, targets.ErrUnsupported)
 	}
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Env = hostEnv
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = c.Stdin, c.Stdout, c.Stderr
-	cmd.ExtraFiles = fds
-	cmd.WaitDelay = waitDelay
-	attr := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	cmd.SysProcAttr = attr
-
 	s.mu.Lock()
 	if s.stopped {
 		s.mu.Unlock()
 		return targets.Result{}, fmt.Errorf("bwrap: exec: %w", errStopped)
 	}
-	s.nexec++
-	cg, err := s.cg.child(fmt.Sprintf("exec-%d", s.nexec))
-	if err != nil {
-		s.mu.Unlock()
-		return targets.Result{}, fmt.Errorf("bwrap: exec: %w", err)
-	}
-	if cg != nil {
-		dir, err := cg.open()
-		if err != nil {
-			s.mu.Unlock()
-			return targets.Result{}, fmt.Errorf("bwrap: exec: %w", err)
-		}
-		defer dir.Close()
-		attr.UseCgroupFD, attr.CgroupFD = true, int(dir.Fd())
-	}
-	cmd.Cancel = func() error {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		return cg.kill()
-	}
-	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		s.mu.Unlock()
-		cg.removeIfEmpty()
-		return targets.Result{}, fmt.Errorf("bwrap: exec: %w", err)
-	}
-	pid := cmd.Process.Pid
-	s.running[pid] = struct{}{}
 	s.wg.Add(1)
 	s.mu.Unlock()
-
-	werr := cmd.Wait()
-	res := targets.Result{ExitCode: -1, Duration: time.Since(start)}
-	s.mu.Lock()
-	delete(s.running, pid)
-	s.mu.Unlock()
-	s.wg.Done()
-	cg.removeIfEmpty()
-
-	if cmd.ProcessState != nil {
-		res.ExitCode = exitCode(cmd.ProcessState)
-	}
-	if ctx.Err() != nil {
-		return res, fmt.Errorf("bwrap: exec %s: %w", c.Args[0], ctx.Err())
-	}
-	var ee *exec.ExitError
-	if werr != nil && !errors.As(werr, &ee) && !errors.Is(werr, exec.ErrWaitDelay) {
-		return res, fmt.Errorf("bwrap: exec %s: %w", c.Args[0], werr)
+	defer s.wg.Done()
+	res, err := s.client.Exec(ctx, c)
+	if err != nil {
+		if errors.Is(err, supervisor.ErrGone) {
+			err = fmt.Errorf("%w (bubblewrap said: %s)", err, s.instOut.String())
+		}
+		return res, fmt.Errorf("bwrap: exec %s: %w", c.Args[0], err)
 	}
 	return res, nil
-}
-
-// exitCode follows the shell convention for signals (128+n).
-func exitCode(ps *os.ProcessState) int {
-	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return 128 + int(ws.Signal())
-	}
-	return ps.ExitCode()
-}
-
-func openAll(names []string) ([]*os.File, error) {
-	var out []*os.File
-	for _, n := range names {
-		f, err := os.Open(n)
-		if err != nil {
-			return out, err
-		}
-		out = append(out, f)
-	}
-	return out, nil
-}
-
-func closeAll(fs []*os.File) {
-	for _, f := range fs {
-		f.Close()
-	}
 }
 
 // CopyIn writes a file into the staging folder; only paths under

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -22,6 +23,8 @@ import (
 const (
 	Inside     = "/gatehouse"
 	InsideWork = "/gatehouse/work" // writable, shared by every Exec of a session
+	// InitPath is where the init binary is bound; the sandbox's command.
+	InitPath = "/gatehouse/.init"
 )
 
 // stage is a session's folder on the host:
@@ -52,6 +55,25 @@ func newStage(parent, name string) (*stage, error) {
 		}
 	}
 	return s, nil
+}
+
+// initMountPoint makes the empty file the init binary is bound over: the
+// read-only /gatehouse cannot get new entries once the sandbox runs.
+func (s *stage) initMountPoint() error {
+	return os.WriteFile(filepath.Join(s.fs, ".init"), nil, 0o755)
+}
+
+// SocketDir holds the inits' listening sockets: a root-only folder on the
+// host that no profile of ours binds, with names short enough for a unix
+// socket address (the staging folder's path may not be).
+const SocketDir = "/run/gatehouse/init"
+
+// socket is where the supervisor's listening socket lives.
+func (s *stage) socket() (string, error) {
+	if err := os.MkdirAll(SocketDir, 0o700); err != nil {
+		return "", fmt.Errorf("stage: %w", err)
+	}
+	return filepath.Join(SocketDir, s.id+".sock"), nil
 }
 
 // bind is one read-only bind the target adds: host path -> inside path.
@@ -157,6 +179,9 @@ func (s *stage) remove() error {
 		return nil
 	}
 	if err := os.RemoveAll(s.root); err != nil {
+		return fmt.Errorf("stage: remove: %w", err)
+	}
+	if err := os.Remove(filepath.Join(SocketDir, s.id+".sock")); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("stage: remove: %w", err)
 	}
 	return nil

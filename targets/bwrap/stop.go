@@ -9,35 +9,39 @@ import (
 	"gatehouse/targets/profile"
 )
 
-// Stop asks running commands to end (SIGTERM), kills whatever is left after
-// the profile's stop grace, then removes the session's cgroup, egress tables
-// and staging folder. A second call returns the first call's result.
+// Stop ends the session. With stop scope "session" (the default) that is
+// the whole sandbox instance at once, as a container engine's forced remove
+// is: its cgroup is killed, then its egress tables and staging folder go.
+// With scope "process" (the careless stop) only the commands' own process
+// groups are asked to end (SIGTERM, inside), and killed after the profile's
+// stop grace; the instance and whatever left those groups run on until Reap.
+// A second call returns the first call's result.
 func (s *session) Stop(ctx context.Context) error {
 	s.stopOnce.Do(func() {
 		s.mu.Lock()
 		s.stopped = true
-		pids := make([]int, 0, len(s.running))
-		for pid := range s.running {
-			pids = append(pids, pid)
-		}
 		s.mu.Unlock()
-
-		for _, pid := range pids {
-			_ = syscall.Kill(-pid, syscall.SIGTERM)
-		}
-		waitFor(ctx, &s.wg, s.prof.StopGrace())
-		for _, pid := range pids {
-			_ = syscall.Kill(-pid, syscall.SIGKILL)
-		}
 		if s.prof.Scope() == profile.StopProcess {
-			// The careless stop the profile asked for: only the commands'
-			// own process groups. Whatever left them runs on until Reap.
+			s.signalCommands(ctx, syscall.SIGTERM)
+			waitFor(ctx, &s.wg, s.prof.StopGrace())
+			s.signalCommands(ctx, syscall.SIGKILL)
 			return
 		}
 		s.stopErr = s.cleanup(context.WithoutCancel(ctx))
 		waitFor(ctx, &s.wg, 10*time.Second)
 	})
 	return s.stopErr
+}
+
+// signalCommands asks the init to signal every running command's group.
+// An init that is gone has nothing left to signal.
+func (s *session) signalCommands(ctx context.Context, sig syscall.Signal) {
+	if s.client == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
+	_, _ = s.client.Signal(ctx, sig)
 }
 
 // Reap is the harness's own teardown, not the platform's stop: it stops the
@@ -58,7 +62,11 @@ func (s *session) Reap(ctx context.Context) error {
 // made. It is also used when Start fails halfway.
 func (s *session) cleanup(ctx context.Context) error {
 	var errs []error
+	s.endInstance(ctx)
 	if err := s.cg.destroy(ctx); err != nil {
+		errs = append(errs, err)
+	}
+	if err := s.killInstance(ctx); err != nil {
 		errs = append(errs, err)
 	}
 	if err := s.killNetnsProcs(ctx); err != nil {

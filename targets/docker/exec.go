@@ -34,6 +34,9 @@ func (s *Session) Exec(ctx context.Context, cmd targets.Command) (targets.Result
 	if s.path == targets.PathBreach {
 		opts.User = "0:0"
 	}
+	if cmd.User != "" {
+		opts.User = cmd.User
+	}
 	created, err := s.cli.ExecCreate(ctx, s.c.GetContainerID(), opts)
 	if err != nil {
 		return targets.Result{}, fmt.Errorf("docker: exec: %w", err)

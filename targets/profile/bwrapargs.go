@@ -36,28 +36,29 @@ var refusedOptions = map[string]string{
 	"--userns":          "takes a descriptor the harness does not provide",
 	"--userns2":         "takes a descriptor the harness does not provide",
 	"--pidns":           "takes a descriptor the harness does not provide",
+	"--bind-fd":         "takes a descriptor the harness does not provide; use --bind",
+	"--ro-bind-fd":      "takes a descriptor the harness does not provide; use --ro-bind",
 }
 
-// bwrapArgs checks the bwrap arguments and reads the files they name: an
-// operand starting with "./", or an absolute path inside the profile's
-// folder on disk.
+// bwrapArgs checks the bwrap arguments (each option known, with all its
+// operands) and reads the files they name: an operand starting with "./",
+// or an absolute path inside the profile's folder on disk.
 func (v *validator) bwrapArgs() error {
 	args := v.p.Bwrap.Args
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		field := fmt.Sprintf("bwrap.args[%d]", i)
-		if why, ok := refusedOptions[a]; ok {
-			return v.fail("bwrap.args", fmt.Errorf("%s %s: %s", field, a, why))
+	opts, at, err := parseBwrap(args)
+	if err != nil {
+		return v.failItem("bwrap.args", at, fmt.Errorf("bwrap.args[%d] %w", at, err))
+	}
+	v.p.facts.bwrap = opts
+	for _, o := range opts {
+		if fdOptions[o.Name] && !strings.HasPrefix(o.Operands[0], "./") {
+			return v.failItem("bwrap.args", o.Index, fmt.Errorf("bwrap.args[%d] %s takes a descriptor: name a file next to the profile as ./NAME", o.Index, o.Name))
 		}
-		if fdOptions[a] {
-			if i+1 >= len(args) || !strings.HasPrefix(args[i+1], "./") {
-				return v.fail("bwrap.args", fmt.Errorf("%s %s takes a descriptor: name a file next to the profile as ./NAME", field, a))
-			}
-			continue
-		}
+	}
+	for i, a := range args {
 		key, err := v.argFile(a)
 		if err != nil {
-			return v.fail("bwrap.args", fmt.Errorf("%s: %w", field, err))
+			return v.failItem("bwrap.args", i, fmt.Errorf("bwrap.args[%d]: %w", i, err))
 		}
 		if key != "" {
 			v.p.refs[i] = key

@@ -61,6 +61,9 @@ func (v *validator) docker() error {
 		}
 		d.Seccomp = string(p.files[key])
 	}
+	if err := v.dockerFields(); err != nil {
+		return err
+	}
 	d.StopLimit, d.StopScope = p.StopGrace(), string(p.Scope())
 	if err := d.Validate(); err != nil {
 		return v.fail("docker", errors.New(strings.TrimPrefix(err.Error(), "docker: spec: ")))

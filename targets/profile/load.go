@@ -126,6 +126,26 @@ func yamlError(err error) error {
 	return err
 }
 
+// UnmarshalYAML takes a mapping; a bare "true" is refused because it does
+// not say where the process runs, and that decides what can read it.
+func (s *SecretProcess) UnmarshalYAML(v *yaml.Node) error {
+	if v.Kind == yaml.ScalarNode {
+		var b bool
+		if err := v.Decode(&b); err == nil && !b {
+			*s = SecretProcess{}
+			return nil
+		}
+		return &Error{Line: v.Line, Field: "secret_process", Err: errors.New(`say where the platform runs it and as whom: {where: inside, user: agent|other} or {where: outside} (false: there is none)`)}
+	}
+	type plain SecretProcess
+	var p plain
+	if err := v.Decode(&p); err != nil {
+		return err
+	}
+	*s = SecretProcess(p)
+	return nil
+}
+
 // UnmarshalYAML accepts only the known network kinds.
 func (n *Network) UnmarshalYAML(v *yaml.Node) error {
 	var s string

@@ -30,17 +30,55 @@ type Profile struct {
 	Bwrap       Bwrap             `yaml:"bwrap"`
 	Docker      docker.Spec       `yaml:"docker"` // targets docker and gvisor; see docs/docker.md
 	Limits      Limits            `yaml:"limits"`
-	// SecretProcess says the platform runs a process holding a secret in its
-	// environment inside the session (a tool server started with an API key,
-	// the agent runtime itself). Gatehouse then plants one and checks whether
-	// the agent can read it; without it that place is not tested (and the
-	// result says so).
-	SecretProcess bool `yaml:"secret_process"`
+	// SecretProcess says where the platform runs a process holding a secret
+	// in its environment (a tool server started with an API key, the agent
+	// runtime itself) and as whom. Gatehouse then plants one there and checks
+	// whether the agent can read it; without it that place is not tested
+	// (and the result says so).
+	SecretProcess SecretProcess `yaml:"secret_process"`
 
 	source string            // the file name as the caller gave it
 	main   string            // the profile's own key in files
 	files  map[string][]byte // key: path relative to the profile's folder
 	refs   map[int]string    // Bwrap.Args index -> key in files
+	facts  facts             // what the loader worked out, for Check, Binds and Plan
+}
+
+// SecretProcess is where the platform's secret-holding process runs.
+// The zero value means the platform runs none (nothing is planted).
+type SecretProcess struct {
+	// Where: "inside" the session's sandbox (a child of its init, sharing
+	// its namespaces) or "outside" it (on the host, as root, as a platform
+	// daemon would run).
+	Where string `yaml:"where"`
+	// User, inside only: "agent" (the path's own uid) or "other" (a uid of
+	// its own, OtherUser, which the target must support).
+	User string `yaml:"user"`
+}
+
+// Where the secret-holding process runs, and as whom.
+const (
+	SecretInside  = "inside"
+	SecretOutside = "outside"
+	SecretAgent   = "agent"
+	SecretOther   = "other"
+	// OtherUser is the uid:gid of a secret-holding process "inside as
+	// another user": neither path's identity.
+	OtherUser = "61000:61000"
+)
+
+// Planted reports whether the profile says there is such a process.
+func (s SecretProcess) Planted() bool { return s.Where != "" }
+
+// String is how plans and findings name it.
+func (s SecretProcess) String() string {
+	switch {
+	case s.Where == "":
+		return "none"
+	case s.User != "":
+		return s.Where + " as " + s.User
+	}
+	return s.Where
 }
 
 // Network says where a session's traffic goes.
@@ -77,7 +115,9 @@ type Bwrap struct {
 
 // Limits bounds a session.
 type Limits struct {
-	// Stop is how long Stop waits after SIGTERM before it kills.
+	// Stop is the stop limit: how soon after a stop the session must have
+	// stopped acting (the stop-signal gate's limit), and, for stop scope
+	// "process", how long the commands get between SIGTERM and SIGKILL.
 	Stop time.Duration `yaml:"stop"`
 	// StopScope is what Stop ends: "session" (the default) every process
 	// of the session, however it left its process group; "process" only
@@ -90,6 +130,12 @@ type Limits struct {
 	// stops a session, before the target's Stop. It gets GATEHOUSE_SESSION,
 	// GATEHOUSE_NETNS and GATEHOUSE_TARGET in its environment.
 	StopCommand []string `yaml:"stop_command"`
+	// Temporary are host paths (absolute, or {{place:NAME}} references)
+	// the platform's stop removes, such as a scratch volume made for the
+	// session: the stop-signal gate FAILs when one is still there after
+	// the stop. Read-write folders of the team's own (a project checkout)
+	// outliving a stop are normal and do not belong here.
+	Temporary []string `yaml:"temporary"`
 }
 
 // StopScope is how far a target's Stop reaches.

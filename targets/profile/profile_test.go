@@ -95,6 +95,11 @@ func TestLoadRejects(t *testing.T) {
 		{"bad capability", strings.Replace(base, "gid: 0}", "gid: 0, cap_add: [net_raw]}", 1), "paths.assume-breach.cap_add", 6, "capability"},
 		{"bad duration", base + "limits: {stop: soon}\n", "", 9, "cannot unmarshal"},
 		{"two documents", base + "---\nname: u\n", "", 0, "more than one"},
+		{"secret process true says nothing of where", base + "secret_process: true\n", "secret_process", 9, "say where"},
+		{"secret process inside needs a user", base + "secret_process: {where: inside}\n", "secret_process.user", 9, "required"},
+		{"secret process nowhere", base + "secret_process: {where: cloud}\n", "secret_process.where", 9, "not inside or outside"},
+		{"secret process outside has no user", base + "secret_process: {where: outside, user: agent}\n", "secret_process.user", 9, "only for where: inside"},
+		{"another user cannot exist under bwrap", base + "secret_process: {where: inside, user: other}\n", "secret_process.user", 9, "maps one uid"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			file := writeProfile(t, tc.yaml, map[string]string{"x.nft": "table inet x {}\n"})

@@ -8,6 +8,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -50,8 +51,8 @@ func (v *validator) run() error {
 		}
 	}
 	if p.Resolver != "" {
-		if _, err := netip.ParseAddr(p.Resolver); err != nil {
-			return v.fail("resolver", fmt.Errorf("not an IP address: %q", p.Resolver))
+		if err := resolverAddr(p.Resolver); err != nil {
+			return v.fail("resolver", err)
 		}
 	}
 	for k := range p.Env {
@@ -72,7 +73,7 @@ func (v *validator) run() error {
 			return v.fail("paths."+section, errors.New("uid and gid must not be negative"))
 		}
 		for _, c := range id.CapAdd {
-			if !capName.MatchString(c) {
+			if !capName.MatchString(c) || !knownCap(c) {
 				return v.fail("paths."+section+".cap_add", fmt.Errorf("%q is not a capability name like CAP_NET_RAW", c))
 			}
 		}
@@ -80,8 +81,16 @@ func (v *validator) run() error {
 	if p.Limits.Stop < 0 {
 		return v.fail("limits.stop", errors.New("must not be negative"))
 	}
+	for i, t := range p.Limits.Temporary {
+		if !strings.HasPrefix(t, "/") && !strings.HasPrefix(t, "{{place:") {
+			return v.fail(fmt.Sprintf("limits.temporary[%d]", i), fmt.Errorf("%q is not an absolute host path or a {{place:NAME}} path", t))
+		}
+	}
 	if sc := p.Limits.StopScope; sc != "" && sc != StopSession && sc != StopProcess {
 		return v.fail("limits.stop_scope", fmt.Errorf("%q is not session or process", sc))
+	}
+	if err := v.secretProcess(); err != nil {
+		return err
 	}
 	if err := v.docker(); err != nil {
 		return err
@@ -89,7 +98,32 @@ func (v *validator) run() error {
 	if p.Target == "bwrap" && len(p.Bwrap.Args) == 0 {
 		return v.fail("bwrap.args", errors.New("required for target bwrap"))
 	}
-	return v.bwrapArgs()
+	if len(p.Limits.StopCommand) > 0 && p.Limits.StopCommand[0] == "" {
+		return v.fail("limits.stop_command", errors.New("the command's first word is empty"))
+	}
+	if err := v.bwrapArgs(); err != nil {
+		return err
+	}
+	if err := v.references(); err != nil {
+		return err
+	}
+	v.p.facts.warnings = append(v.bindWarnings(), v.egressWarnings()...)
+	return nil
+}
+
+// resolverAddr accepts an address a resolv.conf nameserver can name: a
+// unicast IP (loopback too: a filtering stub on 127.0.0.1 is a real setup).
+func resolverAddr(s string) error {
+	a, err := netip.ParseAddr(s)
+	switch {
+	case err != nil:
+		return fmt.Errorf("not an IP address: %q", s)
+	case a.Zone() != "":
+		return fmt.Errorf("%q: a zone is not allowed in resolv.conf", s)
+	case a.IsUnspecified(), a.IsMulticast(), a == netip.AddrFrom4([4]byte{255, 255, 255, 255}):
+		return fmt.Errorf("%q is not a unicast address a resolver can listen on", s)
+	}
+	return nil
 }
 
 // readRef reads a file named relative to the profile and records it.
@@ -107,37 +141,90 @@ func (v *validator) readRef(name string) (string, error) {
 }
 
 func (v *validator) fail(field string, err error) error {
-	keys := strings.Split(field, ".")
-	line := 0
-	for len(keys) > 0 && line == 0 {
-		if k, _ := v.node(keys...); k != nil {
-			line = k.Line
-		}
-		keys = keys[:len(keys)-1]
-	}
-	return &Error{File: v.file, Line: line, Field: field, Err: err}
+	return &Error{File: v.file, Line: v.line(field), Field: field, Err: err}
 }
 
-// node returns the key and value nodes at a path of mapping keys.
+// failItem is fail for one item of a list, at that item's line.
+func (v *validator) failItem(field string, i int, err error) error {
+	return &Error{File: v.file, Line: v.line(fmt.Sprintf("%s[%d]", field, i)), Field: field, Err: err}
+}
+
+// line is the line of a dotted field path ("docker.mounts[2].source"), or
+// of the nearest enclosing field that exists; 0 when none does.
+func (v *validator) line(field string) int {
+	keys := strings.Split(field, ".")
+	for ; len(keys) > 0; keys = keys[:len(keys)-1] {
+		if k, _ := v.node(keys...); k != nil {
+			return k.Line
+		}
+	}
+	return 0
+}
+
+// node returns the key (or, for an index, the item) and the value node at a
+// path of mapping keys, each optionally indexed: "args[3]".
 func (v *validator) node(keys ...string) (key, val *yaml.Node) {
 	n := v.root
 	if n.Kind == yaml.DocumentNode && len(n.Content) > 0 {
 		n = n.Content[0]
 	}
 	for _, want := range keys {
+		name, idx := want, -1
+		if m := indexed.FindStringSubmatch(want); m != nil {
+			name = m[1]
+			idx, _ = strconv.Atoi(m[2])
+		}
 		if n == nil || n.Kind != yaml.MappingNode {
 			return nil, nil
 		}
 		var next *yaml.Node
 		for i := 0; i+1 < len(n.Content); i += 2 {
-			if n.Content[i].Value == want {
+			if n.Content[i].Value == name {
 				key, next = n.Content[i], n.Content[i+1]
 			}
 		}
 		if next == nil {
 			return nil, nil
 		}
+		if idx >= 0 {
+			if next.Kind != yaml.SequenceNode || idx >= len(next.Content) {
+				return nil, nil
+			}
+			next = next.Content[idx]
+			key = next
+		}
 		n = next
 	}
 	return key, n
 }
+
+func (v *validator) secretProcess() error {
+	sp := v.p.SecretProcess
+	switch sp.Where {
+	case "":
+		if sp.User != "" {
+			return v.fail("secret_process.where", errors.New("required with user: inside or outside"))
+		}
+	case SecretOutside:
+		if sp.User != "" {
+			return v.fail("secret_process.user", errors.New("only for where: inside (outside, it runs as root on the host)"))
+		}
+	case SecretInside:
+		switch sp.User {
+		case SecretAgent:
+		case SecretOther:
+			if v.p.Target == "bwrap" {
+				return v.fail("secret_process.user", errors.New("bubblewrap's --unshare-user maps one uid into the sandbox, so no other user can run inside it: run the process outside, or inside as the agent"))
+			}
+		case "":
+			return v.fail("secret_process.user", errors.New("required with where: inside: agent (the path's own uid) or other"))
+		default:
+			return v.fail("secret_process.user", fmt.Errorf("%q is not agent or other", sp.User))
+		}
+	default:
+		return v.fail("secret_process.where", fmt.Errorf("%q is not inside or outside", sp.Where))
+	}
+	return nil
+}
+
+var indexed = regexp.MustCompile(`^(.*)\[(\d+)\]$`)

@@ -78,6 +78,18 @@ var cases = []testCase{
 		}
 	}},
 	{"cancel_kills_command", testCancel},
+	{"one_session_is_one_sandbox", func(t *testing.T, nt NewTarget) {
+		// A process the first command leaves is seen by the second: they
+		// run in one sandbox instance, as an agent and its tools do.
+		_, s := start(t, nt)
+		mark, pidFile := randomName("gh-suite-"), WorkDir+"/"+randomName("pid-")
+		if o := sh(context.Background(), s, shLeave, []string{mark, pidFile}, nil); o.err != nil || o.res.ExitCode != 0 {
+			t.Fatalf("leaving a background process: exit %d, err %v, stderr %q", o.res.ExitCode, o.err, o.stderr)
+		}
+		if o := sh(context.Background(), s, shSeek, []string{mark, pidFile}, nil); o.stdout != "alive" {
+			t.Fatalf("the second command does not see the first one's process (got %q, err %v, stderr %q): each command runs in a sandbox of its own", o.stdout, o.err, o.stderr)
+		}
+	}},
 	{"inspect_reports_runtime_and_argv", func(t *testing.T, nt NewTarget) {
 		tg, s := start(t, nt)
 		cfg, err := s.Inspect(context.Background())

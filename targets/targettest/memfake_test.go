@@ -41,6 +41,7 @@ type mem struct {
 	env     map[string]string
 	mu      sync.Mutex
 	files   map[string]string
+	left    string // the mark of the background process shLeave left
 	stopped int
 }
 
@@ -104,6 +105,22 @@ func (m *mem) exec(ctx context.Context, c targets.Command) (targets.Result, erro
 		return res(0)
 	case shBeat:
 		return m.beat(ctx, arg())
+	case shLeave:
+		// The "sandbox-per-exec" flaw: what one command leaves is gone
+		// for the next, as if each ran in a sandbox of its own.
+		m.mu.Lock()
+		m.left = args[0]
+		m.files[args[1]] = "4242\n"
+		m.mu.Unlock()
+		return res(0)
+	case shSeek:
+		m.mu.Lock()
+		left := m.left
+		m.mu.Unlock()
+		if left == args[0] && m.flaw != "sandbox-per-exec" {
+			io.WriteString(c.Stdout, "alive")
+		}
+		return res(0)
 	}
 	return res(127)
 }

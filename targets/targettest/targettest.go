@@ -38,6 +38,10 @@ const (
 	shRead   = `IFS= read -r l < "$1" && printf '%s' "$l"`
 	shBeat   = `while :; do echo beat >> "$1"; sleep 0.2; done`
 	shCount  = `[ -f "$1" ] || { echo 0; exit 0; }; n=0; while read -r l; do n=$((n+1)); done < "$1"; echo $n`
+	// shLeave starts a background process named $1 that outlives the
+	// command, and writes its pid to $2; shSeek looks for it by that pid.
+	shLeave = `sh -c 'while :; do sleep 1; done' "$1" >/dev/null 2>&1 </dev/null & echo $! > "$2"`
+	shSeek  = `IFS= read -r p < "$2" || exit 1; IFS= read -r c < /proc/$p/cmdline; case "$c" in *"$1"*) printf alive ;; esac`
 )
 
 // Timeouts are generous: machines running the suite are shared and slow.

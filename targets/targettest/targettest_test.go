@@ -40,6 +40,7 @@ func TestSuiteCatchesBrokenTargets(t *testing.T) {
 		// The suite's cleanup Stop comes after the test's own: a second Stop too.
 		{"stop-twice-errors", "stop_twice_is_fine exec_after_stop_errors"},
 		{"exec-after-stop", "exec_after_stop_errors"},
+		{"sandbox-per-exec", "one_session_is_one_sandbox"},
 	} {
 		name := tc.flaw
 		if name == "" {

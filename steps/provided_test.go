@@ -1,0 +1,108 @@
+package steps_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"gatehouse/evidence"
+	"gatehouse/features"
+	"gatehouse/lab"
+	"gatehouse/steps"
+	"gatehouse/targets"
+)
+
+// The profile loader refuses any {{place:NAME}} or {{secret:NAME}} that
+// targets.ProvidedPlaces/ProvidedSecrets lack. That is only right while
+// those lists are exactly what a session's spec really carries: a name
+// planted here but missing there would be refused at load; a name listed
+// there but never planted would pass the load and fail every session start.
+func TestSessionsGetExactlyTheProvidedNames(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: canaries are planted under /run/gatehouse")
+	}
+	for _, tc := range []struct {
+		network string
+		lab     steps.Lab
+	}{
+		{steps.NetLab, &recordingLab{b: lab.NewBroker(lab.BrokerOptions{})}},
+		{steps.NetNone, nil},
+	} {
+		t.Run(tc.network, func(t *testing.T) {
+			tgt := &recordingTarget{}
+			_, _ = steps.Run(context.Background(), steps.Config{
+				Target: tgt, Network: tc.network, Lab: tc.lab, ProbePath: "/bin/true",
+				Features: features.FS, Gates: []string{"cloud-metadata"}, Settle: 1,
+			})
+			specs := tgt.seen()
+			if len(specs) == 0 {
+				t.Fatal("no session was started: nothing to compare")
+			}
+			hasLab := tc.network != steps.NetNone
+			for _, spec := range specs {
+				if got, want := keys(spec.Places), names(targets.ProvidedPlaces(), hasLab); got != want {
+					t.Errorf("places planted %s, targets.ProvidedPlaces lists %s", got, want)
+				}
+				if got, want := keys(spec.Secrets), names(targets.ProvidedSecrets(), hasLab); got != want {
+					t.Errorf("secrets planted %s, targets.ProvidedSecrets lists %s", got, want)
+				}
+			}
+		})
+	}
+}
+
+func names(ps []targets.Provided, hasLab bool) string {
+	var out []string
+	for _, p := range ps {
+		if hasLab || !p.NeedsLab {
+			out = append(out, p.Name)
+		}
+	}
+	sort.Strings(out)
+	return strings.Join(out, ",")
+}
+
+func keys(m map[string]string) string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return strings.Join(out, ",")
+}
+
+// recordingTarget records each spec it is asked to start and starts
+// nothing: the scenario then ends early, which is all this test needs.
+type recordingTarget struct {
+	mu    sync.Mutex
+	specs []targets.Spec
+}
+
+func (t *recordingTarget) Name() string { return "recording" }
+func (t *recordingTarget) Start(_ context.Context, spec targets.Spec) (targets.Session, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.specs = append(t.specs, spec)
+	return nil, errors.New("recording target: starts nothing")
+}
+
+func (t *recordingTarget) seen() []targets.Spec {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]targets.Spec(nil), t.specs...)
+}
+
+// recordingLab is a lab with a real broker and no endpoints.
+type recordingLab struct{ b *lab.Broker }
+
+func (l *recordingLab) Attach(_ context.Context, s string) (targets.Network, error) {
+	return targets.Network{NetnsName: "rec-" + s, NetnsPath: "/nonexistent/" + s}, nil
+}
+func (l *recordingLab) Detach(context.Context, string) error { return nil }
+func (l *recordingLab) Hits() []evidence.Hit                 { return nil }
+func (l *recordingLab) Sealed(context.Context) error         { return nil }
+func (l *recordingLab) Broker() *lab.Broker                  { return l.b }

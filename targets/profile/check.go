@@ -1,0 +1,104 @@
+package profile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+
+	"gopkg.in/yaml.v3"
+
+	"gatehouse/targets/egress"
+)
+
+// ErrCannotCheck means a check could not run on this machine (nft missing,
+// no privilege for a scratch namespace): a run must not start on a profile
+// nothing vouched for, since it would fail the same way in every session.
+var ErrCannotCheck = egress.ErrCannotCheck
+
+// Check does, before a run starts, what Load leaves out because it needs
+// this machine or because the targets refuse it only at session start:
+//   - the egress ruleset is given to `nft -c` in a network namespace that
+//     exists only while nft runs (nothing to clean up, nothing committed);
+//     a refusal names the ruleset's own file and line;
+//   - bwrap's namespaces agree with `network` (the bwrap target refuses
+//     the others at every session start);
+//   - limits.stop_command's program exists here and is executable.
+//
+// Errors are *Error; one wrapping ErrCannotCheck means the check itself
+// could not run here.
+func (p *Profile) Check(ctx context.Context) error {
+	v, err := p.lines()
+	if err != nil {
+		return err
+	}
+	if err := v.namespaces(); err != nil {
+		return err
+	}
+	if argv := p.Limits.StopCommand; len(argv) > 0 {
+		if _, err := exec.LookPath(argv[0]); err != nil {
+			return v.fail("limits.stop_command", fmt.Errorf("%q cannot be run here: %v", argv[0], errors.Unwrap(err)))
+		}
+	}
+	if p.Egress == "" {
+		return nil
+	}
+	err = egress.Check(ctx, p.files[p.Egress])
+	var re *egress.RulesetError
+	if errors.As(err, &re) {
+		return &Error{File: filepath.Join(filepath.Dir(p.source), p.Egress), Line: re.Line, Field: "egress", Err: re}
+	}
+	if err != nil {
+		return v.fail("egress", err)
+	}
+	return nil
+}
+
+// lines is a validator over the profile's own bytes, to name lines.
+func (p *Profile) lines() (*validator, error) {
+	var root yaml.Node
+	if err := yaml.Unmarshal(p.files[p.main], &root); err != nil {
+		return nil, &Error{File: p.source, Err: err}
+	}
+	return &validator{p: p, root: &root, file: p.source}, nil
+}
+
+// namespaces refuses bwrap arguments that contradict `network`: the bwrap
+// target would refuse every session, or run them all without the network
+// the profile names.
+func (v *validator) namespaces() error {
+	p := v.p
+	if p.Target != "bwrap" {
+		return nil
+	}
+	if !p.bwrapUnshares("user") {
+		return v.fail("bwrap.args", errors.New("need --unshare-user (or --unshare-all) so that paths can set the uid"))
+	}
+	own := p.bwrapUnshares("net")
+	switch {
+	case p.Network == NetworkNone && !own:
+		return v.fail("network", errors.New("none needs --unshare-net (or --unshare-all) in bwrap.args: "+
+			"a sandbox never runs in the machine's own network namespace"))
+	case p.Network != NetworkNone && own:
+		return v.fail("network", fmt.Errorf("%s, but bwrap.args unshare the network: the sandbox would get an empty namespace "+
+			"of its own and never use the %s one (no positive control, every gate INCONCLUSIVE); say network: none, or drop --unshare-net", p.Network, p.Network))
+	}
+	return nil
+}
+
+// bwrapUnshares reports whether bwrap.args give the sandbox a namespace of
+// its own: "user" or "net". For net the last word wins (bwrap applies
+// --share-net after --unshare-all in order).
+func (p *Profile) bwrapUnshares(ns string) bool {
+	on := false
+	for _, o := range p.facts.bwrap {
+		switch {
+		case o.Name == "--unshare-all", o.Name == "--unshare-"+ns, ns == "user" && o.Name == "--unshare-user-try":
+			on = true
+		case ns == "net" && o.Name == "--share-net":
+			on = false
+		}
+	}
+	return on
+}
