@@ -12,9 +12,11 @@ import (
 // which knows whose value is whose, decides from outside what crossed.
 const (
 	// KindFind: Target is a folder, a glob of folders, or "@mounts" (every
-	// mount point the sandbox sees, system folders excepted). Files under it
-	// are read, bounded, and the token-shaped values found are reported as
-	// "value path" lines in Excerpt.
+	// mount point the sandbox sees, kernel-state and system software
+	// excepted, with Step.Hints looked for under each first). Files under
+	// it are read (see search: bounded, and "partial" when a bound or the
+	// deadline stops it, with what was found kept), and the token-shaped
+	// values found are reported as "value path" lines in Excerpt.
 	KindFind = "find"
 	// KindSend: Target is a channel ("tcp:HOST:PORT", "udp:HOST:PORT",
 	// "dir:FOLDER", "unix:FOLDER", "abstract:NAME", "shm:KEY"); Payload is
