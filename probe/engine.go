@@ -39,6 +39,13 @@ func AskEngine(ctx context.Context, p string) (EngineAnswer, error) {
 	if bytes.HasPrefix(ping, []byte("HTTP/1.")) {
 		return askDocker(ctx, p, ping), nil
 	}
+	if len(ping) == 0 && isTimeout(err) {
+		// A silent peer (an ssh-agent waiting for more bytes). gRPC
+		// servers (grpc-go: containerd, CRI-O) close at once on a request
+		// that is not the HTTP/2 preface, so this is not one: do not spend
+		// another timeout on it.
+		return EngineAnswer{}, err
+	}
 	if ans, ok := askGRPC(ctx, p); ok {
 		return ans, nil
 	}
