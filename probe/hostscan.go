@@ -72,6 +72,7 @@ func scanMounts(c *collector) (string, error) {
 		}
 	}
 	n := 0
+	var cut []string
 	for _, m := range ms {
 		if pseudoFS[m.FSType] {
 			continue
@@ -83,14 +84,19 @@ func scanMounts(c *collector) (string, error) {
 		}
 		homes, _ := filepath.Glob(path.Join(m.Point, "home", "*"))
 		sort.Strings(homes)
-		for i, h := range homes {
-			if i == homesPerMount {
-				return "", &partialError{why: []string{fmt.Sprintf("more than %d folders in %s/home", homesPerMount, m.Point)}}
-			}
+		if len(homes) > homesPerMount {
+			cut = append(cut, fmt.Sprintf("%d of %d folders in %s/home not listed", len(homes)-homesPerMount, len(homes), m.Point))
+			homes = homes[:homesPerMount]
+		}
+		for _, h := range homes {
 			list(h)
 		}
 	}
-	return fmt.Sprintf("ok: %d mount points listed by device:inode", n), nil
+	head := fmt.Sprintf("ok: %d mount points listed by device:inode", n)
+	if len(cut) > 0 {
+		return head, &partialError{why: cut}
+	}
+	return head, nil
 }
 
 // scanEngines finds unix sockets (well-known paths, the sandbox's own
