@@ -115,6 +115,7 @@ func (r *runner) judgeHost(ctx context.Context) error {
 		s.findings = append(s.findings, "inspect failed: "+err.Error())
 	} else {
 		o.Processes, o.Unread = outsideProcesses(cfg.Facts)
+		o.Host = withEngine(o.Host, cfg.Facts)
 		for _, e := range o.Unread {
 			s.findings = append(s.findings, "namespaces could not be read from outside: "+e)
 		}
@@ -184,12 +185,15 @@ func outsideProcesses(facts map[string]string) ([]evidence.HostProcess, []string
 	return out, unread
 }
 
+// hostKinds are the host side's namespace kinds compared.
+var hostKinds = []string{"pid", "net", "mnt", "ipc", "user"}
+
 // hostNamespaces are the host side's namespaces as the harness itself reads
 // them: its own (the machine's, for the run) and the lab's network, which
 // is what "host network" means in the lab.
 func (r *runner) hostNamespaces() []evidence.HostNamespace {
 	var out []evidence.HostNamespace
-	for _, kind := range []string{"pid", "net", "mnt", "ipc", "user"} {
+	for _, kind := range hostKinds {
 		if l, err := os.Readlink("/proc/self/ns/" + kind); err == nil {
 			out = append(out, evidence.HostNamespace{Label: "harness " + kind, Link: l})
 		}
@@ -201,4 +205,24 @@ func (r *runner) hostNamespaces() []evidence.HostNamespace {
 		}
 	}
 	return out
+}
+
+// withEngine adds the container engine's namespaces ("engine.ns.*", read
+// by the target from the process that runs the runtime) to the host side,
+// where not already there: in the lab the engine runs in a namespace of its
+// own, which stands for the machine's network in the field, so a sandbox
+// process in it (a runsc gofer told to use "the host's" network) is on the
+// host's network.
+func withEngine(host []evidence.HostNamespace, facts map[string]string) []evidence.HostNamespace {
+	seen := map[string]bool{}
+	for _, h := range host {
+		seen[h.Link] = true
+	}
+	for _, kind := range hostKinds {
+		if l := facts["engine.ns."+kind]; l != "" && !seen[l] {
+			seen[l] = true
+			host = append(host, evidence.HostNamespace{Label: "engine " + kind, Link: l})
+		}
+	}
+	return host
 }

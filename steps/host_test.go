@@ -37,3 +37,14 @@ func TestOutsideProcesses(t *testing.T) {
 		t.Errorf("nothing read: got %+v, unread %q", got, unread)
 	}
 }
+
+// TestWithEngine: the engine's namespaces join the host side once each,
+// and only the kinds compared.
+func TestWithEngine(t *testing.T) {
+	host := []evidence.HostNamespace{{Label: "harness pid", Link: "pid:[1]"}, {Label: "lab net", Link: "net:[2]"}}
+	got := withEngine(host, map[string]string{"engine.ns.pid": "pid:[1]", "engine.ns.net": "net:[3]", "engine.ns.uts": "uts:[4]", "outside.ns.net": "net:[5]"})
+	want := append(host, evidence.HostNamespace{Label: "engine net", Link: "net:[3]"})
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %+v, want %+v", got, want)
+	}
+}

@@ -43,10 +43,14 @@ var networkFacts = map[string]bool{"resolv_conf": true, "routes": true}
 
 // volatileFacts differ on every run whatever the configuration: namespace
 // inode numbers, the session's namespace name, our own bookkeeping, and the
-// host processes read from outside (pids, command lines with per-run paths
-// and ids); only their roles and errors stay.
+// host processes read from outside and the engine's (pids, command lines
+// with per-run paths and ids); only their roles and errors stay.
 func volatileFact(k string) bool {
-	if rest, ok := strings.CutPrefix(k, "outside."); ok {
+	rest, ok := strings.CutPrefix(k, "outside.")
+	if !ok {
+		rest, ok = strings.CutPrefix(k, "engine.")
+	}
+	if ok {
 		return !strings.HasSuffix(rest, "role") && !strings.HasSuffix(rest, "error")
 	}
 	return strings.HasPrefix(k, "ns.") || k == "netns" || k == "path" || k == "profile" || k == "profile_digest"

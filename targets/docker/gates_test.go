@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
@@ -146,8 +147,20 @@ func TestOutsideNamespacesRunsc(t *testing.T) {
 			if v := f["outside.ns.net"]; v == labNet {
 				t.Errorf("sentry in the lab daemon's network namespace %s", v)
 			}
+			// The engine (containerd's shim, runsc's caller) is the lab
+			// daemon's: its net is where "host" sends a gofer.
+			if f["engine.ns.net"] != labNet || !strings.Contains(f["engine.cmdline"], "containerd-shim") {
+				t.Errorf("engine net %q (cmdline %q), want the lab daemon's %s", f["engine.ns.net"], f["engine.cmdline"], labNet)
+			}
 			if got := f["outside.gofer.ns.net"] == labNet; got != c.goferOnLab {
 				t.Errorf("gofer net %s in the lab daemon's (%s) = %v, want %v", f["outside.gofer.ns.net"], labNet, got, c.goferOnLab)
+			}
+			if !c.goferOnLab {
+				// runsc's default: an empty namespace, no interface but lo.
+				out, err := exec.Command("nsenter", "--net=/proc/"+f["outside.gofer.pid"]+"/ns/net", "ip", "-o", "link").CombinedOutput()
+				if err != nil || strings.Count(strings.TrimSpace(string(out)), "\n") != 0 || !strings.Contains(string(out), ": lo:") {
+					t.Errorf("gofer network namespace holds more than lo (%v): %s", err, out)
+				}
 			}
 			if !strings.HasPrefix(f["outside.stubs"], "pids ") {
 				t.Errorf("outside.stubs = %q: want the sentry's children listed", f["outside.stubs"])

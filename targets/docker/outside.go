@@ -32,6 +32,7 @@ func (s *Session) outsideFacts(ctx context.Context, runtime string, initPID int,
 		return
 	}
 	id := s.ID()
+	engineFacts(initPID, id, f)
 	// By the runtime read back, or by what the container's pid is: a runsc
 	// sandbox registered under another name is still judged as one.
 	if runtime == "runsc" || runscRole(cmdline(initPID), "boot", id) {
@@ -52,6 +53,22 @@ func (s *Session) outsideFacts(ctx context.Context, runtime string, initPID int,
 	if n := readNS(pid, "outside.ns.", f); n == 0 {
 		f["outside.ns.error"] = fmt.Sprintf("could not read /proc/%d/ns", pid)
 	}
+}
+
+// engineFacts records the namespaces of the process that runs the runtime
+// for this container (containerd's shim, the parent of the container's
+// pid) as "engine.ns.*": the host side as the runtime sees it. In the lab
+// its net is the daemon's own sealed namespace, which in the field is the
+// machine's network; a runsc gofer or sentry told to use "the host's"
+// network lands there. Nothing is recorded when that parent sits in the
+// container's cgroup: then it is the sandbox's, not the host's.
+func engineFacts(initPID int, id string, f map[string]string) {
+	pp := parentOf(initPID)
+	if initPID <= 0 || pp <= 1 || inCgroupOf(pp, id) == nil {
+		return
+	}
+	describe(f, "engine.", "container engine (the runtime's caller)", pp, cmdline(pp))
+	readNS(pp, "engine.ns.", f)
 }
 
 func readNS(pid int, prefix string, f map[string]string) int {
