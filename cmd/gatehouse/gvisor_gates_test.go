@@ -24,7 +24,7 @@ func TestGvisorGoferOnHostNetwork(t *testing.T) {
 	if _, err := os.Stat(docker.RunscPath); err != nil {
 		t.Skip("runsc not installed (scripts/runsc.sh builds it)")
 	}
-	prof := oneChange(t, "gvisor-hardened", "runtime_flags: [--network=host]", "runtime_flags: [--network=host, --gofer-network-namespace=host]")
+	prof := changed(t, "gvisor-hardened", "runtime_flags: [--network=host]", "runtime_flags: [--network=host, --gofer-network-namespace=host]")
 	r := runProfileAt(t, prof, "")
 	if len(r.results) != 2*allGates {
 		t.Fatalf("want %d results, got %d; stdout:\n%s\nstderr:\n%s", 2*allGates, len(r.results), r.stdout, r.stderr)
@@ -48,19 +48,48 @@ func TestGvisorGoferOnHostNetwork(t *testing.T) {
 	assertNothingLeft(t, r.stdout)
 }
 
-// oneChange copies a shipped profile and its ruleset to a temp folder with
-// one line replaced, and fails if that line is not there.
-func oneChange(t *testing.T, name, from, to string) string {
+// TestGvisorHostNetwork: gvisor-hardened with host networking (the
+// profile's network host, so no egress ruleset) puts the sentry, whose
+// sockets are the sandbox's (--network=host), in the namespace the harness
+// gives for host, the lab's: host-access FAILs on both paths, naming the
+// sentry. Only host-access runs: what the other gates make of a shared
+// network is attribution's business (issue 8, section 2).
+func TestGvisorHostNetwork(t *testing.T) {
+	needDocker(t)
+	if _, err := os.Stat(docker.RunscPath); err != nil {
+		t.Skip("runsc not installed (scripts/runsc.sh builds it)")
+	}
+	prof := changed(t, "gvisor-hardened", "network: lab\negress: gvisor-hardened.nft\n", "network: host\n", "  network: lab", "  network: host")
+	r := runProfileAt(t, prof, "host-access")
+	if len(r.results) != 2 {
+		t.Fatalf("want 2 results, got %d; stdout:\n%s\nstderr:\n%s", len(r.results), r.stdout, r.stderr)
+	}
+	for _, res := range r.results {
+		if res.Verdict != evidence.Fail || !strings.Contains(res.Reason, "lab net (net:[") || !strings.Contains(res.Reason, "held by gVisor sentry pid") {
+			t.Errorf("host-access/%s: %s (%s), want FAIL: the sentry in the lab net", res.Path, res.Verdict, res.Reason)
+		}
+	}
+	assertNothingLeft(t, r.stdout)
+}
+
+// changed copies a shipped profile and its ruleset to a temp folder with
+// text replaced (from, to pairs), and fails if a from is not there exactly
+// once.
+func changed(t *testing.T, name string, fromTo ...string) string {
 	t.Helper()
 	p := copyProfile(t, name, "")
 	b, err := os.ReadFile(p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Count(string(b), from) != 1 {
-		t.Fatalf("%s: %q is not there exactly once", name, from)
+	s := string(b)
+	for i := 0; i+1 < len(fromTo); i += 2 {
+		if strings.Count(s, fromTo[i]) != 1 {
+			t.Fatalf("%s: %q is not there exactly once", name, fromTo[i])
+		}
+		s = strings.Replace(s, fromTo[i], fromTo[i+1], 1)
 	}
-	if err := os.WriteFile(p, []byte(strings.Replace(string(b), from, to, 1)), 0o644); err != nil {
+	if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return p

@@ -30,19 +30,19 @@ import (
 // `runsc exec` processes are not in the cgroup (they live beside it, under
 // containerd's shim) and are not part of the sandbox.
 func gvisorFacts(sentry int, id string, f map[string]string) {
-	argv := cmdline(sentry)
-	switch {
-	case sentry <= 0:
+	if sentry <= 0 {
 		f["outside.ns.error"] = "the daemon names no process for the gVisor sandbox"
 		return
-	case inCgroupOf(sentry, id) != nil:
-		f["outside.ns.error"] = inCgroupOf(sentry, id).Error()
+	}
+	if err := inCgroupOf(sentry, id); err != nil {
+		f["outside.ns.error"] = err.Error()
 		return
-	case !runscRole(argv, "boot", id):
+	}
+	if argv := cmdline(sentry); !runscRole(argv, "boot", id) {
 		f["outside.ns.error"] = fmt.Sprintf("pid %d, which the daemon names, is not a runsc sandbox for this container: %q", sentry, capped(strings.Join(argv, " ")))
 		return
 	}
-	describe(f, "outside.", "gVisor sentry", sentry, argv)
+	describe(f, "outside.", "gVisor sentry", sentry, cmdline(sentry))
 	sentryNS := map[string]string{}
 	if readNS(sentry, "", sentryNS) == 0 {
 		f["outside.ns.error"] = fmt.Sprintf("could not read /proc/%d/ns", sentry)
