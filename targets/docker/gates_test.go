@@ -40,6 +40,15 @@ func startLab(t *testing.T, spec docker.Spec) targets.Session {
 	return s
 }
 
+// labNet is the lab daemon's network namespace, as a ns link reads.
+func labNet(t *testing.T) string {
+	var st syscall.Stat_t
+	if err := syscall.Stat(labNetns, &st); err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("net:[%d]", st.Ino)
+}
+
 func self(t *testing.T, kind string) string {
 	l, err := os.Readlink("/proc/self/ns/" + kind)
 	if err != nil {
@@ -72,6 +81,12 @@ func TestOutsideNamespaces(t *testing.T) {
 			if e := f["outside.ns.error"]; e != "" {
 				t.Fatalf("outside.ns.error: %s", e)
 			}
+			if !strings.HasPrefix(f["outside.role"], "container process") || f["outside.pid"] == "" || !strings.Contains(f["outside.cmdline"], "sleep") {
+				t.Errorf("the process compared is not named: role %q pid %q cmdline %q", f["outside.role"], f["outside.pid"], f["outside.cmdline"])
+			}
+			if f["engine.ns.net"] != labNet(t) || f["outside.ns.net"] == f["engine.ns.net"] {
+				t.Errorf("engine net %q (want the lab daemon's %s), container net %q", f["engine.ns.net"], labNet(t), f["outside.ns.net"])
+			}
 			if got := f["outside.ns.user"] == self(t, "user"); got != c.sharedUser {
 				t.Errorf("user ns %s shared with harness = %v, want %v", f["outside.ns.user"], got, c.sharedUser)
 			}
@@ -96,15 +111,11 @@ func TestOutsideNamespaces(t *testing.T) {
 // with role, pid and command line. runsc gives both their own pid, ipc and
 // mnt namespaces whatever the container asks, so docker's pid/ipc "host"
 // shares nothing (and the agent sees no host process); a gofer told to use
-// runsc's network namespace is in the lab daemon's, which host-access
-// judges as the lab's network.
+// runsc's network namespace is in the engine's (here the lab daemon's),
+// which host-access judges as the host's network.
 func TestOutsideNamespacesRunsc(t *testing.T) {
 	needRunsc(t)
-	var st syscall.Stat_t
-	if err := syscall.Stat(labNetns, &st); err != nil {
-		t.Fatal(err)
-	}
-	labNet := fmt.Sprintf("net:[%d]", st.Ino)
+	lab := labNet(t)
 	hardened := []string{"--network=host"}
 	for _, c := range []struct {
 		name       string
@@ -144,16 +155,16 @@ func TestOutsideNamespacesRunsc(t *testing.T) {
 					t.Errorf("%snet = %q: want not the machine's", p, v)
 				}
 			}
-			if v := f["outside.ns.net"]; v == labNet {
+			if v := f["outside.ns.net"]; v == lab {
 				t.Errorf("sentry in the lab daemon's network namespace %s", v)
 			}
 			// The engine (containerd's shim, runsc's caller) is the lab
 			// daemon's: its net is where "host" sends a gofer.
-			if f["engine.ns.net"] != labNet || !strings.Contains(f["engine.cmdline"], "containerd-shim") {
-				t.Errorf("engine net %q (cmdline %q), want the lab daemon's %s", f["engine.ns.net"], f["engine.cmdline"], labNet)
+			if f["engine.ns.net"] != lab || !strings.Contains(f["engine.cmdline"], "containerd-shim") {
+				t.Errorf("engine net %q (cmdline %q), want the lab daemon's %s", f["engine.ns.net"], f["engine.cmdline"], lab)
 			}
-			if got := f["outside.gofer.ns.net"] == labNet; got != c.goferOnLab {
-				t.Errorf("gofer net %s in the lab daemon's (%s) = %v, want %v", f["outside.gofer.ns.net"], labNet, got, c.goferOnLab)
+			if got := f["outside.gofer.ns.net"] == lab; got != c.goferOnLab {
+				t.Errorf("gofer net %s in the lab daemon's (%s) = %v, want %v", f["outside.gofer.ns.net"], lab, got, c.goferOnLab)
 			}
 			if !c.goferOnLab {
 				// runsc's default: an empty namespace, no interface but lo.
