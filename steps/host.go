@@ -116,6 +116,11 @@ func (r *runner) judgeHost(ctx context.Context) error {
 	} else {
 		o.Processes, o.Unread = outsideProcesses(cfg.Facts)
 		o.Host = withEngine(o.Host, cfg.Facts)
+		if st := cfg.Facts["outside.stubs"]; st != "" {
+			// gVisor's stubs, found in the sentry's namespaces: compared
+			// with it, so they are named in the evidence too.
+			s.findings = append(s.findings, "gVisor stub processes: "+st)
+		}
 		for _, e := range o.Unread {
 			s.findings = append(s.findings, "namespaces could not be read from outside: "+e)
 		}

@@ -97,7 +97,7 @@ func changed(t *testing.T, name string, fromTo ...string) string {
 
 // checkGvisorCompared: host-access names the runsc processes it compared
 // (role, pid, command line), the sentry by its "boot" verb and the gofer by
-// its "gofer" verb, and records the host user namespace they share (runsc
+// its "gofer" verb, lists the sentry's stubs, and records the host user namespace they share (runsc
 // with --network=host stays in it) as a finding, not host access.
 func checkGvisorCompared(t *testing.T, res evidence.Result) {
 	t.Helper()
@@ -114,6 +114,9 @@ func checkGvisorCompared(t *testing.T, res evidence.Result) {
 		if !found {
 			t.Errorf("host-access/%s: no finding %q with its command line and namespaces: %q", res.Path, want.prefix, res.Findings)
 		}
+	}
+	if !hasPrefix(res.Findings, "gVisor stub processes: pids ") {
+		t.Errorf("host-access/%s: the sentry's stubs are not named: %q", res.Path, res.Findings)
 	}
 	if !hasPrefix(res.Findings, "exposed: the sandbox shares the harness user namespace") {
 		t.Errorf("host-access/%s: the shared user namespace is not recorded: %q", res.Path, res.Findings)
