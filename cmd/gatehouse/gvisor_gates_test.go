@@ -85,7 +85,7 @@ func TestGvisorPidIpcHostAreInert(t *testing.T) {
 		t.Skip("runsc not installed (scripts/runsc.sh builds it)")
 	}
 	prof := changed(t, "gvisor-hardened", "  network: lab\n", "  network: lab\n  pid: host\n  ipc: host\n")
-	r := runProfile(t, prof, "host-access")
+	r := runProfileAt(t, prof, "host-access")
 	if len(r.results) != 2 {
 		t.Fatalf("want 2 results, got %d; stdout:\n%s\nstderr:\n%s", len(r.results), r.stdout, r.stderr)
 	}
