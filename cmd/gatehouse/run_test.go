@@ -50,16 +50,18 @@ func gatehouse(t *testing.T, ctx context.Context, args ...string) runOutput {
 	return runOutput{code: code, stdout: so.String(), stderr: se.String()}
 }
 
-func runProfile(t *testing.T, profile string, gates string) runOutput {
+// runProfile runs a shipped profile, with extra run flags.
+func runProfile(t *testing.T, profile string, gates string, extra ...string) runOutput {
 	t.Helper()
-	return runProfileAt(t, profilePath(profile), gates)
+	return runProfileAt(t, profilePath(profile), gates, extra...)
 }
 
-// runProfileAt runs a profile given by its path (a testdata profile).
-func runProfileAt(t *testing.T, path string, gates string) runOutput {
+// runProfileAt runs a profile given by its path (a testdata profile), with
+// extra run flags, and reads back its results and run.json.
+func runProfileAt(t *testing.T, path string, gates string, extra ...string) runOutput {
 	t.Helper()
 	out := t.TempDir()
-	args := []string{"run", "--profile", path, "--out", out, "--probe", probetest.Build(t)}
+	args := append([]string{"run", "--profile", path, "--out", out, "--probe", probetest.Build(t)}, extra...)
 	if gates != "" {
 		args = append(args, "--gates", gates)
 	}
