@@ -29,7 +29,8 @@ func TestJudgeHostReadsScansAgainstTheHost(t *testing.T) {
 				{Session: "s1", ID: "engine-sockets", Kind: "hostcheck", Outcome: "completed", Excerpt: "ok: none"},
 			},
 			Hits: []evidence.Hit{control}, Allowed: []string{"inference"},
-			Namespaces: map[string]string{"pid": "pid:[1]"}, Host: []evidence.HostNamespace{{Label: "harness pid", Link: "pid:[2]"}},
+			Processes: []evidence.HostProcess{{Role: "container process", Namespaces: map[string]string{"pid": "pid:[1]"}}},
+			Host:      []evidence.HostNamespace{{Label: "harness pid", Link: "pid:[2]"}},
 			HostPaths: paths, HostSockets: socks,
 		}
 	}

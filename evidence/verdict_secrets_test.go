@@ -89,6 +89,18 @@ func TestJudgeSecrets(t *testing.T) {
 	}
 }
 
+// gvisor is a runsc sandbox as the host sees it: the sentry and the gofer,
+// each in namespaces of its own (user shared with the host, as runsc does
+// with --network=host).
+func gvisor() []evidence.HostProcess {
+	return []evidence.HostProcess{
+		{Role: "gVisor sentry", PID: 10, Cmdline: "runsc-sandbox boot c1", Namespaces: map[string]string{
+			"pid": "pid:[4026532400]", "net": "net:[4026532300]", "mnt": "mnt:[4026532401]", "ipc": "ipc:[4026532402]", "user": "user:[4026531837]"}},
+		{Role: "gVisor gofer", PID: 11, Cmdline: "runsc-gofer gofer c1", Namespaces: map[string]string{
+			"pid": "pid:[4026532410]", "net": "net:[4026532252]", "mnt": "mnt:[4026532411]", "ipc": "ipc:[4026532412]", "user": "user:[4026531837]"}},
+	}
+}
+
 func TestJudgeHost(t *testing.T) {
 	const nonce = "ghhost00112233445566778"
 	control := evidence.Hit{Endpoint: "inference", Session: "s1", Data: "X-Gatehouse-Control: ctl1"}
@@ -96,13 +108,14 @@ func TestJudgeHost(t *testing.T) {
 	base := func() evidence.HostObservation {
 		return evidence.HostObservation{
 			Session: "s1", Canary: "ghc0011223344556677", Control: "ctl1", Nonce: nonce,
-			Planned:    []string{"nonce-search", "docker-socket"},
-			Attempts:   []evidence.Attempt{{Session: "s1", ID: "nonce-search"}, {Session: "s1", ID: "docker-socket"}},
-			Hits:       []evidence.Hit{control},
-			Allowed:    []string{"inference"},
-			Namespaces: map[string]string{"pid": "pid:[4026532200]", "net": "net:[4026532300]", "uts": "uts:[4026531838]"},
-			Host:       host,
-			HostPaths:  []evidence.HostPath{{Path: "/", Kind: evidence.HostRoot, ID: "254:0:2"}},
+			Planned:  []string{"nonce-search", "docker-socket"},
+			Attempts: []evidence.Attempt{{Session: "s1", ID: "nonce-search"}, {Session: "s1", ID: "docker-socket"}},
+			Hits:     []evidence.Hit{control},
+			Allowed:  []string{"inference"},
+			Processes: []evidence.HostProcess{{Role: "container process", PID: 7,
+				Namespaces: map[string]string{"pid": "pid:[4026532200]", "net": "net:[4026532300]", "uts": "uts:[4026531838]"}}},
+			Host:      host,
+			HostPaths: []evidence.HostPath{{Path: "/", Kind: evidence.HostRoot, ID: "254:0:2"}},
 		}
 	}
 	tests := []struct {
@@ -125,16 +138,43 @@ func TestJudgeHost(t *testing.T) {
 			o.Hits = append(o.Hits, evidence.Hit{Endpoint: "engine-socket", Session: "s2"})
 		}, evidence.Pass, ""},
 		{"fail when the sandbox is in the harness's pid namespace", func(o *evidence.HostObservation) {
-			o.Namespaces["pid"] = "pid:[4026531836]"
-		}, evidence.Fail, "harness pid"},
+			o.Processes[0].Namespaces["pid"] = "pid:[4026531836]"
+		}, evidence.Fail, "harness pid (pid:[4026531836], held by container process pid 7)"},
 		{"fail when the sandbox is in the lab's network namespace", func(o *evidence.HostObservation) {
-			o.Namespaces["net"] = "net:[4026532001]"
+			o.Processes[0].Namespaces["net"] = "net:[4026532001]"
 		}, evidence.Fail, "lab net"},
+		{"gVisor: a PASS names every process compared", func(o *evidence.HostObservation) {
+			o.Processes = gvisor()
+		}, evidence.Pass, "no host namespace shared by gVisor sentry pid 10, gVisor gofer pid 11"},
+		{"gVisor: the gofer in the lab's network is host access", func(o *evidence.HostObservation) {
+			o.Processes = gvisor()
+			o.Processes[1].Namespaces["net"] = "net:[4026532001]"
+		}, evidence.Fail, "lab net (net:[4026532001], held by gVisor gofer pid 11)"},
+		{"gVisor: the sentry in the harness's pid namespace is host access", func(o *evidence.HostObservation) {
+			o.Processes = gvisor()
+			o.Processes[0].Namespaces["pid"] = "pid:[4026531836]"
+		}, evidence.Fail, "harness pid (pid:[4026531836], held by gVisor sentry pid 10)"},
+		{"gVisor: a sharing process fails even when another was not read", func(o *evidence.HostObservation) {
+			o.Processes = gvisor()[1:]
+			o.Processes[0].Namespaces["net"] = "net:[4026532001]"
+			o.Unread = []string{"gVisor sentry: gone"}
+		}, evidence.Fail, "lab net"},
+		{"gVisor: one process unread is no PASS", func(o *evidence.HostObservation) {
+			o.Processes = gvisor()[:1]
+			o.Unread = []string{"gofer: no runsc gofer found in the container's cgroup"}
+		}, evidence.Inconclusive, "could not all be read back: gofer: no runsc gofer"},
+		{"a process with no namespaces read counts as unread", func(o *evidence.HostObservation) {
+			o.Processes = []evidence.HostProcess{{Role: "gVisor sentry", PID: 10}}
+		}, evidence.Inconclusive, "could not be read back"},
+		{"one of two processes with no namespaces read is no PASS", func(o *evidence.HostObservation) {
+			o.Processes = gvisor()
+			o.Processes[1].Namespaces = nil
+		}, evidence.Inconclusive, "could not all be read back: gVisor gofer pid 11: no namespace read"},
 		{"sharing the host's user namespace alone is a finding, not a FAIL", func(o *evidence.HostObservation) {
-			o.Namespaces["user"] = "user:[4026531837]"
+			o.Processes[0].Namespaces["user"] = "user:[4026531837]"
 		}, evidence.Pass, ""},
 		{"inconclusive when namespaces could not be read", func(o *evidence.HostObservation) {
-			o.Namespaces = nil
+			o.Processes = nil
 		}, evidence.Inconclusive, "namespaces"},
 		{"inconclusive without the attempts", func(o *evidence.HostObservation) {
 			o.Attempts = nil
@@ -157,8 +197,20 @@ func TestJudgeHost(t *testing.T) {
 			if j.Verdict != tt.want || !strings.Contains(j.Reason, tt.reason) {
 				t.Errorf("got %s (%s), want %s containing %q", j.Verdict, j.Reason, tt.want, tt.reason)
 			}
-			if o.Namespaces["user"] == "user:[4026531837]" && (len(j.Exposed) != 1 || !strings.Contains(j.Exposed[0], "harness user")) {
-				t.Errorf("the shared user namespace is not named as a finding: %q", j.Exposed)
+			read, sharesUser := 0, 0
+			for _, p := range o.Processes {
+				if len(p.Namespaces) > 0 {
+					read++
+				}
+				if p.Namespaces["user"] == "user:[4026531837]" {
+					sharesUser++
+				}
+			}
+			if len(j.Exposed) != sharesUser || sharesUser > 0 && !strings.Contains(j.Exposed[0], "harness user") {
+				t.Errorf("the shared user namespace is not named as a finding once per process sharing it (%d): %q", sharesUser, j.Exposed)
+			}
+			if len(j.Compared) != read {
+				t.Errorf("compared lines %q, want one per process read (%d)", j.Compared, read)
 			}
 		})
 	}

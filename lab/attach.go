@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 
+	"gatehouse/ledger"
 	"gatehouse/targets"
 )
 
@@ -22,7 +23,8 @@ type attachment struct {
 	peerVeth string // in the session namespace
 	link     link
 	v4, v6   netip.Addr
-	created  bool // the session namespace is ours to delete
+	created  bool   // the session namespace is ours to delete
+	release  func() // drops its ledger entry
 }
 
 // Attach creates the session's network namespace, joins it to the lab with a
@@ -108,8 +110,9 @@ func (l *Lab) plumb(ctx context.Context, a *attachment) error {
 	if _, err := ip(ctx, "netns", "add", s); err != nil {
 		return err // exists already: not ours, leave it alone
 	}
+	release, _ := ledger.Record(ledger.Entry{Kind: ledger.Netns, What: s})
 	l.mu.Lock()
-	a.created = true
+	a.created, a.release = true, release
 	l.mu.Unlock()
 	steps := [][]string{
 		{"-n", s, "link", "set", "lo", "up"},
@@ -167,10 +170,14 @@ func (l *Lab) detach(ctx context.Context, session string) error {
 		}
 	}
 	l.mu.Lock()
-	created := a.created
+	created, release := a.created, a.release
 	l.mu.Unlock()
 	if created {
-		err = errors.Join(err, deleteNetns(ctx, a.netns))
+		derr := deleteNetns(ctx, a.netns)
+		if derr == nil && release != nil {
+			release()
+		}
+		err = errors.Join(err, derr)
 	}
 	if err != nil {
 		return err

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"gatehouse/evidence"
+	"gatehouse/ledger"
 )
 
 // Options configure Up.
@@ -52,7 +53,8 @@ type Lab struct {
 	// must not read as a foreign interface or route.
 	plumbing sync.RWMutex
 
-	created   bool // the lab namespace is ours to delete (never another run's)
+	created   bool   // the lab namespace is ours to delete (never another run's)
+	release   func() // drops its ledger entry
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -109,6 +111,7 @@ func (l *Lab) up(ctx context.Context) error {
 		return err
 	}
 	l.created = true
+	l.release, _ = ledger.Record(ledger.Entry{Kind: ledger.Netns, What: l.name})
 	if _, err := ip(ctx, "-n", l.name, "link", "set", "lo", "up"); err != nil {
 		return err
 	}
@@ -235,6 +238,8 @@ func (l *Lab) close(ctx context.Context) error {
 	if l.created {
 		if err := deleteNetns(ctx, l.name); err != nil {
 			errs = append(errs, err)
+		} else if l.release != nil {
+			l.release()
 		}
 	}
 	if _, werr := l.hits.stats(); werr != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -54,7 +55,8 @@ func check(what string) func(string, string) probe.Step {
 	return func(string, string) probe.Step { return probe.Step{Kind: probe.KindHostCheck, Target: what} }
 }
 
-// nsKinds are the namespace kinds a target may report as outside.ns.KIND.
+// nsKinds are the namespace kinds a target may report as outside.ns.KIND
+// or outside.NAME.ns.KIND.
 var nsKinds = map[string]bool{"pid": true, "net": true, "mnt": true, "ipc": true, "uts": true, "user": true, "cgroup": true}
 
 func registerHost(sc *godog.ScenarioContext, r *runner) {
@@ -122,21 +124,19 @@ func (r *runner) judgeHost(ctx context.Context) error {
 	if cfg, err := s.sess.Inspect(ctx); err != nil {
 		s.findings = append(s.findings, "inspect failed: "+err.Error())
 	} else {
-		// Only namespaces read from the host count: the probe's own view
-		// ("ns.*") is hostile input and could invent or hide a sharing.
-		o.Namespaces = map[string]string{}
-		for k, v := range cfg.Facts {
-			// Namespace kinds only: "outside.ns.error" is a reason, and a
-			// reason counted as a namespace would make an unread sandbox PASS.
-			if kind, ok := strings.CutPrefix(k, "outside.ns."); ok && nsKinds[kind] {
-				o.Namespaces[kind] = v
-			}
+		o.Processes, o.Unread = outsideProcesses(cfg.Facts)
+		o.Host = withEngine(o.Host, cfg.Facts)
+		if st := cfg.Facts["outside.stubs"]; st != "" {
+			// gVisor's stubs, found in the sentry's namespaces: compared
+			// with it, so they are named in the evidence too.
+			s.findings = append(s.findings, "gVisor stub processes: "+st)
 		}
-		if e := cfg.Facts["outside.ns.error"]; e != "" {
+		for _, e := range o.Unread {
 			s.findings = append(s.findings, "namespaces could not be read from outside: "+e)
 		}
 	}
 	j := evidence.JudgeHost(o)
+	s.findings = append(s.findings, j.Compared...)
 	s.findings = append(s.findings, j.Exposed...)
 	for _, v := range j.Visible {
 		s.findings = append(s.findings, "host visible: "+v)
@@ -147,12 +147,74 @@ func (r *runner) judgeHost(ctx context.Context) error {
 	return r.recordVerdict(s, j.Judgement)
 }
 
+// outsideProcesses takes the sandbox's host processes from a target's
+// facts: "outside.ns.KIND" (its main process) and "outside.NAME.ns.KIND"
+// (others, e.g. gVisor's gofer), each with "role", "pid" and "cmdline"
+// beside, and every "outside[.NAME].ns.error" / "outside.NAME.error" as a
+// reason some could not be read. Only namespaces read from the host count:
+// the probe's own view ("ns.*") is hostile input and could invent or hide
+// a sharing. And only namespace kinds: an error counted as a namespace
+// would make an unread sandbox PASS.
+func outsideProcesses(facts map[string]string) ([]evidence.HostProcess, []string) {
+	byName := map[string]*evidence.HostProcess{}
+	var unread []string
+	for k, v := range facts {
+		rest, ok := strings.CutPrefix(k, "outside.")
+		if !ok {
+			continue
+		}
+		name, tail := "", rest
+		if !strings.HasPrefix(rest, "ns.") {
+			name, tail, _ = strings.Cut(rest, ".")
+		}
+		kind, isNS := strings.CutPrefix(tail, "ns.")
+		switch {
+		case tail == "error" || kind == "error":
+			if name != "" {
+				v = name + ": " + v
+			}
+			unread = append(unread, v)
+		case isNS && nsKinds[kind] && v != "":
+			p := byName[name]
+			if p == nil {
+				p = &evidence.HostProcess{Namespaces: map[string]string{}}
+				byName[name] = p
+			}
+			p.Namespaces[kind] = v
+		}
+	}
+	names := make([]string, 0, len(byName))
+	for n := range byName {
+		names = append(names, n)
+	}
+	sort.Strings(names) // "" (the main process) first
+	out := make([]evidence.HostProcess, 0, len(names))
+	for _, n := range names {
+		p := byName[n]
+		pre := "outside."
+		if n != "" {
+			pre += n + "."
+		}
+		p.Role, p.Cmdline = facts[pre+"role"], facts[pre+"cmdline"]
+		p.PID, _ = strconv.Atoi(facts[pre+"pid"])
+		if p.Role == "" {
+			p.Role = strings.TrimSuffix("sandbox process "+n, " ")
+		}
+		out = append(out, *p)
+	}
+	sort.Strings(unread)
+	return out, unread
+}
+
+// hostKinds are the host side's namespace kinds compared.
+var hostKinds = []string{"pid", "net", "mnt", "ipc", "user"}
+
 // hostNamespaces are the host side's namespaces as the harness itself reads
 // them: its own (the machine's, for the run) and the lab's network, which
 // is what "host network" means in the lab.
 func (r *runner) hostNamespaces() []evidence.HostNamespace {
 	var out []evidence.HostNamespace
-	for _, kind := range []string{"pid", "net", "mnt", "ipc", "user"} {
+	for _, kind := range hostKinds {
 		if l, err := os.Readlink("/proc/self/ns/" + kind); err == nil {
 			out = append(out, evidence.HostNamespace{Label: "harness " + kind, Link: l})
 		}
@@ -164,4 +226,24 @@ func (r *runner) hostNamespaces() []evidence.HostNamespace {
 		}
 	}
 	return out
+}
+
+// withEngine adds the container engine's namespaces ("engine.ns.*", read
+// by the target from the process that runs the runtime) to the host side,
+// where not already there: in the lab the engine runs in a namespace of its
+// own, which stands for the machine's network in the field, so a sandbox
+// process in it (a runsc gofer told to use "the host's" network) is on the
+// host's network.
+func withEngine(host []evidence.HostNamespace, facts map[string]string) []evidence.HostNamespace {
+	seen := map[string]bool{}
+	for _, h := range host {
+		seen[h.Link] = true
+	}
+	for _, kind := range hostKinds {
+		if l := facts["engine.ns."+kind]; l != "" && !seen[l] {
+			seen[l] = true
+			host = append(host, evidence.HostNamespace{Label: "engine " + kind, Link: l})
+		}
+	}
+	return host
 }

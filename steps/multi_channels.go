@@ -10,6 +10,7 @@ import (
 
 	"github.com/cucumber/godog"
 
+	"gatehouse/ledger"
 	"gatehouse/probe"
 	"gatehouse/targets"
 )
@@ -74,6 +75,9 @@ func (r *runner) exchange(ctx context.Context, table *godog.Table) error {
 	if m.shmKey == 0 {
 		// Random per scenario, so concurrent scenarios never meet here.
 		m.shmKey = 0x67000000 | rand.IntN(1<<24)
+		// A leaky session may make it in the host's IPC namespace.
+		rel, _ := ledger.Record(ledger.Entry{Kind: ledger.SysvShm, What: fmt.Sprintf("%#x", m.shmKey)})
+		m.releases = append(m.releases, rel)
 	}
 	key := m.shmKey
 	nets := []targets.Network{m.nets[ps[0].s.session], m.nets[ps[1].s.session]}

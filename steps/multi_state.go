@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"gatehouse/evidence"
+	"gatehouse/ledger"
 	"gatehouse/targets"
 )
 
@@ -34,6 +35,9 @@ type multi struct {
 	runs     []evidence.StopRun         // stop-signal: what was seen from outside
 	stopTags []string                   // stop-signal: each run's session tag, to re-read its heartbeats
 	limit    time.Duration              // stop-signal: the profile's limit
+	// releases drop this scenario's ledger entries (places, SysV key)
+	// once what they name is gone.
+	releases []func()
 }
 
 func multiOf(ctx context.Context) *multi {
@@ -97,6 +101,11 @@ func (r *runner) afterSessions(ctx context.Context, _ *godog.Scenario, _ error) 
 			s.teardownProblem("removing the scenario's places: "+err.Error(), true)
 		}
 	}
+	if len(s.leftover) == 0 {
+		for _, rel := range m.releases {
+			rel()
+		}
+	}
 	return ctx, nil
 }
 
@@ -155,6 +164,8 @@ func (r *runner) addPlaces(ctx context.Context, s *scenario, spec *targets.Spec)
 			return fmt.Errorf("places: %w", err)
 		}
 		m.root = root
+		rel, _ := ledger.Record(ledger.Entry{Kind: ledger.Path, What: root})
+		m.releases = append(m.releases, rel)
 		for _, d := range []string{"storage", "shared/tmp", "shared/shm", "shared/cache"} {
 			if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
 				return fmt.Errorf("places: %w", err)

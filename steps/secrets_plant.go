@@ -13,6 +13,7 @@ import (
 
 	"gatehouse/evidence"
 	"gatehouse/lab"
+	"gatehouse/ledger"
 	"gatehouse/targets"
 )
 
@@ -39,6 +40,7 @@ type plant struct {
 	stops   []func(context.Context) error
 
 	stopSleeper func()               // ends the process holding a canary
+	release     func()               // drops the ledger entry of root
 	brokerCheck evidence.BrokerCheck // what the outside broker checks found
 }
 
@@ -134,6 +136,7 @@ func (r *runner) newPlant(ctx context.Context, s *scenario, spec *targets.Spec) 
 		return nil, err
 	}
 	p := &plant{root: root, task: s.gate + "/" + string(s.path)}
+	p.release, _ = ledger.Record(ledger.Entry{Kind: ledger.Path, What: root})
 	if spec.Places == nil {
 		spec.Places = map[string]string{}
 	}
@@ -234,7 +237,11 @@ func (p *plant) unplant(ctx context.Context) error {
 		errs = append(errs, stop(ctx))
 	}
 	if p.root != "" {
-		errs = append(errs, os.RemoveAll(p.root))
+		err := os.RemoveAll(p.root)
+		errs = append(errs, err)
+		if err == nil && p.release != nil {
+			p.release()
+		}
 		plantDirs.Lock()
 		_ = os.Remove(filepath.Dir(p.root)) // fails while another session still has one
 		_ = os.Remove(plantRoot)

@@ -21,6 +21,11 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == docker.ShimVerb {
 		os.Exit(docker.ShimMain(os.Args[2:], os.Stderr))
 	}
+	// The test binary as the gatehouse command, for tests that need a
+	// separate process (kill -9).
+	if os.Getenv(asGatehouse) == "1" {
+		main()
+	}
 	os.Exit(m.Run())
 }
 

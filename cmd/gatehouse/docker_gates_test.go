@@ -18,9 +18,9 @@ const allGates = 8
 // must PASS each with a positive control; its container shares the host's
 // user namespace (Docker's default without --userns-remap, see
 // docs/docker.md), which host-access records as an "exposed:" finding, not
-// as host access. gVisor:
-// PASS, or host-access INCONCLUSIVE because the agent's namespaces exist
-// only inside gVisor; never a FAIL, never a PASS without a control.
+// as host access. gvisor-hardened must PASS every gate too, host-access
+// from runsc's own processes (the sentry and the gofer, named in the
+// evidence), and `gatehouse gate` must then allow its release.
 func TestAllGatesOnDockerProfiles(t *testing.T) {
 	needDocker(t)
 	type want struct {
@@ -36,7 +36,7 @@ func TestAllGatesOnDockerProfiles(t *testing.T) {
 		{"docker-leaky.yaml", func(string) want { return want{evidence.Fail, ""} }},
 		{"gvisor-hardened.yaml", func(gate string) want {
 			if gate == "host-access" {
-				return want{evidence.Inconclusive, "could not be read back"}
+				return want{evidence.Pass, "no host namespace shared by gVisor sentry pid"}
 			}
 			return want{evidence.Pass, ""}
 		}},
@@ -48,7 +48,12 @@ func TestAllGatesOnDockerProfiles(t *testing.T) {
 					t.Skip("runsc not installed (scripts/runsc.sh builds it)")
 				}
 			}
-			r := runProfile(t, tt.profile, "")
+			var pub string
+			var extra []string
+			if strings.HasPrefix(tt.profile, "gvisor") {
+				pub, extra = signingKey(t)
+			}
+			r := runProfile(t, tt.profile, "", extra...)
 			if !strings.HasPrefix(r.run.ImageDigest, "sha256:") {
 				t.Errorf("run.json names no image digest (%q): the evidence must say which image ran", r.run.ImageDigest)
 			}
@@ -77,9 +82,15 @@ func TestAllGatesOnDockerProfiles(t *testing.T) {
 				if tt.profile == "docker-hardened.yaml" && res.Gate == "host-access" && !hasPrefix(res.Findings, "exposed: the sandbox shares the harness user namespace") {
 					t.Errorf("host-access on docker-hardened does not record the shared user namespace: %q", res.Findings)
 				}
+				if tt.profile == "gvisor-hardened.yaml" && res.Gate == "host-access" {
+					checkGvisorCompared(t, res)
+				}
 			}
 			if tt.profile == "docker-leaky.yaml" {
 				checkLeakyProofs(t, r.results)
+			}
+			if pub != "" {
+				checkReleaseAllowed(t, tt.profile, r, pub)
 			}
 			assertNothingLeft(t, r.stdout)
 		})

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"gatehouse/lab"
+	"gatehouse/ledger"
 	"gatehouse/targets/docker"
 )
 
@@ -30,9 +31,13 @@ its own; these commands are for exploring it by hand.
             (--detach: serve in the background; 'lab down' stops it;
             --docker: also run a Docker daemon inside the lab namespace
             and print its DOCKER_HOST; it stops with the lab)
-  down      stop a detached lab and remove every gh-* namespace, lab Docker
-            daemon and planted fixture (/run/gatehouse) left behind, including
-            those of crashed runs
+  down      stop a detached lab and remove what runs that died left behind
+            (namespaces, session cgroups and processes, staging and planted
+            folders, init sockets, lab Docker daemons), found by ownership:
+            each run keeps a ledger under /run/gatehouse/own, locked while
+            it lives, so a live run's things are never touched
+            (--all: also every other gh-* namespace and /run/gatehouse
+            entry, e.g. from older versions; only when no run is going on)
   status    list the gh-* namespaces present and the detached lab, if any
 
 The public-looking callback and second DNS authority (192.88.99.10, 3ffe::10,
@@ -81,7 +86,11 @@ func runLab(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	case "serve": // the detached form, started by 'lab up --detach'
 		return labServe(ctx, io.Discard, len(args) > 1 && args[1] == "--docker")
 	case "down":
-		return labDown(ctx, stdout)
+		all := len(args) > 1 && args[1] == "--all"
+		if len(args) > 1 && !all {
+			return usagef("lab down: unknown argument %q (only --all)", args[1])
+		}
+		return labDown(ctx, stdout, all)
 	case "status":
 		return labStatus(ctx, stdout)
 	}
@@ -152,20 +161,28 @@ func labDetach(stdout io.Writer, withDocker bool) error {
 	return errors.New("lab: the detached lab did not come up within 10 s")
 }
 
-func labDown(ctx context.Context, stdout io.Writer) error {
+func labDown(ctx context.Context, stdout io.Writer, all bool) error {
 	if st, ok := readLabState(); ok && alive(st.PID) {
 		_ = syscall.Kill(st.PID, syscall.SIGTERM)
 		for i := 0; i < 100 && alive(st.PID); i++ {
 			time.Sleep(100 * time.Millisecond)
 		}
 		fmt.Fprintf(stdout, "stopped lab %s (pid %d)\n", st.Name, st.PID)
+		_ = os.Remove(filepath.Join(stateDir, "lab.json"))
 	}
-	if reaped, err := docker.ReapStale(ctx); err != nil {
+	if err := sweepLeftovers(ctx, stdout); err != nil {
 		return err
-	} else if len(reaped) > 0 {
-		fmt.Fprintf(stdout, "removed lab Docker daemons left behind: %s\n", strings.Join(reaped, " "))
 	}
 	left, _ := lab.List(ctx)
+	if !all {
+		if len(left) > 0 {
+			fmt.Fprintf(stdout, "namespaces of live runs (or of versions without a ledger) left alone: %s\n"+
+				"  ('gatehouse lab down --all' removes them too, when no run is going on)\n", strings.Join(left, " "))
+		} else {
+			fmt.Fprintln(stdout, "no lab namespaces left")
+		}
+		return nil
+	}
 	if err := lab.Cleanup(ctx); err != nil {
 		return err
 	}
@@ -173,18 +190,52 @@ func labDown(ctx context.Context, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "removed namespaces: %s\n", strings.Join(left, " "))
 	}
 	_ = os.Remove(filepath.Join(stateDir, "lab.json"))
-	// Planted canaries and host fixtures of runs that died before their
-	// teardown (every lab is gone now, so none is in use).
 	if plants, _ := filepath.Glob(filepath.Join(stateDir, "*")); len(plants) > 0 {
 		for _, p := range plants {
 			if err := os.RemoveAll(p); err != nil {
 				return fmt.Errorf("lab down: remove %s: %w", p, err)
 			}
 		}
-		fmt.Fprintf(stdout, "removed planted fixtures left behind: %d folder(s) under %s\n", len(plants), stateDir)
+		fmt.Fprintf(stdout, "removed everything under %s: %d entries\n", stateDir, len(plants))
 	}
 	fmt.Fprintln(stdout, "no lab namespaces left")
 	return nil
+}
+
+// sweepLeftovers removes what runs that died left behind, by ownership
+// (package ledger), and their lab Docker daemons (pid-owned state
+// folders). Runs that are alive keep everything.
+func sweepLeftovers(ctx context.Context, out io.Writer) error {
+	if reaped, err := docker.ReapStale(ctx); err != nil {
+		return err
+	} else if len(reaped) > 0 {
+		fmt.Fprintf(out, "removed lab Docker daemons left behind: %s\n", strings.Join(reaped, " "))
+	}
+	sw, err := ledger.Sweep(ctx)
+	if len(sw.Owners) > 0 {
+		fmt.Fprintf(out, "removed what %d run(s) that died left behind: %s\n", len(sw.Owners), describeSwept(sw.Removed))
+	}
+	if err != nil {
+		return fmt.Errorf("remove what dead runs left: %w", err)
+	}
+	return nil
+}
+
+func describeSwept(es []ledger.Entry) string {
+	n := map[string]int{}
+	for _, e := range es {
+		n[e.Kind]++
+	}
+	var parts []string
+	for _, k := range []string{ledger.Cgroup, ledger.Netns, ledger.SysvShm, ledger.Path} {
+		if n[k] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n[k], k))
+		}
+	}
+	if len(parts) == 0 {
+		return "nothing left to remove"
+	}
+	return strings.Join(parts, ", ")
 }
 
 func labStatus(ctx context.Context, stdout io.Writer) error {

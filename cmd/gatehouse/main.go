@@ -15,6 +15,7 @@ import (
 	"strings"
 	"syscall"
 
+	"gatehouse/ledger"
 	"gatehouse/targets/docker"
 )
 
@@ -52,6 +53,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
+	ledger.Close()
 	os.Exit(code)
 }
 

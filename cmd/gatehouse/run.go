@@ -255,6 +255,11 @@ func execute(ctx context.Context, f runFlags, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// What runs that died (kill -9) left behind goes first, by ownership:
+	// a live run's things are never touched.
+	if err := sweepLeftovers(ctx, stderr); err != nil {
+		fmt.Fprintf(stderr, "gatehouse: warning: %v\n", err)
+	}
 	// Targets that start services of their own (the docker daemon) stop
 	// them here, whatever happens to the run.
 	defer closeTargets(context.WithoutCancel(ctx))

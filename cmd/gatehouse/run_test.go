@@ -4,17 +4,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 
 	"gatehouse/evidence"
 	"gatehouse/lab"
+	"gatehouse/ledger"
 	"gatehouse/probe/probetest"
 )
 
@@ -51,16 +50,18 @@ func gatehouse(t *testing.T, ctx context.Context, args ...string) runOutput {
 	return runOutput{code: code, stdout: so.String(), stderr: se.String()}
 }
 
-func runProfile(t *testing.T, profile string, gates string) runOutput {
+// runProfile runs a shipped profile, with extra run flags.
+func runProfile(t *testing.T, profile string, gates string, extra ...string) runOutput {
 	t.Helper()
-	return runProfileAt(t, profilePath(profile), gates)
+	return runProfileAt(t, profilePath(profile), gates, extra...)
 }
 
-// runProfileAt runs a profile given by its path (a testdata profile).
-func runProfileAt(t *testing.T, path string, gates string) runOutput {
+// runProfileAt runs a profile given by its path (a testdata profile), with
+// extra run flags, and reads back its results and run.json.
+func runProfileAt(t *testing.T, path string, gates string, extra ...string) runOutput {
 	t.Helper()
 	out := t.TempDir()
-	args := []string{"run", "--profile", path, "--out", out, "--probe", probetest.Build(t)}
+	args := append([]string{"run", "--profile", path, "--out", out, "--probe", probetest.Build(t)}, extra...)
 	if gates != "" {
 		args = append(args, "--gates", gates)
 	}
@@ -157,15 +158,15 @@ func assertNothingLeft(t *testing.T, outputs ...string) {
 			t.Errorf("namespace left behind: %s", ns)
 		}
 	}
-	// Sandbox processes: the probe or a session's init inside any sandbox
-	// of ours. One still below a live process other than this test belongs
-	// to another run on the machine; below this test or orphaned, to us.
-	for _, pat := range []string{"^/gatehouse/bin/probe", "^/gatehouse/.init"} {
-		b, _ := exec.Command("pgrep", "-f", pat).Output()
-		for _, f := range strings.Fields(string(b)) {
-			if pid, err := strconv.Atoi(f); err == nil && ownedByUs(pid) {
-				t.Errorf("sandbox process left behind: %d (%s)", pid, pat)
-			}
+	// Everything this process made and has not removed is in its ledger:
+	// session cgroups (so their processes), staging and planting folders,
+	// init sockets, namespaces. Runs of other processes have ledgers of
+	// their own, so they cannot make this check fail.
+	if dir := ledger.Dir(); dir != "" {
+		files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
+		for _, f := range files {
+			b, _ := os.ReadFile(f)
+			t.Errorf("left behind (still in this process's ledger): %s", b)
 		}
 	}
 	// Mounts: nothing of ours may stay mounted on the host.
@@ -179,39 +180,3 @@ func assertNothingLeft(t *testing.T, outputs ...string) {
 }
 
 var labLineRE = regexp.MustCompile(`lab (gh-[0-9a-f]+) up`)
-
-// ownedByUs reports whether pid descends from this test process, or was
-// orphaned (re-parented to pid 1): not from another live gatehouse run.
-func ownedByUs(pid int) bool {
-	self := os.Getpid()
-	for i := 0; i < 64 && pid > 1; i++ {
-		if pid == self {
-			return true
-		}
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-		if err != nil {
-			return false // gone meanwhile
-		}
-		next := 0
-		for _, line := range strings.Split(string(b), "\n") {
-			if v, ok := strings.CutPrefix(line, "PPid:"); ok {
-				next, _ = strconv.Atoi(strings.TrimSpace(v))
-			}
-		}
-		if next == 1 {
-			return true
-		}
-		if next != self && isGatehouse(next) {
-			return false
-		}
-		pid = next
-	}
-	return false
-}
-
-// isGatehouse reports whether pid is a gatehouse run or test binary.
-func isGatehouse(pid int) bool {
-	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	args := strings.Split(string(b), "\x00")
-	return len(args) > 0 && (strings.Contains(args[0], "gatehouse") || strings.HasSuffix(args[0], ".test"))
-}

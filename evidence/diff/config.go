@@ -42,9 +42,18 @@ var identityFacts = map[string]bool{"uid": true, "gid": true, "uid_map": true, "
 var networkFacts = map[string]bool{"resolv_conf": true, "routes": true}
 
 // volatileFacts differ on every run whatever the configuration: namespace
-// inode numbers, the session's namespace name, our own bookkeeping.
+// inode numbers, the session's namespace name, our own bookkeeping, and the
+// host processes read from outside and the engine's (pids, command lines
+// with per-run paths and ids); only their roles and errors stay.
 func volatileFact(k string) bool {
-	return strings.HasPrefix(k, "ns.") || strings.HasPrefix(k, "outside.ns.") || k == "netns" || k == "path" || k == "profile" || k == "profile_digest"
+	rest, ok := strings.CutPrefix(k, "outside.")
+	if !ok {
+		rest, ok = strings.CutPrefix(k, "engine.")
+	}
+	if ok {
+		return !strings.HasSuffix(rest, "role") && !strings.HasSuffix(rest, "error")
+	}
+	return strings.HasPrefix(k, "ns.") || k == "netns" || k == "path" || k == "profile" || k == "profile_digest"
 }
 
 // normalizers replace per-run names and secrets with placeholders.

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"gatehouse/ledger"
 )
 
 // cgroup is a cgroup v2 folder that holds every process of a session (one
@@ -17,7 +19,10 @@ import (
 // ends all of them at once, including ones that left our process group with
 // setsid or double-forked to escape. A nil *cgroup means cgroup v2 is not
 // available; callers then rely on process groups and the netns scan.
-type cgroup struct{ dir string }
+type cgroup struct {
+	dir     string
+	release func() // drops the ledger entry once the cgroup is gone
+}
 
 // newCgroup makes a session cgroup under our own cgroup v2 folder.
 func newCgroup(name string) (*cgroup, error) {
@@ -37,7 +42,10 @@ func newCgroup(name string) (*cgroup, error) {
 		_ = os.Remove(dir) // kernel too old for cgroup.kill: fall back
 		return nil, nil
 	}
-	return &cgroup{dir: dir}, nil
+	// A run killed before its teardown leaves this folder: the ledger lets
+	// the next run or `lab down` remove it.
+	release, _ := ledger.Record(ledger.Entry{Kind: ledger.Cgroup, What: dir})
+	return &cgroup{dir: dir, release: release}, nil
 }
 
 func cgroup2Mount() string {
@@ -175,6 +183,9 @@ func (c *cgroup) destroy(ctx context.Context) error {
 	}
 	if err := os.Remove(c.dir); err != nil {
 		return fmt.Errorf("cgroup: remove: %w", err)
+	}
+	if c.release != nil {
+		c.release()
 	}
 	return nil
 }

@@ -6,6 +6,9 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os/exec"
+	"sync"
+
+	"gatehouse/ledger"
 )
 
 // isolatedNetns makes an empty network namespace (only lo, no route
@@ -23,6 +26,9 @@ func isolatedNetns(ctx context.Context) (name, path string, err error) {
 	if out, err := exec.CommandContext(ctx, "ip", "netns", "add", name).CombinedOutput(); err != nil {
 		return "", "", fmt.Errorf("create isolated namespace: %v: %s", err, out)
 	}
+	// A crashed run's namespace is removed by the next sweep.
+	release, _ := ledger.Record(ledger.Entry{Kind: ledger.Netns, What: name})
+	netnsReleases.Store(name, release)
 	if out, err := exec.CommandContext(ctx, "ip", "-n", name, "link", "set", "lo", "up").CombinedOutput(); err != nil {
 		_ = deleteNetns(context.WithoutCancel(ctx), name)
 		return "", "", fmt.Errorf("isolated namespace lo: %v: %s", err, out)
@@ -30,12 +36,19 @@ func isolatedNetns(ctx context.Context) (name, path string, err error) {
 	return name, "/run/netns/" + name, nil
 }
 
+// netnsReleases holds, by name, the ledger release of each isolated
+// namespace this process made (names are random, so never shared).
+var netnsReleases sync.Map
+
 func deleteNetns(ctx context.Context, name string) error {
 	if name == "" {
 		return nil
 	}
 	if out, err := exec.CommandContext(ctx, "ip", "netns", "del", name).CombinedOutput(); err != nil {
 		return fmt.Errorf("delete isolated namespace %s: %v: %s", name, err, out)
+	}
+	if rel, ok := netnsReleases.LoadAndDelete(name); ok {
+		rel.(func())()
 	}
 	return nil
 }

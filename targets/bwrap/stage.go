@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strings"
 
+	"gatehouse/ledger"
 	"gatehouse/targets"
 )
 
@@ -34,6 +35,7 @@ const (
 //	files/   spec files destined elsewhere, each bound read-only at its path
 type stage struct {
 	id, root, fs, policy, files string
+	release                     []func() // ledger entries of the folder and the socket
 }
 
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
@@ -49,6 +51,8 @@ func newStage(parent, name string) (*stage, error) {
 		return nil, fmt.Errorf("stage: %w", err)
 	}
 	s := &stage{id: id, root: root, fs: filepath.Join(root, "fs"), policy: filepath.Join(root, "policy"), files: filepath.Join(root, "files")}
+	rel, _ := ledger.Record(ledger.Entry{Kind: ledger.Path, What: root})
+	s.release = append(s.release, rel)
 	for _, d := range []string{s.fs, filepath.Join(s.fs, "work"), s.policy, s.files} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return s, fmt.Errorf("stage: %w", err)
@@ -73,7 +77,12 @@ func (s *stage) socket() (string, error) {
 	if err := os.MkdirAll(SocketDir, 0o700); err != nil {
 		return "", fmt.Errorf("stage: %w", err)
 	}
-	return filepath.Join(SocketDir, s.id+".sock"), nil
+	sock := filepath.Join(SocketDir, s.id+".sock")
+	if len(s.release) < 2 {
+		rel, _ := ledger.Record(ledger.Entry{Kind: ledger.Path, What: sock})
+		s.release = append(s.release, rel)
+	}
+	return sock, nil
 }
 
 // bind is one read-only bind the target adds: host path -> inside path.
@@ -184,5 +193,9 @@ func (s *stage) remove() error {
 	if err := os.Remove(filepath.Join(SocketDir, s.id+".sock")); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("stage: remove: %w", err)
 	}
+	for _, rel := range s.release {
+		rel()
+	}
+	s.release = nil
 	return nil
 }

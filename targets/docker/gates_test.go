@@ -2,8 +2,11 @@ package docker_test
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -35,6 +38,15 @@ func startLab(t *testing.T, spec docker.Spec) targets.Session {
 		}
 	})
 	return s
+}
+
+// labNet is the lab daemon's network namespace, as a ns link reads.
+func labNet(t *testing.T) string {
+	var st syscall.Stat_t
+	if err := syscall.Stat(labNetns, &st); err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("net:[%d]", st.Ino)
 }
 
 func self(t *testing.T, kind string) string {
@@ -69,6 +81,12 @@ func TestOutsideNamespaces(t *testing.T) {
 			if e := f["outside.ns.error"]; e != "" {
 				t.Fatalf("outside.ns.error: %s", e)
 			}
+			if !strings.HasPrefix(f["outside.role"], "container process") || f["outside.pid"] == "" || !strings.Contains(f["outside.cmdline"], "sleep") {
+				t.Errorf("the process compared is not named: role %q pid %q cmdline %q", f["outside.role"], f["outside.pid"], f["outside.cmdline"])
+			}
+			if f["engine.ns.net"] != labNet(t) || f["outside.ns.net"] == f["engine.ns.net"] {
+				t.Errorf("engine net %q (want the lab daemon's %s), container net %q", f["engine.ns.net"], labNet(t), f["outside.ns.net"])
+			}
 			if got := f["outside.ns.user"] == self(t, "user"); got != c.sharedUser {
 				t.Errorf("user ns %s shared with harness = %v, want %v", f["outside.ns.user"], got, c.sharedUser)
 			}
@@ -87,29 +105,86 @@ func TestOutsideNamespaces(t *testing.T) {
 	}
 }
 
-// TestOutsideNamespacesRunsc: under gVisor the agent's namespaces cannot be
-// read from the host: none are claimed, the reason is given, and the
-// Sentry's are recorded apart.
+// TestOutsideNamespacesRunsc: under gVisor the processes compared are
+// runsc's own, read from the host: the sentry (the pid the daemon names,
+// its command line runsc's "boot" for this container) and the gofer, each
+// with role, pid and command line. runsc gives both their own pid, ipc and
+// mnt namespaces whatever the container asks, so docker's pid/ipc "host"
+// shares nothing (and the agent sees no host process); a gofer told to use
+// runsc's network namespace is in the engine's (here the lab daemon's),
+// which host-access judges as the host's network.
 func TestOutsideNamespacesRunsc(t *testing.T) {
 	needRunsc(t)
-	s := startLab(t, docker.Spec{Runtime: "runsc", Network: docker.NetworkNone})
-	cfg, err := s.Inspect(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := cfg.Facts
-	if !strings.Contains(f["outside.ns.error"], "gVisor") {
-		t.Errorf("outside.ns.error = %q, want the gVisor reason", f["outside.ns.error"])
-	}
-	for _, k := range []string{"pid", "mnt", "ipc", "user"} {
-		if v := f["outside.ns."+k]; v != "" {
-			t.Errorf("outside.ns.%s = %q: the Sentry's namespaces must not pass for the agent's", k, v)
-		}
-	}
-	for _, k := range []string{"pid", "mnt", "ipc"} {
-		if v := f["outside.sentry.ns."+k]; v == "" || v == self(t, k) {
-			t.Errorf("sentry %s ns %q: want the sandbox's own", k, v)
-		}
+	lab := labNet(t)
+	hardened := []string{"--network=host"}
+	for _, c := range []struct {
+		name       string
+		spec       docker.Spec
+		goferOnLab bool
+	}{
+		{"hardened", docker.Spec{Runtime: "runsc", RuntimeFlags: hardened, Network: docker.NetworkNone}, false},
+		{"pid-ipc-host", docker.Spec{Runtime: "runsc", RuntimeFlags: hardened, Network: docker.NetworkNone, PID: "host", IPC: "host"}, false},
+		{"gofer-hostnet", docker.Spec{Runtime: "runsc", RuntimeFlags: append(hardened, "--gofer-network-namespace=host"), Network: docker.NetworkNone}, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := startLab(t, c.spec)
+			cfg, err := s.Inspect(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := cfg.Facts
+			for k, v := range f {
+				if strings.HasSuffix(k, "error") && strings.HasPrefix(k, "outside.") {
+					t.Errorf("%s = %q", k, v)
+				}
+			}
+			id := s.(*docker.Session).ID()
+			if f["outside.role"] != "gVisor sentry" || !strings.Contains(f["outside.cmdline"], " boot ") || !strings.HasSuffix(f["outside.cmdline"], id) || f["outside.pid"] == "" {
+				t.Errorf("sentry not named: role %q pid %q cmdline %q", f["outside.role"], f["outside.pid"], f["outside.cmdline"])
+			}
+			if f["outside.gofer.role"] != "gVisor gofer" || !strings.Contains(f["outside.gofer.cmdline"], " gofer ") || f["outside.gofer.pid"] == "" {
+				t.Errorf("gofer not named: role %q pid %q cmdline %q", f["outside.gofer.role"], f["outside.gofer.pid"], f["outside.gofer.cmdline"])
+			}
+			for _, p := range []string{"outside.ns.", "outside.gofer.ns."} {
+				for _, k := range []string{"pid", "mnt", "ipc"} {
+					if v := f[p+k]; v == "" || v == self(t, k) {
+						t.Errorf("%s%s = %q: want a namespace of runsc's own", p, k, v)
+					}
+				}
+				if v := f[p+"net"]; v == "" || v == self(t, "net") {
+					t.Errorf("%snet = %q: want not the machine's", p, v)
+				}
+			}
+			if v := f["outside.ns.net"]; v == lab {
+				t.Errorf("sentry in the lab daemon's network namespace %s", v)
+			}
+			// The engine (containerd's shim, runsc's caller) is the lab
+			// daemon's: its net is where "host" sends a gofer.
+			if f["engine.ns.net"] != lab || !strings.Contains(f["engine.cmdline"], "containerd-shim") {
+				t.Errorf("engine net %q (cmdline %q), want the lab daemon's %s", f["engine.ns.net"], f["engine.cmdline"], lab)
+			}
+			if got := f["outside.gofer.ns.net"] == lab; got != c.goferOnLab {
+				t.Errorf("gofer net %s in the lab daemon's (%s) = %v, want %v", f["outside.gofer.ns.net"], lab, got, c.goferOnLab)
+			}
+			if !c.goferOnLab {
+				// runsc's default: an empty namespace, no interface but lo.
+				out, err := exec.Command("nsenter", "--net=/proc/"+f["outside.gofer.pid"]+"/ns/net", "ip", "-o", "link").CombinedOutput()
+				if err != nil || strings.Count(strings.TrimSpace(string(out)), "\n") != 0 || !strings.Contains(string(out), ": lo:") {
+					t.Errorf("gofer network namespace holds more than lo (%v): %s", err, out)
+				}
+			}
+			if !strings.HasPrefix(f["outside.stubs"], "pids ") {
+				t.Errorf("outside.stubs = %q: want the sentry's children listed", f["outside.stubs"])
+			}
+			// pid "host" asked, nothing of the host's shown: the agent's
+			// /proc is gVisor's, without the harness's own pid.
+			if c.spec.PID == "host" {
+				_, out, _ := run(t, s, "", "ls", "/proc")
+				if strings.Contains(" "+strings.Join(strings.Fields(out), " ")+" ", fmt.Sprintf(" %d ", os.Getpid())) {
+					t.Errorf("the harness's pid %d is visible inside: %s", os.Getpid(), out)
+				}
+			}
+		})
 	}
 }
 

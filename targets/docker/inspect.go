@@ -97,7 +97,7 @@ func (s *Session) Inspect(ctx context.Context) (targets.Config, error) {
 	if ci.State != nil {
 		initPID = ci.State.Pid
 	}
-	s.outsideFacts(ctx, initPID, f)
+	s.outsideFacts(ctx, cfg.Runtime, initPID, f)
 	if err := s.insideFacts(ctx, f); err != nil {
 		f["inside_error"] = err.Error()
 	}

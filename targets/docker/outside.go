@@ -16,31 +16,31 @@ import (
 var nsKinds = []string{"pid", "net", "mnt", "ipc", "uts", "user", "cgroup"}
 
 // outsideFacts reads the session's namespaces from the host, the kernel's
-// word rather than the probe's: /proc/PID/ns/* of a process the daemon
-// names, checked to sit in the container's cgroup. Under runc that is an
-// exec'd process (what the agent's commands are: exec joins the
-// container's namespaces) as "outside.ns.*", and the container's init as
-// "outside.init.ns.*". Under runsc no agent process exists on the host:
-// the container's pid is the gVisor sandbox (the Sentry, the kernel that
-// answers the agent), whose namespaces are not the agent's; they are
-// recorded as "outside.sentry.ns.*" and "outside.ns.*" stays empty with
-// the reason in "outside.ns.error", so host-access is INCONCLUSIVE there,
-// never PASS. Failures go to "outside.ns.error".
-func (s *Session) outsideFacts(ctx context.Context, initPID int, f map[string]string) {
+// word rather than the probe's: /proc/PID/ns/* of processes the daemon
+// names, checked to sit in the container's cgroup, with each one's role,
+// pid and command line beside ("outside.role", "outside.pid",
+// "outside.cmdline"). Under runc the main one is an exec'd process (what
+// the agent's commands are: exec joins the container's namespaces) as
+// "outside.ns.*", and the container's init as "outside.init.ns.*". Under
+// runsc no agent process exists on the host: the processes compared are
+// runsc's own, the sentry first (gvisorFacts). Failures go to
+// "outside.ns.error" or "outside.NAME.error": host-access is then
+// INCONCLUSIVE, never PASS.
+func (s *Session) outsideFacts(ctx context.Context, runtime string, initPID int, f map[string]string) {
 	if !s.local() {
 		f["outside.ns.error"] = "the daemon is not one Gatehouse runs on this machine: its processes cannot be read"
 		return
 	}
 	id := s.ID()
-	if s.t.spec.Runtime == "runsc" {
-		// Recorded, never judged as the sandbox's: they are the Sentry's.
-		if initPID > 0 && inCgroupOf(initPID, id) == nil {
-			readNS(initPID, "outside.sentry.ns.", f)
-		}
-		f["outside.ns.error"] = "under gVisor the agent's processes and namespaces exist only inside gVisor's kernel and cannot be read from the host; the gVisor sandbox process's own are recorded as outside.sentry.ns.*"
+	engineFacts(initPID, id, f)
+	// By the runtime read back, or by what the container's pid is: a runsc
+	// sandbox registered under another name is still judged as one.
+	if runtime == "runsc" || runscRole(cmdline(initPID), "boot", id) {
+		gvisorFacts(initPID, id, f)
 		return
 	}
 	if initPID > 0 && inCgroupOf(initPID, id) == nil {
+		describe(f, "outside.init.", "container init", initPID, cmdline(initPID))
 		readNS(initPID, "outside.init.ns.", f)
 	}
 	pid, stop, err := s.holdExec(ctx)
@@ -49,10 +49,26 @@ func (s *Session) outsideFacts(ctx context.Context, initPID int, f map[string]st
 		f["outside.ns.error"] = err.Error()
 		return
 	}
-	f["outside.source"] = fmt.Sprintf("exec'd process (pid %d) in the container's cgroup", pid)
+	describe(f, "outside.", "container process (an exec, as the agent's commands run)", pid, cmdline(pid))
 	if n := readNS(pid, "outside.ns.", f); n == 0 {
 		f["outside.ns.error"] = fmt.Sprintf("could not read /proc/%d/ns", pid)
 	}
+}
+
+// engineFacts records the namespaces of the process that runs the runtime
+// for this container (containerd's shim, the parent of the container's
+// pid) as "engine.ns.*": the host side as the runtime sees it. In the lab
+// its net is the daemon's own sealed namespace, which in the field is the
+// machine's network; a runsc gofer or sentry told to use "the host's"
+// network lands there. Nothing is recorded when that parent sits in the
+// container's cgroup: then it is the sandbox's, not the host's.
+func engineFacts(initPID int, id string, f map[string]string) {
+	pp := parentOf(initPID)
+	if initPID <= 0 || pp <= 1 || inCgroupOf(pp, id) == nil {
+		return
+	}
+	describe(f, "engine.", "container engine (the runtime's caller)", pp, cmdline(pp))
+	readNS(pp, "engine.ns.", f)
 }
 
 func readNS(pid int, prefix string, f map[string]string) int {

@@ -1,0 +1,209 @@
+package ledger
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Swept is what Sweep removed.
+type Swept struct {
+	Owners  []string // ledger folders of dead processes
+	Removed []Entry
+}
+
+// Sweep removes everything the ledgers of dead processes list, and their
+// folders. Ledgers of live processes are left alone. Entries that fail to
+// go stay listed, for the next sweep, and are reported in the error.
+func Sweep(ctx context.Context) (Swept, error) {
+	var out Swept
+	dirs, err := filepath.Glob(filepath.Join(Root, "*"))
+	if err != nil {
+		return out, err
+	}
+	var errs []error
+	for _, dir := range dirs {
+		if dir == Dir() {
+			continue
+		}
+		removed, dead, err := sweepOne(ctx, dir)
+		out.Removed = append(out.Removed, removed...)
+		if dead {
+			out.Owners = append(out.Owners, filepath.Base(dir))
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", filepath.Base(dir), err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return out, fmt.Errorf("ledger: sweep: %w", err)
+	}
+	return out, nil
+}
+
+// sweepOne handles one owner's folder: dead reports that its owner is gone.
+func sweepOne(ctx context.Context, dir string) (removed []Entry, dead bool, err error) {
+	f, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_RDWR, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		// A folder whose owner died before it took the lock (or mid-sweep).
+		return nil, true, os.RemoveAll(dir)
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	defer f.Close()
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			break
+		}
+		if errors.Is(err, syscall.EINTR) {
+			continue
+		}
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, false, nil // its owner lives
+		}
+		return nil, false, fmt.Errorf("lock: %w", err)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
+	type item struct {
+		file string
+		e    Entry
+	}
+	var items []item
+	for _, file := range files {
+		b, err := os.ReadFile(file)
+		var e Entry
+		if err != nil || json.Unmarshal(b, &e) != nil {
+			_ = os.Remove(file)
+			continue
+		}
+		items = append(items, item{file, e})
+	}
+	// Processes first, then namespaces (a lab's sessions before the lab),
+	// then what is left on disk.
+	sort.SliceStable(items, func(i, j int) bool {
+		ri, rj := rank(items[i].e), rank(items[j].e)
+		if ri != rj {
+			return ri < rj
+		}
+		return len(items[i].e.What) > len(items[j].e.What)
+	})
+	var errs []error
+	for _, it := range items {
+		if err := remove(ctx, it.e); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		_ = os.Remove(it.file)
+		removed = append(removed, it.e)
+	}
+	if len(errs) == 0 {
+		errs = append(errs, os.RemoveAll(dir))
+	}
+	return removed, true, errors.Join(errs...)
+}
+
+func rank(e Entry) int {
+	switch e.Kind {
+	case Cgroup:
+		return 0
+	case Netns:
+		return 1
+	case SysvShm:
+		return 2
+	}
+	return 3
+}
+
+// remove takes one thing away, refusing anything that does not look like
+// ours: a damaged ledger must not become a way to delete the machine.
+func remove(ctx context.Context, e Entry) error {
+	switch e.Kind {
+	case Cgroup:
+		if !strings.HasPrefix(filepath.Base(e.What), "gatehouse-") || !strings.HasPrefix(e.What, "/sys/fs/cgroup/") {
+			return fmt.Errorf("refusing cgroup %q: not one of ours", e.What)
+		}
+		return removeCgroup(ctx, e.What)
+	case Netns:
+		if !strings.HasPrefix(e.What, "gh-") || strings.ContainsAny(e.What, "/ ") {
+			return fmt.Errorf("refusing namespace %q: not one of ours", e.What)
+		}
+		if _, err := os.Stat("/run/netns/" + e.What); errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		if out, err := exec.CommandContext(ctx, "ip", "netns", "del", e.What).CombinedOutput(); err != nil {
+			return fmt.Errorf("ip netns del %s: %v: %s", e.What, err, strings.TrimSpace(string(out)))
+		}
+		return nil
+	case SysvShm:
+		key, err := strconv.ParseInt(e.What, 0, 64)
+		if err != nil {
+			return fmt.Errorf("bad SysV key %q", e.What)
+		}
+		if id, err := unix.SysvShmGet(int(key), 0, 0); err == nil {
+			if _, err := unix.SysvShmCtl(id, unix.IPC_RMID, nil); err != nil {
+				return fmt.Errorf("remove SysV segment %s: %w", e.What, err)
+			}
+		}
+		return nil
+	case Path:
+		if !ours(e.What) {
+			return fmt.Errorf("refusing path %q: not one of ours", e.What)
+		}
+		return os.RemoveAll(e.What)
+	}
+	return fmt.Errorf("unknown kind %q", e.Kind)
+}
+
+// ours: under /run/gatehouse, or named gatehouse-* (staging, places).
+func ours(p string) bool {
+	c := filepath.Clean(p)
+	if !filepath.IsAbs(c) {
+		return false
+	}
+	return strings.HasPrefix(c, "/run/gatehouse/") || strings.HasPrefix(filepath.Base(c), "gatehouse-")
+}
+
+// removeCgroup kills everything in the cgroup, waits until it is empty and
+// removes it with its children.
+func removeCgroup(ctx context.Context, dir string) error {
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	_ = os.WriteFile(filepath.Join(dir, "cgroup.kill"), []byte("1"), 0)
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		b, err := os.ReadFile(filepath.Join(dir, "cgroup.events"))
+		if err != nil || strings.Contains(string(b), "populated 0") {
+			break
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("cgroup %s still has processes after kill", dir)
+		}
+	}
+	var kids []string
+	_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() && p != dir {
+			kids = append(kids, p)
+		}
+		return nil
+	})
+	for i := len(kids) - 1; i >= 0; i-- {
+		_ = os.Remove(kids[i])
+	}
+	if err := os.Remove(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove cgroup %s: %w", dir, err)
+	}
+	return nil
+}
