@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -104,7 +105,10 @@ func (s *Session) holdExec(ctx context.Context) (int, func(), error) {
 		if err != nil {
 			return 0, nop, fmt.Errorf("exec for namespaces: %w", err)
 		}
-		if res.Running && res.PID > 1 {
+		// Running is reported while the pid is still `runc init`, joining
+		// the container's namespaces one by one: read them only once the
+		// exec has become the command itself.
+		if res.Running && res.PID > 1 && strings.Contains(strings.Join(cmdline(res.PID), " "), "sleep") {
 			pid := res.PID
 			stop := func() { _ = syscall.Kill(pid, syscall.SIGKILL) }
 			if err := inCgroupOf(pid, s.ID()); err != nil {
