@@ -32,7 +32,10 @@ func parseChannel(target string) (channel, error) {
 }
 
 // doSend offers Payload on the channel until DurationMS ends. It is
-// "completed" when at least one offer went out without an error.
+// "completed" when at least one offer went out without an error. Its
+// active window is the whole time it kept offering (files stay in place
+// until the end), failed tries included: the harness pairs it with the
+// other session's receive window on the same channel.
 func doSend(ctx context.Context, s Step, rep *Report) error {
 	ch, err := parseChannel(s.Target)
 	if err != nil {
@@ -44,16 +47,22 @@ func doSend(ctx context.Context, s Step, rep *Report) error {
 	case "tcp", "udp":
 		send = func(ctx context.Context) error { return sendNet(ctx, ch, s.Payload) }
 	case "dir":
-		send, done = sendFile(ch.rest, s.Payload)
+		send, done = sendFiles(ch.rest, s.Payload)
 	case "unix":
 		send = func(ctx context.Context) error { return sendUnix(ctx, ch.rest, s.Payload) }
 	case "abstract":
 		send = func(ctx context.Context) error { return sendAbstract(ctx, ch.rest, s.Payload) }
 	case "shm":
 		send = func(ctx context.Context) error { return sendShm(ch.rest, s.Payload) }
+	case "mq":
+		send = func(context.Context) error { return sendMq(ch.rest, s.Payload) }
+	case "proc":
+		send = func(context.Context) error { return offeredInProc(ch.rest, s.Payload) }
 	default:
 		return fmt.Errorf("unknown channel scheme %q", ch.scheme)
 	}
+	from := time.Now()
+	defer func() { rep.ActiveFrom, rep.ActiveTo = from.UTC(), time.Now().UTC() }()
 	if done != nil {
 		defer done()
 	}
@@ -97,7 +106,9 @@ func repeat(ctx context.Context, d time.Duration, fn func(context.Context) error
 
 // doReceive listens or looks on the channel for DurationMS and reports the
 // values it got (not its own). Having listened is "completed"; whether a
-// value arrived is in Excerpt, for the harness to judge.
+// value arrived is in Excerpt, for the harness to judge. Its active window
+// runs from when it really listened (socket bound, folder there, segment
+// attached) to when it stopped: none when it never listened.
 func doReceive(ctx context.Context, s Step, rep *Report) error {
 	ch, err := parseChannel(s.Target)
 	if err != nil {
@@ -117,8 +128,15 @@ func doReceive(ctx context.Context, s Step, rep *Report) error {
 		err = receiveAbstract(ctx, ch.rest, s.Payload, f)
 	case "shm":
 		err = receiveShm(ctx, ch.rest, f)
+	case "mq":
+		err = receiveMq(ctx, ch.rest, f)
+	case "proc":
+		err = receiveProc(ctx, ch.rest, f)
 	default:
 		err = fmt.Errorf("unknown channel scheme %q", ch.scheme)
+	}
+	if !f.from.IsZero() {
+		rep.ActiveFrom, rep.ActiveTo = f.from.UTC(), time.Now().UTC()
 	}
 	rep.Bytes = len(f.order)
 	rep.Excerpt = f.excerpt()
@@ -135,44 +153,77 @@ func tag(v string) string {
 	return strconv.FormatUint(uint64(h.Sum32()), 16)
 }
 
-// sendFile writes the value once into a file in a shared folder and
-// removes it when the attempt ends.
-func sendFile(dir, v string) (func(context.Context) error, func()) {
-	p := filepath.Join(dir, xsPrefix+tag(v))
-	written := false
+// sendFiles writes the value once into a file in each shared folder the
+// target names (see dirsOf) and removes them when the attempt ends. A try
+// succeeds when at least one folder holds the file.
+func sendFiles(where, v string) (func(context.Context) error, func()) {
+	var written []string
 	send := func(context.Context) error {
-		if written {
+		if len(written) > 0 {
 			return nil
 		}
-		f, err := openForWrite(p)
+		dirs, err := dirsOf(where)
 		if err != nil {
 			return err
 		}
-		_, err = f.WriteString("GATEHOUSE " + v + "\n")
-		if cerr := f.Close(); err == nil {
-			err = cerr
+		var last error
+		for _, d := range dirs {
+			p := filepath.Join(d, xsPrefix+tag(v))
+			if err := writeXS(p, v); err != nil {
+				last = err
+				continue
+			}
+			written = append(written, p)
 		}
-		written = err == nil
-		return err
+		if len(written) == 0 {
+			return last
+		}
+		return nil
 	}
 	return send, func() {
-		if written {
+		for _, p := range written {
 			_ = os.Remove(p)
 		}
 	}
 }
 
-// pollFiles reads every xs file in dir each tick.
-func pollFiles(ctx context.Context, dir string, f *found) error {
-	if _, err := os.Stat(dir); err != nil {
+func writeXS(p, v string) error {
+	f, err := openForWrite(p)
+	if err != nil {
 		return err
 	}
+	_, err = f.WriteString("GATEHOUSE " + v + "\n")
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// pollFiles reads every xs file in the target's folders each tick. It
+// listens from the first tick on which one of them exists.
+func pollFiles(ctx context.Context, where string, f *found) error {
 	for {
-		ms, _ := filepath.Glob(filepath.Join(dir, xsPrefix+"*"))
-		for _, m := range ms {
-			if b, err := readFile(m); err == nil {
-				f.add(b, m)
+		dirs, err := dirsOf(where)
+		var there error = errAbsent
+		for _, d := range dirs {
+			if _, serr := os.Stat(d); serr != nil {
+				there = serr
+				continue
 			}
+			there = nil
+			ms, _ := filepath.Glob(filepath.Join(d, xsPrefix+"*"))
+			for _, m := range ms {
+				if b, err := readFile(m); err == nil {
+					f.add(b, m)
+				}
+			}
+		}
+		switch {
+		case there == nil:
+			f.listening()
+		case f.from.IsZero():
+			// Never there: nothing can arrive through it.
+			return errors.Join(err, there)
 		}
 		select {
 		case <-ctx.Done():

@@ -75,6 +75,7 @@ func receiveNet(ctx context.Context, ch channel, f *found) error {
 		defer pc.Close()
 		stop := context.AfterFunc(ctx, func() { pc.Close() })
 		defer stop()
+		f.listening()
 		buf := make([]byte, readCap)
 		for {
 			n, from, err := pc.ReadFrom(buf)
@@ -96,6 +97,7 @@ func acceptAll(ctx context.Context, l net.Listener, what string, f *found) error
 	defer l.Close()
 	stop := context.AfterFunc(ctx, func() { l.Close() })
 	defer stop()
+	f.listening()
 	for {
 		c, err := l.Accept()
 		if err != nil {

@@ -63,6 +63,7 @@ func receiveShm(ctx context.Context, key string, f *found) error {
 		return err
 	}
 	defer unix.SysvShmDetach(b)
+	f.listening()
 	for {
 		f.add(b, "sysv shm key "+key)
 		select {

@@ -46,6 +46,12 @@ func TestDecode(t *testing.T) {
 	wrongKind.Kind = probe.KindTCP
 	badOutcome := goodReport("a")
 	badOutcome.Outcome = "blocked"
+	windowed := goodReport("a")
+	windowed.ActiveFrom, windowed.ActiveTo = windowed.Start, windowed.Start.Add(time.Second)
+	halfWindow := goodReport("a")
+	halfWindow.ActiveFrom = halfWindow.Start
+	backwards := goodReport("a")
+	backwards.ActiveFrom, backwards.ActiveTo = backwards.Start.Add(time.Second), backwards.Start
 
 	tests := []struct {
 		name     string
@@ -71,6 +77,9 @@ func TestDecode(t *testing.T) {
 		{name: "duplicate id keeps the first", in: a + reportLine(t, lying) + strings.Replace(b, `"outcome":"completed"`, `"outcome":"error"`, 1), wantIDs: "ab", problems: 1, contains: "duplicate report"},
 		{name: "kind differs from plan", in: reportLine(t, wrongKind), problems: 1, contains: "kind"},
 		{name: "unknown outcome", in: reportLine(t, badOutcome), problems: 1, contains: "unknown outcome"},
+		{name: "an active window is decoded", in: reportLine(t, windowed), wantIDs: "a"},
+		{name: "half an active window", in: reportLine(t, halfWindow), problems: 1, contains: "both ends"},
+		{name: "an active window that ends before it starts", in: reportLine(t, backwards), problems: 1, contains: "ends before"},
 		{name: "excerpt over cap", in: reportLine(t, long), problems: 1, contains: "excerpt"},
 		{name: "wrong type", in: strings.Replace(a, `"duration_ms":1.5`, `"duration_ms":"1.5"`, 1), problems: 1, contains: "malformed report"},
 		{name: "binary garbage", in: "\x00\xff\xfe\x7f{\x01}\n" + a, wantIDs: "a", problems: 1, contains: "UTF-8"},

@@ -15,6 +15,7 @@ import (
 var reportKeys = map[string]bool{
 	"id": true, "kind": true, "target": true, "outcome": true, "error": true,
 	"status": true, "bytes": true, "excerpt": true, "start": true, "duration_ms": true,
+	"active_from": true, "active_to": true,
 }
 
 var outcomes = map[string]bool{
@@ -94,6 +95,10 @@ func (d *decoder) check(rep Report) error {
 		return fmt.Errorf("duration %v ms out of range", rep.DurationMS)
 	case rep.Start.IsZero():
 		return errors.New("no start time")
+	case rep.ActiveFrom.IsZero() != rep.ActiveTo.IsZero():
+		return errors.New("an active window needs both ends")
+	case rep.ActiveTo.Before(rep.ActiveFrom):
+		return errors.New("active window ends before it starts")
 	}
 	return nil
 }

@@ -19,8 +19,12 @@ const (
 	// values found are reported as "value path" lines in Excerpt.
 	KindFind = "find"
 	// KindSend: Target is a channel ("tcp:HOST:PORT", "udp:HOST:PORT",
-	// "dir:FOLDER", "unix:FOLDER", "abstract:NAME", "shm:KEY"); Payload is
-	// offered on it repeatedly for DurationMS.
+	// "dir:FOLDER" (see dirsOf: also "dir:@writable", $HOME, $UID),
+	// "unix:FOLDER", "abstract:NAME", "shm:KEY", "mq:NAME" (a POSIX message
+	// queue: a send writes to NAME, a receive reads its own NAME),
+	// "proc:environ" or "proc:cmdline" (a send checks that a process of its
+	// own session shows the value there; a receive reads every other
+	// process's)); Payload is offered on it repeatedly for DurationMS.
 	KindSend = "send"
 	// KindReceive: Target is a channel; the probe listens or looks on it for
 	// DurationMS and reports the token-shaped values it got, except Payload
@@ -72,7 +76,15 @@ func stepDuration(s Step) time.Duration {
 type found struct {
 	where map[string]string
 	order []string
-	skip  string // the probe's own value, never reported
+	skip  string    // the probe's own value, never reported
+	from  time.Time // when the receive began to listen; zero: never
+}
+
+// listening marks the start of the receive's active window (once).
+func (f *found) listening() {
+	if f.from.IsZero() {
+		f.from = time.Now()
+	}
 }
 
 func newFound(skip string) *found { return &found{where: map[string]string{}, skip: skip} }

@@ -15,10 +15,14 @@ const (
 )
 
 // Main is the probe binary: `probe run` reads a Plan on stdin and streams
-// Reports; `probe facts` prints one Facts object.
+// Reports; `probe facts` prints one Facts object; `probe hold` keeps a
+// process alive (see Hold).
 func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "hold" {
+		return Hold(ctx, args[1:], stdin, stdout, stderr)
+	}
 	if len(args) != 1 {
-		fmt.Fprintln(stderr, "usage: probe run < plan.json | probe facts")
+		fmt.Fprintln(stderr, "usage: probe run < plan.json | probe facts | probe hold VALUE [DIR]")
 		return ExitBadPlan
 	}
 	switch args[0] {

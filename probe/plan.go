@@ -109,6 +109,13 @@ type Report struct {
 	Excerpt    string    `json:"excerpt,omitempty"` // first bytes received (capped)
 	Start      time.Time `json:"start"`
 	DurationMS float64   `json:"duration_ms"`
+	// ActiveFrom and ActiveTo, when set, are when the attempt was really at
+	// work: a receive listening (its socket bound, its folder polled), a
+	// send offering, a search or read searching. Setup before and teardown
+	// after are outside it. The two-session gates judge overlap from these,
+	// bounded by the window the harness saw from outside.
+	ActiveFrom time.Time `json:"active_from,omitzero"`
+	ActiveTo   time.Time `json:"active_to,omitzero"`
 }
 
 // Outcomes a report may carry.

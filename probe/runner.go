@@ -72,13 +72,17 @@ func (r runner) do(ctx context.Context, s Step) (rep Report) {
 	case KindDNS:
 		err = doDNS(ctx, s, &rep)
 	case KindRead:
+		from := time.Now()
 		rep, err = blocking(ctx, rep, func(r *Report) error { return doRead(s, r) })
+		active(&rep, from)
 	case KindWrite:
 		rep, err = blocking(ctx, rep, func(r *Report) error { return doWrite(s, r) })
 	case KindList:
 		rep, err = blocking(ctx, rep, func(r *Report) error { return doList(s, r) })
 	case KindFind:
+		from := time.Now()
 		err = doFind(ctx, s, &rep) // keeps what it found when the deadline cuts it (see gather)
+		active(&rep, from)
 	case KindSend:
 		err = doSend(ctx, s, &rep)
 	case KindReceive:
@@ -97,6 +101,13 @@ func (r runner) do(ctx context.Context, s Step) (rep Report) {
 		err = fmt.Errorf("unknown kind %q", s.Kind)
 	}
 	return finish(rep, err)
+}
+
+// active sets a read's or search's active window: from its start to now.
+// The two-session gates need it to know the other session was alive
+// while this one looked.
+func active(rep *Report, from time.Time) {
+	rep.ActiveFrom, rep.ActiveTo = from.UTC(), time.Now().UTC()
 }
 
 // blocking runs a file operation that has no deadline of its own (a FIFO or

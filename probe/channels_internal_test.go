@@ -1,0 +1,54 @@
+package probe
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+)
+
+// The folders a "dir:" channel names: $HOME and $UID expanded, the parent
+// of where a folder really is, and the writable mounts without kernel
+// state or the probe's own files.
+func TestDirsOf(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	real := filepath.Join(t.TempDir(), "sessions", "s1")
+	if err := os.MkdirAll(real, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(t.TempDir(), "workspace")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	for in, want := range map[string]string{
+		"$HOME":          home,
+		"/run/user/$UID": "/run/user/" + strconv.Itoa(os.Getuid()),
+		link + "/..":     filepath.Dir(real),
+		"/workspace/..":  "/",
+		"/var/tmp":       "/var/tmp",
+	} {
+		got, err := dirsOf(in)
+		if err != nil || len(got) != 1 || got[0] != want {
+			t.Errorf("dirsOf(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for p, want := range map[string]bool{
+		"/dev/shm": true, "/dev/shm/x": true, "/tmp": true, "/": true, "/var/tmp": true,
+		"/dev": false, "/dev/mqueue": false, "/proc": false, "/proc/sys": false, "/sys/fs/cgroup": false,
+		"/gatehouse": false, "/gatehouse/bin": false, "/gatehousex": true,
+	} {
+		if writableCandidate(p) != want {
+			t.Errorf("writableCandidate(%q) = %v, want %v", p, !want, want)
+		}
+	}
+	ws, err := dirsOf("@writable")
+	if err != nil {
+		t.Fatalf("@writable: %v", err)
+	}
+	for _, w := range ws {
+		if !writableCandidate(w) {
+			t.Errorf("@writable lists %s", w)
+		}
+	}
+}
