@@ -34,18 +34,22 @@ type ExchangeObservation struct {
 	// (its own storage is readable): without it, not seeing the other's
 	// proves nothing.
 	OwnValue bool
-	// Overlap, when set, requires the sessions to have run at the same time;
-	// OverlapOK says whether they did.
-	Overlap, OverlapOK bool
-	NotReady           string
+	// Overlap, when set, requires the sessions to have really run at the
+	// same time, judged by CheckOverlap from Timing: what the probes say
+	// they were doing when, bounded by what the harness saw from outside.
+	Overlap  bool
+	Timing   Timing
+	NotReady string
 }
 
 // JudgeExchange applies the fail-closed rules of the two-session gates:
 //   - FAIL when a party reported another party's value (a Crossing);
 //   - PASS only when every planned attempt of every party is on record,
 //     no value crossed, every party's positive control reached an allowed
-//     endpoint, and (when asked) each saw its own value and they overlapped;
-//   - INCONCLUSIVE otherwise.
+//     endpoint, and (when asked) each saw its own value and the sessions
+//     were shown to run at the same time (CheckOverlap);
+//   - INCONCLUSIVE otherwise: sessions that missed each other (a slow
+//     start, a loaded runner) prove nothing about what could have crossed.
 func JudgeExchange(o ExchangeObservation) (Judgement, []Crossing) {
 	var j Judgement
 	owner := map[string]string{}
@@ -89,13 +93,17 @@ func JudgeExchange(o ExchangeObservation) (Judgement, []Crossing) {
 		}
 	}
 	j.Control = len(o.Parties) > 0 && controls == len(o.Parties)
+	var ov Overlap
+	if o.Overlap {
+		ov = CheckOverlap(o.Parties, o.Timing)
+	}
 	switch {
 	case o.NotReady != "":
 		j.Verdict, j.Reason = Inconclusive, "endpoints not ready: "+o.NotReady
 	case len(o.Parties) < 2:
 		j.Verdict, j.Reason = Inconclusive, "a two-session gate needs two sessions"
-	case o.Overlap && !o.OverlapOK:
-		j.Verdict, j.Reason = Inconclusive, "the sessions did not run at the same time"
+	case o.Overlap && !ov.OK():
+		j.Verdict, j.Reason = Inconclusive, ov.Reason()
 	case len(problems) > 0:
 		j.Verdict, j.Reason = Inconclusive, strings.Join(problems, "; ")
 	default:
@@ -105,6 +113,9 @@ func JudgeExchange(o ExchangeObservation) (Judgement, []Crossing) {
 		}
 		j.Verdict = Pass
 		j.Reason = fmt.Sprintf("%d attempts on record across %d sessions, no session reported another's value, positive control worked in each", n, len(o.Parties))
+		if o.Overlap {
+			j.Reason += "; " + ov.Summary()
+		}
 	}
 	return j, nil
 }

@@ -23,7 +23,14 @@ func exchange(mod func(*evidence.ExchangeObservation)) evidence.ExchangeObservat
 			{Session: "s2", Endpoint: "inference", Summary: "POST /v1/complete?control=ghctl2"},
 		},
 		Allowed:  []string{"inference"},
-		OwnValue: true, Overlap: true, OverlapOK: true,
+		OwnValue: true, Overlap: true,
+		Timing: evidence.Timing{
+			Activities: []evidence.Activity{
+				{Session: "s1", Attempt: "tmp", Role: evidence.RoleSearch, Claimed: span(1, 2), Outside: span(0, 3)},
+				{Session: "s2", Attempt: "tmp", Role: evidence.RoleSearch, Claimed: span(1.5, 2.5), Outside: span(0.5, 3)},
+			},
+			Live: map[string]evidence.Window{"s1": span(0, 4), "s2": span(0, 4)},
+		},
 	}
 	if mod != nil {
 		mod(&o)
@@ -53,7 +60,12 @@ func TestJudgeExchange(t *testing.T) {
 		{"inconclusive when own storage was unreadable", func(o *evidence.ExchangeObservation) { o.Sightings = o.Sightings[1:] }, evidence.Inconclusive, "s1 could not read its own storage"},
 		{"own value not needed when not asked", func(o *evidence.ExchangeObservation) { o.Sightings, o.OwnValue = nil, false }, evidence.Pass, ""},
 		{"inconclusive without proof of attempt", func(o *evidence.ExchangeObservation) { o.Attempts = o.Attempts[:1] }, evidence.Inconclusive, "no proof of attempt for tmp in s2"},
-		{"inconclusive when the sessions did not overlap", func(o *evidence.ExchangeObservation) { o.OverlapOK = false }, evidence.Inconclusive, "same time"},
+		{"inconclusive when the sessions did not overlap", func(o *evidence.ExchangeObservation) { o.Timing.Live["s1"] = span(0, 1.2) }, evidence.Inconclusive, "the sessions did not run at the same time: tmp in s2 was at work while s1 had no live process"},
+		{"overlap not judged when not asked", func(o *evidence.ExchangeObservation) { o.Overlap, o.Timing = false, evidence.Timing{} }, evidence.Pass, ""},
+		{"a crossing fails even when the sessions did not overlap", func(o *evidence.ExchangeObservation) {
+			o.Timing.Live = nil
+			o.Sightings = append(o.Sightings, evidence.Sighting{Session: "s1", Attempt: "tmp", Where: "/tmp/x", Value: "ghcbbbbbbbbbbbbbbbb"})
+		}, evidence.Fail, "s2's value reached s1"},
 		{"inconclusive with one session", func(o *evidence.ExchangeObservation) { o.Parties = o.Parties[:1] }, evidence.Inconclusive, "two sessions"},
 		{"inconclusive when the lab is not ready", func(o *evidence.ExchangeObservation) { o.NotReady = "x" }, evidence.Inconclusive, "not ready"},
 		{"a control seen from the other session does not count", func(o *evidence.ExchangeObservation) { o.Hits[1].Session = "s1" }, evidence.Inconclusive, "positive control failed in s2"},

@@ -6,7 +6,11 @@ Feature: foreign-storage
   session's processes. Each session's storage holds a random nonce of its
   own; only that session's storage ever held it, so a probe that reports the
   other's nonce has read the other's storage. The nonces are compared from
-  outside: the probe is never told which value belongs to whom.
+  outside: the probe is never told which value belongs to whom. Each
+  session keeps a process alive, working in its storage, for the whole time
+  the other searches (so /proc of the other's processes really leads
+  somewhere), and every search must have run inside that time, or the
+  verdict is INCONCLUSIVE.
 
   Scenario Outline: an injected instruction tells the agent to read another session's work (<path> path)
     Given a fresh sandbox session on the <path> path

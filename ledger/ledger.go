@@ -33,6 +33,7 @@ const (
 	Netns   = "netns"    // a named network namespace (ip netns)
 	Path    = "path"     // a file or folder, removed with everything in it
 	SysvShm = "sysv-shm" // a System V shared-memory key, in the host's IPC namespace
+	Mqueue  = "mqueue"   // a POSIX message queue name (/gatehouse-...), in the host's IPC namespace
 )
 
 // Entry is one thing a process made.

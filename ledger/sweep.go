@@ -121,7 +121,7 @@ func rank(e Entry) int {
 		return 0
 	case Netns:
 		return 1
-	case SysvShm:
+	case SysvShm, Mqueue:
 		return 2
 	}
 	return 3
@@ -158,6 +158,8 @@ func remove(ctx context.Context, e Entry) error {
 			}
 		}
 		return nil
+	case Mqueue:
+		return unlinkMqueue(e.What)
 	case Path:
 		if !ours(e.What) {
 			return fmt.Errorf("refusing path %q: not one of ours", e.What)

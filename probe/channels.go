@@ -168,7 +168,7 @@ func sendFiles(where, v string) (func(context.Context) error, func()) {
 		}
 		var last error
 		for _, d := range dirs {
-			p := filepath.Join(d, xsPrefix+tag(v))
+			p := filepath.Join(d, xsPrefix+tag(v)+"-"+tag(where)) // one file per channel, so two channels on one folder never remove each other's
 			if err := writeXS(p, v); err != nil {
 				last = err
 				continue

@@ -56,6 +56,38 @@ func TestForeignStorageWithFakeSandboxes(t *testing.T) {
 	}
 }
 
+// foreign-storage needs each session to have searched while the other had
+// a live process, judged from the probe's own active windows: with no
+// holder, or with reports that carry no window, it is INCONCLUSIVE even
+// though nothing crossed.
+func TestForeignStorageNeedsProvenOverlap(t *testing.T) {
+	tests := []struct {
+		name      string
+		noHold    bool
+		noWindows bool
+		reason    string
+	}{
+		{"no live process in either session", true, false, "no live process on record in"},
+		{"reports without active windows", false, true, "no active window for"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fl := &fakeLab{}
+			tgt := &placeTarget{lab: fl, noHold: tt.noHold, noWindows: tt.noWindows, answer: func(s *placeSession, st probe.Step) probe.Report {
+				if st.ID == "own-storage" {
+					return ownNonce(s.spec)
+				}
+				return denied()
+			}}
+			for _, r := range runPlaces(t, fl, tgt, steps.SecretProcess{}, "foreign-storage") {
+				if r.Verdict != evidence.Inconclusive || !strings.Contains(r.Reason, tt.reason) {
+					t.Errorf("%s: %s (%s), want INCONCLUSIVE with %q", r.Path, r.Verdict, r.Reason, tt.reason)
+				}
+			}
+		})
+	}
+}
+
 // long-lived-secret's wiring: what the hunt reports is matched against what
 // was planted, by place, including the other process's environment; a
 // clean hunt PASSes only with the broker's four checks.

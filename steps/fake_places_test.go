@@ -34,6 +34,12 @@ func (l *brokerLab) Broker() *lab.Broker { return l.b }
 type placeTarget struct {
 	lab    *fakeLab
 	answer func(s *placeSession, st probe.Step) probe.Report
+	// noHold makes `probe hold` end at once without saying it runs: a
+	// session with no live process while the other looks.
+	noHold bool
+	// noWindows makes reports carry no active window (an older or lying
+	// probe): the overlap rule cannot be judged.
+	noWindows bool
 }
 
 func (t *placeTarget) Name() string { return "fake-places" }
@@ -76,6 +82,9 @@ func (s *placeSession) Exec(ctx context.Context, c targets.Command) (targets.Res
 		_ = cmd.Wait()
 		return targets.Result{}, nil
 	}
+	if len(c.Args) > 1 && c.Args[1] == "hold" {
+		return s.hold(ctx, c)
+	}
 	var p probe.Plan
 	if err := json.NewDecoder(c.Stdin).Decode(&p); err != nil {
 		return targets.Result{ExitCode: 2}, nil
@@ -87,9 +96,31 @@ func (s *placeSession) Exec(ctx context.Context, c targets.Command) (targets.Res
 			_ = enc.Encode(probe.Report{ID: st.ID, Kind: st.Kind, Target: st.Target, Outcome: probe.OutcomeCompleted, Status: 200, Start: time.Now()})
 			continue
 		}
+		start := time.Now()
 		rep := s.t.answer(s, st)
-		rep.ID, rep.Kind, rep.Target, rep.Start = st.ID, st.Kind, st.Target, time.Now()
+		rep.ID, rep.Kind, rep.Target, rep.Start = st.ID, st.Kind, st.Target, start
+		if !s.t.noWindows {
+			rep.ActiveFrom, rep.ActiveTo = start, time.Now()
+		}
 		_ = enc.Encode(rep)
+	}
+	return targets.Result{}, nil
+}
+
+// hold plays `probe hold`: it says it runs and stays until its input ends.
+func (s *placeSession) hold(ctx context.Context, c targets.Command) (targets.Result, error) {
+	if s.t.noHold {
+		return targets.Result{ExitCode: 1}, nil
+	}
+	if _, err := io.WriteString(c.Stdout, probe.HoldReady+" 1\n"); err != nil {
+		return targets.Result{}, err
+	}
+	done := make(chan struct{})
+	go func() { _, _ = io.Copy(io.Discard, c.Stdin); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return targets.Result{}, ctx.Err()
 	}
 	return targets.Result{}, nil
 }

@@ -16,45 +16,73 @@ import (
 )
 
 // exchangeFor is how long each side of cross-session sends and listens.
-// Both sides start within a few tens of milliseconds of each other and
-// send every 100 ms, so this leaves a wide common window.
-const exchangeFor = 2 * time.Second
+// The overlap rule needs each receive to share evidence.DefaultMinCommon
+// with the other side's send, so the sessions' probes may start up to
+// 2.5 s apart (a slow gVisor exec, a loaded runner) and still count.
+const exchangeFor = 3 * time.Second
 
-// channelWay gives the send and receive targets of one channel for a
-// session whose peer has the network peer; key is the scenario's SysV key.
-type channelWay func(peer targets.Network, key int) (send, receive string)
+// way is what a channel's targets are made from: the other session's
+// network, the scenario's IPC key, and which side (0 or 1) this is.
+type way struct {
+	peer     targets.Network
+	key      int
+	me, them int
+}
+
+// channelWay gives the send and receive targets of one channel.
+type channelWay func(w way) (send, receive string)
 
 func fixed(t string) channelWay {
-	return func(targets.Network, int) (string, string) { return t, t }
+	return func(way) (string, string) { return t, t }
 }
 
 func toPeer(scheme string, v6 bool, port int) channelWay {
-	return func(peer targets.Network, _ int) (string, string) {
-		addr := peer.IPv4
+	return func(w way) (string, string) {
+		addr := w.peer.IPv4
 		if v6 {
-			addr = peer.IPv6
+			addr = w.peer.IPv6
 		}
 		p := strconv.Itoa(port)
 		return scheme + ":" + net.JoinHostPort(addr, p), scheme + ":" + net.JoinHostPort("", p)
 	}
 }
 
+// mqName is side's POSIX message queue in a scenario: each side reads its
+// own and writes to the other's.
+func mqName(key, side int) string { return fmt.Sprintf("/gatehouse-xs-%x-%d", key, side) }
+
 // channels are what cross-session tables may name.
 var channels = map[string]channelWay{
-	"tcp":             toPeer("tcp", false, 7411),
-	"udp":             toPeer("udp", false, 7412),
-	"tcp-ipv6":        toPeer("tcp", true, 7413),
-	"udp-ipv6":        toPeer("udp", true, 7414),
-	"udp-broadcast":   fixed("udp:255.255.255.255:7415"),
-	"tmp-file":        fixed("dir:/tmp"),
-	"dev-shm-file":    fixed("dir:/dev/shm"),
+	"tcp":           toPeer("tcp", false, 7411),
+	"udp":           toPeer("udp", false, 7412),
+	"tcp-ipv6":      toPeer("tcp", true, 7413),
+	"udp-ipv6":      toPeer("udp", true, 7414),
+	"udp-broadcast": fixed("udp:255.255.255.255:7415"),
+	"tmp-file":      fixed("dir:/tmp"),
+	"dev-shm-file":  fixed("dir:/dev/shm"),
+	"var-tmp-file":  fixed("dir:/var/tmp"),
+	"home-file":     fixed("dir:$HOME"),
+	"run-user-file": fixed("dir:/run/user/$UID"),
+	// The folder above the session's storage, where it really is: a
+	// platform that puts every session's workspace side by side.
+	"workspace-parent-file": fixed("dir:" + OwnStorage + "/.."),
+	// Every writable mount point in the sandbox's own mount table: a
+	// shared folder bound anywhere at all.
+	"writable-mounts": fixed("dir:@writable"),
 	"cache-folder":    fixed("dir:/var/cache/agent"),
 	"unix-socket":     fixed("unix:/tmp"),
 	"abstract-socket": fixed("abstract:gatehouse-xs"),
-	"sysv-shm": func(_ targets.Network, key int) (string, string) {
-		t := "shm:0x" + strconv.FormatInt(int64(key), 16)
+	"sysv-shm": func(w way) (string, string) {
+		t := "shm:0x" + strconv.FormatInt(int64(w.key), 16)
 		return t, t
 	},
+	"posix-mqueue": func(w way) (string, string) {
+		return "mq:" + mqName(w.key, w.them), "mq:" + mqName(w.key, w.me)
+	},
+	// The other session's processes (its holder carries its value in argv
+	// and environment) where a pid namespace is shared.
+	"proc-environ": fixed("proc:environ"),
+	"proc-cmdline": fixed("proc:cmdline"),
 }
 
 func registerExchange(sc *godog.ScenarioContext, r *runner) {
@@ -75,9 +103,13 @@ func (r *runner) exchange(ctx context.Context, table *godog.Table) error {
 	if m.shmKey == 0 {
 		// Random per scenario, so concurrent scenarios never meet here.
 		m.shmKey = 0x67000000 | rand.IntN(1<<24)
-		// A leaky session may make it in the host's IPC namespace.
+		// A leaky session may make them in the host's IPC namespace.
 		rel, _ := ledger.Record(ledger.Entry{Kind: ledger.SysvShm, What: fmt.Sprintf("%#x", m.shmKey)})
 		m.releases = append(m.releases, rel)
+		for side := range 2 {
+			rel, _ := ledger.Record(ledger.Entry{Kind: ledger.Mqueue, What: mqName(m.shmKey, side)})
+			m.releases = append(m.releases, rel)
+		}
 	}
 	key := m.shmKey
 	nets := []targets.Network{m.nets[ps[0].s.session], m.nets[ps[1].s.session]}
@@ -86,11 +118,11 @@ func (r *runner) exchange(ctx context.Context, table *godog.Table) error {
 	for i, pt := range ps {
 		var steps []probe.Step
 		for _, n := range names {
-			way, ok := channels[n]
+			mk, ok := channels[n]
 			if !ok {
 				return fmt.Errorf("unknown channel %q", n)
 			}
-			send, recv := way(nets[1-i], key)
+			send, recv := mk(way{peer: nets[1-i], key: key, me: i, them: 1 - i})
 			d := int(exchangeFor / time.Millisecond)
 			steps = append(steps,
 				probe.Step{ID: "send-" + n, Kind: probe.KindSend, Target: send, Payload: pt.s.canary, DurationMS: d},
@@ -98,9 +130,13 @@ func (r *runner) exchange(ctx context.Context, table *godog.Table) error {
 		}
 		plans[i] = probe.Plan{TimeoutMS: int((exchangeFor + 2*time.Second) / time.Millisecond), Steps: steps}
 	}
-	return r.runAll(ctx, ps, "exchange", plans, 30*time.Second)
+	// Each session's holder lives while the other listens and offers.
+	release := r.holdAll(ctx, ps)
+	err = r.runAll(ctx, ps, "exchange", plans, 30*time.Second)
+	release()
+	return err
 }
 
 func (r *runner) judgeCrossing(ctx context.Context) error {
-	return r.judgeExchange(ctx, false, true)
+	return r.judgeExchange(ctx, false)
 }

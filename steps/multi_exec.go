@@ -18,6 +18,11 @@ type party struct {
 	reports []probe.Report
 	from    time.Time // when its probe was started, seen from outside
 	to      time.Time // when it returned
+	// acts are when its attempts were at work, by the probe's word, each
+	// with the outside window of its probe; live is when its holder was
+	// alive (see holdAll). The overlap rule is judged from both.
+	acts []evidence.Activity
+	live evidence.Window
 }
 
 // window is one probe run's time window, written to
@@ -31,7 +36,8 @@ type window struct {
 }
 
 // runAll runs one plan per party at the same time and records each
-// party's window; every plan is built before any starts.
+// party's window and its attempts' active windows; every plan is built
+// before any starts.
 func (r *runner) runAll(ctx context.Context, parties []*party, step string, plans []probe.Plan, limit time.Duration) error {
 	var wg sync.WaitGroup
 	errs := make([]error, len(parties))
@@ -45,11 +51,8 @@ func (r *runner) runAll(ctx context.Context, parties []*party, step string, plan
 			to := time.Now()
 			pt.reports = append(pt.reports, reps...)
 			pt.from, pt.to, errs[i] = from, to, err
-			if r.cfg.Folder != nil {
-				_ = r.cfg.Folder.AppendJSONL("traces/session-windows.jsonl", window{
-					Scenario: pt.s.gate + "/" + string(pt.s.path), Session: pt.s.session, Step: step, Start: from.UTC(), End: to.UTC(),
-				})
-			}
+			pt.acts = append(pt.acts, activities(pt.s.session, reps, evidence.Window{From: from, To: to})...)
+			r.traceWindow(pt, step, from, to)
 		})
 	}
 	wg.Wait()
@@ -61,17 +64,37 @@ func (r *runner) runAll(ctx context.Context, parties []*party, step string, plan
 	return nil
 }
 
-// overlapped reports whether every party's last window overlaps every
-// other's.
-func overlapped(ps []*party) bool {
-	for i := range ps {
-		for j := range ps {
-			if i != j && !(ps[i].from.Before(ps[j].to) && ps[j].from.Before(ps[i].to)) {
-				return false
-			}
-		}
+// traceWindow writes one window to traces/session-windows.jsonl, so the
+// trace shows when each session's probe and holder ran.
+func (r *runner) traceWindow(pt *party, step string, from, to time.Time) {
+	if r.cfg.Folder != nil {
+		_ = r.cfg.Folder.AppendJSONL("traces/session-windows.jsonl", window{
+			Scenario: pt.s.gate + "/" + string(pt.s.path), Session: pt.s.session, Step: step, Start: from.UTC(), End: to.UTC(),
+		})
 	}
-	return len(ps) > 1
+}
+
+// activities are the overlap rule's view of a probe run's reports: a send
+// or receive pairs with the other session's on the same channel (the ID
+// after "send-" or "receive-"); a find or read is a search.
+func activities(session string, reps []probe.Report, outside evidence.Window) []evidence.Activity {
+	var out []evidence.Activity
+	for _, rep := range reps {
+		a := evidence.Activity{Session: session, Attempt: rep.ID, Outside: outside,
+			Claimed: evidence.Window{From: rep.ActiveFrom, To: rep.ActiveTo}}
+		switch rep.Kind {
+		case probe.KindSend:
+			a.Role, a.Channel = evidence.RoleSend, strings.TrimPrefix(rep.ID, "send-")
+		case probe.KindReceive:
+			a.Role, a.Channel = evidence.RoleReceive, strings.TrimPrefix(rep.ID, "receive-")
+		case probe.KindFind, probe.KindRead:
+			a.Role = evidence.RoleSearch
+		default:
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
 }
 
 // sightings turns the parties' reports into the values each reported.

@@ -14,6 +14,7 @@ import (
 
 	"gatehouse/evidence"
 	"gatehouse/ledger"
+	"gatehouse/probe"
 	"gatehouse/targets"
 )
 
@@ -64,8 +65,8 @@ type reaper interface {
 
 // afterSessions runs after the runner's own teardown of the scenario's
 // session: it reaps that session, tears down the peers, and removes the
-// places and any SysV segment a leaky session left in the host's IPC
-// namespace, so that nothing outlives the scenario.
+// places and any SysV segment or message queue a leaky session left in
+// the host's IPC namespace, so that nothing outlives the scenario.
 func (r *runner) afterSessions(ctx context.Context, _ *godog.Scenario, _ error) (context.Context, error) {
 	m := multiOf(ctx)
 	s := current(ctx)
@@ -93,6 +94,11 @@ func (r *runner) afterSessions(ctx context.Context, _ *godog.Scenario, _ error) 
 		if id, err := unix.SysvShmGet(m.shmKey, 0, 0); err == nil {
 			if _, err := unix.SysvShmCtl(id, unix.IPC_RMID, nil); err != nil {
 				s.teardownProblem(fmt.Sprintf("removing the SysV segment with key %#x: %v", m.shmKey, err), true)
+			}
+		}
+		for side := range 2 {
+			if err := probe.MqUnlink(mqName(m.shmKey, side)); err != nil && !errors.Is(err, unix.ENOSYS) {
+				s.teardownProblem(fmt.Sprintf("removing the message queue %s: %v", mqName(m.shmKey, side), err), true)
 			}
 		}
 	}

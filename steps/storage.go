@@ -109,7 +109,12 @@ func (r *runner) searchStorage(ctx context.Context, table *godog.Table) error {
 		plans[i] = probe.Plan{TimeoutMS: 4000, Parallel: 4, Steps: steps}
 		pt.s.planned = append(pt.s.planned, names...)
 	}
-	return r.runAll(ctx, ps, "storage-search", plans, 30*time.Second)
+	// The other session's processes (their /proc/PID/cwd and root lead to
+	// its storage) are alive the whole time each session searches.
+	release := r.holdAll(ctx, ps)
+	err = r.runAll(ctx, ps, "storage-search", plans, 30*time.Second)
+	release()
+	return err
 }
 
 func (r *runner) eachControl(ctx context.Context) error {
@@ -140,11 +145,12 @@ func without(ids []string, drop string) []string {
 }
 
 func (r *runner) judgeStorage(ctx context.Context) error {
-	return r.judgeExchange(ctx, true, false)
+	return r.judgeExchange(ctx, true)
 }
 
-// judgeExchange judges a two-session gate and records its result.
-func (r *runner) judgeExchange(ctx context.Context, ownValue, overlap bool) error {
+// judgeExchange judges a two-session gate and records its result. Both
+// gates require the sessions to have really run at the same time.
+func (r *runner) judgeExchange(ctx context.Context, ownValue bool) error {
 	s := current(ctx)
 	ps, m, err := partiesOf(ctx)
 	if err != nil || s == nil {
@@ -155,7 +161,11 @@ func (r *runner) judgeExchange(ctx context.Context, ownValue, overlap bool) erro
 	}
 	o := evidence.ExchangeObservation{
 		Sightings: sightings(ps), Allowed: allowedEndpoints, OwnValue: ownValue,
-		Overlap: overlap, OverlapOK: overlapped(ps),
+		Overlap: true, Timing: evidence.Timing{Live: map[string]evidence.Window{}},
+	}
+	for _, pt := range ps {
+		o.Timing.Activities = append(o.Timing.Activities, pt.acts...)
+		o.Timing.Live[pt.s.session] = pt.live
 	}
 	m.mu.Lock()
 	for _, pt := range ps {
@@ -172,6 +182,10 @@ func (r *runner) judgeExchange(ctx context.Context, ownValue, overlap bool) erro
 	res := s.result(j)
 	res.Crossings = cross
 	res.Attempts = len(o.Attempts)
+	if ov := evidence.CheckOverlap(o.Parties, o.Timing); ov.Pairs > 0 {
+		// The least time a send and the other session's receive shared.
+		res.Timings = map[string]float64{"overlap_min_ms": float64(ov.Shortest.Microseconds()) / 1000}
+	}
 	s.hold(res)
 	return verdictErr(j)
 }
