@@ -133,7 +133,7 @@ func TestJudgeExchangeNeedsRealOverlap(t *testing.T) {
 	for i := range o.Timing.Activities {
 		a := &o.Timing.Activities[i]
 		if a.Session == "s2" {
-			a.Outside = span(4, 7)      // s2's probe really ran after s1's had ended
+			a.Outside = span(4, 7)     // s2's probe really ran after s1's had ended
 			a.Claimed = span(0.1, 6.9) // and claims to have been at work since 0.1 s
 		}
 	}
