@@ -2,7 +2,9 @@ package probe
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -74,13 +76,23 @@ func findRootsOf(target string, hints []string) (roots []string, first int, cut 
 	if err != nil {
 		return nil, 0, "", err
 	}
-	kept := m[:0]
+	kept, denied := m[:0], 0
 	for _, p := range m {
-		if !systemDirs[p] {
+		switch _, err := os.Stat(p); {
+		case systemDirs[p]:
+		case errors.Is(err, fs.ErrPermission):
+			// The kernel said no (another user namespace's /proc/PID/cwd
+			// in a shared pid namespace): covered, like a folder it will
+			// not list, and not counted against the bound.
+			denied++
+		default:
 			kept = append(kept, p)
 		}
 	}
-	if len(kept) == 0 {
+	switch {
+	case len(kept) == 0 && denied > 0:
+		return nil, 0, "", &fs.PathError{Op: "stat", Path: target, Err: unix.EACCES}
+	case len(kept) == 0:
 		return nil, 0, "", errAbsent
 	}
 	if len(kept) > findRoots {
