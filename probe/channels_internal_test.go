@@ -52,3 +52,27 @@ func TestDirsOf(t *testing.T) {
 		}
 	}
 }
+
+// A read-only bind of the host's own /usr/share at /usr/share is system
+// software like /usr; a folder from elsewhere bound read-only below /usr,
+// or a writable one, is searched like any other mount.
+func TestSystemMount(t *testing.T) {
+	for _, tt := range []struct {
+		m    mount
+		want bool
+	}{
+		{mount{Point: "/usr", Root: "/usr", RO: true}, true},
+		{mount{Point: "/usr/share", Root: "/usr/share", RO: true}, true},
+		{mount{Point: "/usr/share", Root: "/usr/share"}, false},
+		{mount{Point: "/usr/share/home", Root: "/home", RO: true}, false},
+		{mount{Point: "/usrx", Root: "/usrx", RO: true}, false},
+		{mount{Point: "/data", Root: "/data", RO: true}, false},
+	} {
+		if got := systemMount(tt.m); got != tt.want {
+			t.Errorf("systemMount(%+v) = %v, want %v", tt.m, got, tt.want)
+		}
+	}
+	if got := searchPoints([]mount{{Point: "/usr/share", Root: "/usr/share", RO: true}, {Point: "/data", Root: "/x", RO: true}}); len(got) != 1 || got[0] != "/data" {
+		t.Errorf("searchPoints = %q, want only /data", got)
+	}
+}

@@ -158,6 +158,25 @@ func isPseudoDir(p string) bool {
 // searched (tens of thousands of files) and not host access.
 var systemPoints = map[string]bool{"/usr": true, "/lib": true, "/lib32": true, "/lib64": true, "/bin": true, "/sbin": true}
 
+// systemMount: a read-only mount of system software. Either at a system
+// point, or below one and showing the same path of its file system
+// (--ro-bind /usr/share /usr/share: the host's own /usr/share again, which
+// /usr already shows), never a folder from elsewhere bound below /usr.
+func systemMount(m mount) bool {
+	if !m.RO {
+		return false
+	}
+	if systemPoints[m.Point] {
+		return true
+	}
+	for p := range systemPoints {
+		if strings.HasPrefix(m.Point, p+"/") && m.Root == m.Point {
+			return true
+		}
+	}
+	return false
+}
+
 // probeHome is the folder the targets put the probe in: its own files.
 const probeHome = "/gatehouse"
 
@@ -170,7 +189,7 @@ func notSearched(ms []mount) map[FileID]string {
 	for _, m := range ms {
 		why := ""
 		switch {
-		case m.RO && systemPoints[m.Point]:
+		case systemMount(m):
 			why = "read-only system software"
 		case m.Point == probeHome || strings.HasPrefix(m.Point, probeHome+"/"):
 			why = "the probe's own files"
@@ -203,7 +222,7 @@ func searchPoints(ms []mount) []string {
 	var out []string
 	seen := map[string]bool{}
 	for _, m := range ms {
-		if pseudoFS[m.FSType] || (m.RO && systemPoints[m.Point]) || seen[m.Point] ||
+		if pseudoFS[m.FSType] || systemMount(m) || seen[m.Point] ||
 			m.Point == probeHome || strings.HasPrefix(m.Point, probeHome+"/") {
 			continue
 		}
