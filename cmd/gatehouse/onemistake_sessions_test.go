@@ -19,8 +19,9 @@ const sessionGates = "cross-session,foreign-storage,host-access,long-lived-secre
 
 // sessionMistakes are testdata profiles that are bwrap-hardened with one
 // change each (TestSessionMistakeProfilesAreOneChange checks that). Before
-// the writable-mount, /var/tmp, /proc and message-queue channels, all
-// three mistakes PASSed cross-session.
+// the writable-mount, /var/tmp, /proc and message-queue channels, the
+// shared pid namespace and the shared /var/tmp PASSed cross-session (and
+// the shared IPC namespace FAILed through SysV shared memory only).
 var sessionMistakes = []struct {
 	profile string
 	// channels are the cross-session receive attempts that must be among
