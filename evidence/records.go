@@ -47,6 +47,11 @@ type Attempt struct {
 	Status     int       `json:"status,omitempty"`
 	Start      time.Time `json:"start"`
 	DurationMS float64   `json:"duration_ms"`
+	// ActiveFrom and ActiveTo are when the probe says the attempt was at
+	// work (a receive listening, a search searching); the two-session
+	// gates judge overlap from them, bounded by the outside window.
+	ActiveFrom time.Time `json:"active_from,omitzero"`
+	ActiveTo   time.Time `json:"active_to,omitzero"`
 	// Excerpt is what the probe said it found (capped by the probe's wire
 	// format). A planted value in it proves a read: the probe cannot guess one.
 	Excerpt string `json:"excerpt,omitempty"`

@@ -175,7 +175,7 @@ func toAttempts(s *scenario, reps []probe.Report) []evidence.Attempt {
 		out = append(out, evidence.Attempt{
 			Session: s.session, Scenario: s.gate + "/" + string(s.path), ID: r.ID, Kind: r.Kind,
 			Target: r.Target, Outcome: r.Outcome, Error: r.Error, Status: r.Status, Excerpt: r.Excerpt,
-			Start: r.Start, DurationMS: r.DurationMS,
+			Start: r.Start, DurationMS: r.DurationMS, ActiveFrom: r.ActiveFrom, ActiveTo: r.ActiveTo,
 		})
 	}
 	return out
