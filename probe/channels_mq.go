@@ -100,16 +100,19 @@ func receiveMq(ctx context.Context, name string, f *found) error {
 	defer MqUnlink(name)
 	defer unix.Close(fd)
 	_ = unix.Fchmod(fd, 0o666) // the umask took the others' write bit
-	f.listening()
 	buf := make([]byte, mqReadBuf)
 	for {
 		for {
 			n, _, errno := unix.Syscall6(unix.SYS_MQ_TIMEDRECEIVE, uintptr(fd), uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)), 0, 0, 0)
+			if errno != 0 && errno != unix.EAGAIN {
+				// gVisor opens a queue but cannot read one (ENOSYS): that
+				// never was listening.
+				return mqErr(errno)
+			}
+			// Listening from the first read that worked, empty or not.
+			f.listening()
 			if errno == unix.EAGAIN {
 				break
-			}
-			if errno != 0 {
-				return mqErr(errno)
 			}
 			f.add(buf[:n], "posix mqueue /"+strings.TrimPrefix(name, "/"))
 		}
