@@ -40,6 +40,11 @@ type placeTarget struct {
 	// noWindows makes reports carry no active window (an older or lying
 	// probe): the overlap rule cannot be judged.
 	noWindows bool
+	// timed makes sends and receives last their DurationMS, with the
+	// window they were at work, as the probe's do.
+	timed bool
+	// before, when set, runs before a plan's steps (a slow start).
+	before func(probe.Plan)
 }
 
 func (t *placeTarget) Name() string { return "fake-places" }
@@ -56,6 +61,7 @@ type placeSession struct {
 	// move on to the hunt) before Exec has stored its pid.
 	mu       sync.Mutex
 	starting chan struct{}
+	ran      time.Time // when a timed plan's steps began
 }
 
 // Exec runs the probe's plan against the fake; a `sleep` (the process
@@ -89,6 +95,12 @@ func (s *placeSession) Exec(ctx context.Context, c targets.Command) (targets.Res
 	if err := json.NewDecoder(c.Stdin).Decode(&p); err != nil {
 		return targets.Result{ExitCode: 2}, nil
 	}
+	if s.t.before != nil {
+		s.t.before(p)
+	}
+	if s.t.timed {
+		s.sleepAsLongAsAsked(p)
+	}
 	enc := json.NewEncoder(c.Stdout)
 	for _, st := range p.Steps {
 		if st.ID == "positive-control" {
@@ -102,9 +114,23 @@ func (s *placeSession) Exec(ctx context.Context, c targets.Command) (targets.Res
 		if !s.t.noWindows {
 			rep.ActiveFrom, rep.ActiveTo = start, time.Now()
 		}
+		if s.t.timed && st.DurationMS > 0 {
+			rep.ActiveFrom, rep.ActiveTo = s.ran, s.ran.Add(time.Duration(st.DurationMS)*time.Millisecond)
+		}
 		_ = enc.Encode(rep)
 	}
 	return targets.Result{}, nil
+}
+
+// sleepAsLongAsAsked plays a plan whose steps all run at once for their
+// DurationMS, and notes when they began.
+func (s *placeSession) sleepAsLongAsAsked(p probe.Plan) {
+	longest := 0
+	for _, st := range p.Steps {
+		longest = max(longest, st.DurationMS)
+	}
+	s.ran = time.Now()
+	time.Sleep(time.Duration(longest) * time.Millisecond)
 }
 
 // hold plays `probe hold`: it says it runs and stays until its input ends.

@@ -44,7 +44,9 @@ var sessionMistakes = []struct {
 }
 
 func without(arg string) func([]string) []string {
-	return func(a []string) []string { return slices.DeleteFunc(slices.Clone(a), func(s string) bool { return s == arg }) }
+	return func(a []string) []string {
+		return slices.DeleteFunc(slices.Clone(a), func(s string) bool { return s == arg })
+	}
 }
 
 func addAfterClearenv(add ...string) func([]string) []string {
