@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -151,84 +149,4 @@ func tag(v string) string {
 	h := fnv.New32a()
 	h.Write([]byte(v))
 	return strconv.FormatUint(uint64(h.Sum32()), 16)
-}
-
-// sendFiles writes the value once into a file in each shared folder the
-// target names (see dirsOf) and removes them when the attempt ends. A try
-// succeeds when at least one folder holds the file.
-func sendFiles(where, v string) (func(context.Context) error, func()) {
-	var written []string
-	send := func(context.Context) error {
-		if len(written) > 0 {
-			return nil
-		}
-		dirs, err := dirsOf(where)
-		if err != nil {
-			return err
-		}
-		var last error
-		for _, d := range dirs {
-			p := filepath.Join(d, xsPrefix+tag(v)+"-"+tag(where)) // one file per channel, so two channels on one folder never remove each other's
-			if err := writeXS(p, v); err != nil {
-				last = err
-				continue
-			}
-			written = append(written, p)
-		}
-		if len(written) == 0 {
-			return last
-		}
-		return nil
-	}
-	return send, func() {
-		for _, p := range written {
-			_ = os.Remove(p)
-		}
-	}
-}
-
-func writeXS(p, v string) error {
-	f, err := openForWrite(p)
-	if err != nil {
-		return err
-	}
-	_, err = f.WriteString("GATEHOUSE " + v + "\n")
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
-
-// pollFiles reads every xs file in the target's folders each tick. It
-// listens from the first tick on which one of them exists.
-func pollFiles(ctx context.Context, where string, f *found) error {
-	for {
-		dirs, err := dirsOf(where)
-		var there error = errAbsent
-		for _, d := range dirs {
-			if _, serr := os.Stat(d); serr != nil {
-				there = serr
-				continue
-			}
-			there = nil
-			ms, _ := filepath.Glob(filepath.Join(d, xsPrefix+"*"))
-			for _, m := range ms {
-				if b, err := readFile(m); err == nil {
-					f.add(b, m)
-				}
-			}
-		}
-		switch {
-		case there == nil:
-			f.listening()
-		case f.from.IsZero():
-			// Never there: nothing can arrive through it.
-			return errors.Join(err, there)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(channelTick / 2):
-		}
-	}
 }
