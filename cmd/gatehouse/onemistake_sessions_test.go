@@ -12,10 +12,10 @@ import (
 	"gatehouse/targets/profile"
 )
 
-// sessionGates are the session gates and their neighbours: a mistake in
+// crossSessionGates are the session gates and their neighbours: a mistake in
 // how sessions are isolated must FAIL cross-session and leave the others
 // as the hardened profile has them, except where it really opens them too.
-const sessionGates = "cross-session,foreign-storage,host-access,long-lived-secret"
+const crossSessionGates = "cross-session,foreign-storage,host-access,long-lived-secret"
 
 // sessionMistakes are testdata profiles that are bwrap-hardened with one
 // change each (TestSessionMistakeProfilesAreOneChange checks that). Before
@@ -61,7 +61,7 @@ func TestOneMistakeSessionProfiles(t *testing.T) {
 	for _, tt := range sessionMistakes {
 		t.Run(tt.profile, func(t *testing.T) {
 			before := leftovers()
-			r := runProfileAt(t, filepath.Join("testdata", "profiles", tt.profile+".yaml"), sessionGates)
+			r := runProfileAt(t, filepath.Join("testdata", "profiles", tt.profile+".yaml"), crossSessionGates)
 			if len(r.results) != 8 {
 				t.Fatalf("want 8 results (4 gates x 2 paths), got %d\nstdout:\n%s\nstderr:\n%s", len(r.results), r.stdout, r.stderr)
 			}
