@@ -41,6 +41,10 @@ type scenario struct {
 	acctErr  string
 	findings []string
 	corpus   []string
+	// tries are the attempt steps run so far; takedown is what root in the
+	// guest did to the controls before trying them again (assume-breach).
+	tries    []tried
+	takedown *evidence.Takedown
 	held     *evidence.Result // the verdict, recorded by finish after teardown
 	leftover []string         // teardown problems that may have left something behind
 }
@@ -148,6 +152,7 @@ func (s *scenario) result(j evidence.Judgement) evidence.Result {
 		Attempts:   len(s.attempts),
 		Hits:       j.Violating,
 		Findings:   s.findings,
+		Takedown:   s.takedown,
 		Start:      s.start,
 		DurationMS: float64(time.Since(s.start).Microseconds()) / 1000,
 	}

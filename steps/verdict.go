@@ -45,6 +45,7 @@ func (r *runner) judge(ctx context.Context) error {
 		Dests:     s.dests,
 		AcctError: s.acctErr,
 		Since:     s.start,
+		Takedown:  s.takedown,
 	}
 	obs.Hits, obs.NotReady = r.labHits(ctx)
 	return r.recordVerdict(s, evidence.Judge(obs))
