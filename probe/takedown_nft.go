@@ -3,6 +3,7 @@ package probe
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -51,6 +52,12 @@ func takeDownNftables(s Step, l *tdLog) error {
 		return err
 	}
 	c, err := dialNetlink(unix.NETLINK_NETFILTER)
+	if errors.Is(err, syscall.EPROTONOSUPPORT) {
+		// No nftables in this kernel (gVisor's own, or nf_tables absent):
+		// there is no ruleset here to take down.
+		l.add(TakedownUnchanged, "this kernel has no netfilter netlink (%v): no nftables ruleset here", err)
+		return nil
+	}
 	if err != nil {
 		l.result("open a netfilter netlink socket", err)
 		return nil

@@ -3,6 +3,7 @@ package probe
 import (
 	"bufio"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -93,21 +94,19 @@ func loopbackHost(h string) bool {
 // LISTEN on a loopback (or any) address and one of ports.
 func loopbackListeners(ports map[int]bool) (map[uint64]string, error) {
 	out := map[uint64]string{}
-	var firstErr error
+	var errs []error
 	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
 		b, err := os.ReadFile(f)
 		if err != nil {
-			if firstErr == nil {
-				firstErr = err
-			}
+			errs = append(errs, err) // no tcp6 where IPv6 is off: fine if tcp reads
 			continue
 		}
 		for ino, addr := range parseListeners(string(b), ports) {
 			out[ino] = addr
 		}
 	}
-	if len(out) == 0 && firstErr != nil {
-		return nil, firstErr
+	if len(errs) == 2 {
+		return nil, errors.Join(errs...)
 	}
 	return out, nil
 }
