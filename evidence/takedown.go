@@ -90,7 +90,7 @@ func (t *Takedown) Fell() []string {
 			continue // decided below, from outside
 		}
 		if c.State == TakedownFell {
-			out = append(out, fmt.Sprintf("%s (the probe's report: %s)", phrase(c.Control), strings.Join(c.Changed, "; ")))
+			out = append(out, fmt.Sprintf("%s (the probe's report: %s)", phrase(c.Control), firstFew(c.Changed, 3)))
 		}
 	}
 	if t.Outside != nil {
@@ -123,6 +123,15 @@ func (t *Takedown) Contradicted() []string {
 		}
 	}
 	return out
+}
+
+// firstFew joins up to n items and says how many more there are (the
+// result's takedown record has them all).
+func firstFew(items []string, n int) string {
+	if len(items) <= n {
+		return strings.Join(items, "; ")
+	}
+	return fmt.Sprintf("%s; and %d more", strings.Join(items[:n], "; "), len(items)-n)
 }
 
 func phrase(control string) string {

@@ -1,6 +1,7 @@
 package steps
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -59,7 +60,7 @@ func (r *runner) takeDown(ctx context.Context) error {
 	}
 	td.Controls, td.Missing = takedownControls(reps)
 	after, aerr := r.sessionTables(ctx, s)
-	if err := errors.Join(berr, aerr); err != nil {
+	if err := cmp.Or(berr, aerr); err != nil {
 		td.OutsideError = err.Error()
 	} else {
 		td.Outside = &evidence.RulesetView{Before: before, After: after}
@@ -153,7 +154,12 @@ func takedownFindings(td *evidence.Takedown) []string {
 		switch c.State {
 		case evidence.TakedownHeld:
 			detail = c.Refused
-		case evidence.TakedownNotTried, evidence.TakedownUncertain:
+		case evidence.TakedownNotTried:
+			detail = c.Other // the probe's "skipped:" line says why
+			if len(detail) == 0 {
+				detail = []string{c.Error}
+			}
+		case evidence.TakedownUncertain:
 			detail = append([]string{c.Error}, c.Other...)
 		case evidence.TakedownNothing:
 			detail = c.Other
