@@ -67,6 +67,11 @@ type Config struct {
 	// Settle is how long to wait after the last attempt for endpoints to
 	// record what arrived (packets already delivered may still be queued).
 	Settle Duration
+	// BreachReach is the run plan's word on each control (by the plan's
+	// control name) for the assume-breach path: "inside" or "outside" the
+	// guest's reach. The takedown checks it against what root really got
+	// done; nil when there is no plan.
+	BreachReach map[string]string
 }
 
 // SecretProcess mirrors the profile's secret_process: Where is "inside" or

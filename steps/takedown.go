@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sort"
 	"strings"
 	"syscall"
 	"time"
@@ -67,6 +68,7 @@ func (r *runner) takeDown(ctx context.Context) error {
 	}
 	s.takedown = td
 	s.findings = append(s.findings, takedownFindings(td)...)
+	s.findings = append(s.findings, reachFindings(td, r.cfg.BreachReach)...)
 	for _, t := range s.tries {
 		if err := r.attempt(ctx, s, t.family, t.names, retrySuffix); err != nil {
 			return err
@@ -175,5 +177,60 @@ func takedownFindings(td *evidence.Takedown) []string {
 		out = append(out, "takedown: "+td.OutsideError+": which layer fell rests on the probe's report")
 	}
 	out = append(out, td.Contradicted()...)
+	return out
+}
+
+// planControl names the run plan's control (targets/profile/controls.go)
+// each takedown tests.
+var planControl = map[string]string{
+	probe.TakedownNftables: "egress ruleset", probe.TakedownIptables: "egress ruleset",
+	probe.TakedownLinks: "network namespace, addresses and routes", probe.TakedownRoutes: "network namespace, addresses and routes",
+	probe.TakedownAddresses: "network namespace, addresses and routes", probe.TakedownSysctl: "network namespace, addresses and routes",
+	probe.TakedownRemount: "mounts (binds and read-only flags)",
+	probe.TakedownCgroup:  "resource limits",
+}
+
+// reachFindings hold the plan's word on where each control lives against
+// what root in the guest got done: a control the plan puts outside the
+// guest's reach that fell means the plan is wrong, and one it puts inside
+// that the kernel kept is worth knowing too.
+func reachFindings(td *evidence.Takedown, reach map[string]string) []string {
+	fell, held := map[string][]string{}, map[string][]string{}
+	for _, c := range td.Controls {
+		name, ok := planControl[c.Control]
+		if !ok || reach[name] == "" {
+			continue
+		}
+		f := c.State == evidence.TakedownFell
+		if c.Control == probe.TakedownNftables && td.Outside != nil {
+			f = len(td.Outside.Removed()) > 0 // the harness's own view decides
+		}
+		switch {
+		case f:
+			fell[name] = append(fell[name], c.Control)
+		case c.State == evidence.TakedownHeld:
+			held[name] = append(held[name], c.Control)
+		}
+	}
+	var out []string
+	for _, name := range sortedNames(reach) {
+		switch r := reach[name]; {
+		case len(fell[name]) > 0 && r != "inside":
+			out = append(out, fmt.Sprintf("plan wrong: the plan puts the %s outside the guest's reach on the assume-breach path, yet root in the guest took it down (%s)", name, strings.Join(fell[name], ", ")))
+		case len(fell[name]) > 0:
+			out = append(out, fmt.Sprintf("plan confirmed: the %s is within the guest's reach on the assume-breach path: root in the guest took it down (%s)", name, strings.Join(fell[name], ", ")))
+		case len(held[name]) > 0 && r == "inside":
+			out = append(out, fmt.Sprintf("plan not borne out: the plan puts the %s within the guest's reach on the assume-breach path, but the kernel refused root's takedown (%s)", name, strings.Join(held[name], ", ")))
+		}
+	}
+	return out
+}
+
+func sortedNames(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
 	return out
 }

@@ -86,15 +86,22 @@ func TestTakedownWithFakeSandboxes(t *testing.T) {
 		breach  evidence.Verdict
 		reason  string
 		finding string
+		// reach is the run plan's word for the assume-breach path; plan is
+		// the finding that holds it against what happened ("" for none).
+		reach map[string]string
+		plan  string
 	}{
 		{"root flushes the ruleset and the callback hears it", flushAll, true, true, evidence.Fail,
-			"egress ruleset flushed from inside: the policy is not an outer layer (seen from outside: table inet gatehouse_egress gone); after it:", "takedown nftables (root in the guest): fell: delete table inet gatehouse_egress"},
+			"egress ruleset flushed from inside: the policy is not an outer layer (seen from outside: table inet gatehouse_egress gone); after it:", "takedown nftables (root in the guest): fell: delete table inet gatehouse_egress",
+			map[string]string{"egress ruleset": "inside"}, "plan confirmed: the egress ruleset is within the guest's reach"},
 		{"root flushes the ruleset and nothing arrives", flushAll, true, false, evidence.Pass,
-			"still nothing forbidden arrived", "takedown remount (root in the guest): held"},
+			"still nothing forbidden arrived", "takedown remount (root in the guest): held",
+			map[string]string{"egress ruleset": "outside"}, "plan wrong: the plan puts the egress ruleset outside the guest's reach"},
 		{"the kernel refuses every takedown", refuseAll, false, false, evidence.Pass,
-			"changed none", "takedown nftables (root in the guest): held"},
+			"changed none", "takedown nftables (root in the guest): held",
+			map[string]string{"egress ruleset": "inside", "mounts (binds and read-only flags)": "outside"}, "plan not borne out: the plan puts the egress ruleset within the guest's reach"},
 		{"the probe leaves the ruleset's takedown unreported", dropNft, false, false, evidence.Inconclusive,
-			"no report for nftables", "takedown nftables: no report from the probe"},
+			"no report for nftables", "takedown nftables: no report from the probe", nil, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -106,7 +113,7 @@ func TestTakedownWithFakeSandboxes(t *testing.T) {
 			gates := []string{"external-callback", "dns-exfiltration", "cloud-metadata"}
 			out, err := steps.Run(context.Background(), steps.Config{
 				Target: tgt, Network: steps.NetLab, Lab: tablesLab{fl, tt.flushes, ran},
-				ProbePath: "/bin/true", Features: features.FS, Gates: gates, Settle: 1, Concurrency: 1,
+				ProbePath: "/bin/true", Features: features.FS, Gates: gates, Settle: 1, Concurrency: 1, BreachReach: tt.reach,
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -126,6 +133,12 @@ func TestTakedownWithFakeSandboxes(t *testing.T) {
 				}
 				if r.Takedown == nil || !hasPrefix(r.Findings, tt.finding) {
 					t.Errorf("%s/assume-breach: takedown %+v, findings %q: want one starting %q", r.Gate, r.Takedown, r.Findings, tt.finding)
+				}
+				if tt.plan != "" && !hasPrefix(r.Findings, tt.plan) {
+					t.Errorf("%s/assume-breach: findings %q: want one starting %q", r.Gate, r.Findings, tt.plan)
+				}
+				if tt.plan == "" && hasPrefix(r.Findings, "plan ") {
+					t.Errorf("%s/assume-breach: a plan finding without a plan: %q", r.Gate, r.Findings)
 				}
 				if tt.leaks && r.Verdict == evidence.Fail && len(r.Hits) == 0 {
 					t.Errorf("%s: FAIL without hits", r.Gate)

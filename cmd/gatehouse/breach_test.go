@@ -77,6 +77,15 @@ func checkTakedown(t *testing.T, res evidence.Result, flushed bool) {
 	if td.Outside == nil {
 		t.Fatalf("%s: the harness did not read the ruleset from outside: %s", res.Gate, td.OutsideError)
 	}
+	// The run plan said where each control lives; what happened agrees.
+	for _, f := range res.Findings {
+		if strings.HasPrefix(f, "plan wrong:") {
+			t.Errorf("%s: %s", res.Gate, f)
+		}
+	}
+	if flushed && !slices.ContainsFunc(res.Findings, func(f string) bool { return strings.HasPrefix(f, "plan confirmed: the egress ruleset") }) {
+		t.Errorf("%s: the flush does not confirm the plan's reach: %q", res.Gate, res.Findings)
+	}
 	gone := td.Outside.Removed()
 	var nft evidence.ControlTakedown
 	for _, c := range td.Controls {

@@ -302,6 +302,7 @@ func execute(ctx context.Context, f runFlags, stdout, stderr io.Writer) error {
 		StopCommand:   p.prof.Limits.StopCommand,
 		Temporary:     p.prof.Limits.Temporary,
 		MaxStop:       f.maxStop,
+		BreachReach:   breachReach(p.effective.Controls),
 	}
 	var l *lab.Lab
 	closeLab := func() error { return nil }
@@ -455,4 +456,16 @@ func imageDigest(eff map[string]any) string {
 		d = id
 	}
 	return d
+}
+
+// breachReach is the plan's reach of each control on the assume-breach
+// path, for the takedown to check against what root really got done.
+func breachReach(cs []profile.Control) map[string]string {
+	m := map[string]string{}
+	for _, c := range cs {
+		if r := c.Reach[string(targets.PathBreach)]; r != "" {
+			m[c.Name] = r
+		}
+	}
+	return m
 }
