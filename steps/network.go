@@ -42,7 +42,7 @@ func (r *runner) tryEach(ctx context.Context, familyName string, table *godog.Ta
 	}
 	for _, st := range steps {
 		s.planned = append(s.planned, st.ID)
-		s.dests[st.ID] = destOf(st, addrs)
+		s.dests[st.ID] = destOf(st, addrs, resolverDest(r.cfg.Resolver, addrs))
 	}
 	em, counting := r.cfg.Lab.(emitter)
 	counting = counting && s.attached

@@ -42,6 +42,7 @@ type scenario struct {
 	findings []string
 	corpus   []string
 	held     *evidence.Result // the verdict, recorded by finish after teardown
+	rejudge  rejudge          // makes the verdict again from other hits
 	leftover []string         // teardown problems that may have left something behind
 }
 
@@ -59,6 +60,7 @@ func (r *runner) before(ctx context.Context, sc *godog.Scenario) (context.Contex
 // later, by finish, once every teardown hook has run.
 func (r *runner) after(ctx context.Context, _ *godog.Scenario, _ error) (context.Context, error) {
 	if s := current(ctx); s != nil {
+		r.watch(ctx, s)
 		r.teardown(context.WithoutCancel(ctx), s)
 	}
 	return ctx, nil
@@ -130,7 +132,7 @@ func (r *runner) finish(ctx context.Context, _ *godog.Scenario, err error) (cont
 		}
 		herr = fmt.Errorf("teardown left something behind: %s", what)
 	}
-	r.record(res)
+	r.record(res, s.rejudge)
 	return ctx, herr
 }
 

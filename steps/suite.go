@@ -56,6 +56,9 @@ type Config struct {
 	// StopCommand is the profile's own stop (argv run on the host), sent by
 	// the stop-signal gate before the target's Stop.
 	StopCommand []string
+	// Resolver is the nameserver the profile gives the sandbox ("" = the
+	// lab's): where a name lookup's first packet goes.
+	Resolver string
 	// MaxStop bounds the profile's own stop limit (DefaultMaxStop when 0).
 	MaxStop time.Duration
 	// Temporary are host paths (with {{place:NAME}} references) the
@@ -83,8 +86,9 @@ type Duration int
 type Outcome struct {
 	Results   []evidence.Result
 	Attempts  []evidence.Attempt
-	Effective map[string]any // per path, what Inspect read back
-	Status    int            // godog's own status (0 ok, 1 failed, 2 option error)
+	Effective map[string]any     // per path, what Inspect read back
+	Status    int                // godog's own status (0 ok, 1 failed, 2 option error)
+	rejudges  map[string]rejudge // by session/gate, for Rejudge
 }
 
 // ErrNoScenarios means the selection matched nothing: never a pass.
@@ -134,8 +138,11 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 		Options:             &opts,
 	}
 	status := suite.Run()
-	out := &Outcome{Status: status, Effective: r.effective}
+	out := &Outcome{Status: status, Effective: r.effective, rejudges: map[string]rejudge{}}
 	r.mu.Lock()
+	for k, f := range r.rejudges {
+		out.rejudges[k] = f
+	}
 	out.Results = append(out.Results, r.results...)
 	out.Attempts = append(out.Attempts, r.attempts...)
 	r.mu.Unlock()
@@ -174,6 +181,7 @@ type runner struct {
 	mu        sync.Mutex
 	seq       int
 	results   []evidence.Result
+	rejudges  map[string]rejudge
 	attempts  []evidence.Attempt
 	effective map[string]any
 }
@@ -185,9 +193,15 @@ func (r *runner) nextSession() string {
 	return fmt.Sprintf("s%d", r.seq)
 }
 
-func (r *runner) record(res evidence.Result) {
+func (r *runner) record(res evidence.Result, f rejudge) {
 	r.mu.Lock()
 	r.results = append(r.results, res)
+	if f != nil {
+		if r.rejudges == nil {
+			r.rejudges = map[string]rejudge{}
+		}
+		r.rejudges[res.Session+"/"+res.Gate] = f
+	}
 	done := len(r.results)
 	r.mu.Unlock()
 	progress(r.cfg.Progress, done, res)

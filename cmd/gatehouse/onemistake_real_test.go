@@ -74,13 +74,18 @@ type want struct {
 
 // checkGates runs a one-mistake profile and checks every gate on both
 // paths, and that no secret value reached gatehouse's output or what the
-// harness recorded of the run (verdicts, attempts, hits). The policy copy,
-// and run.json's effective configuration read back from bubblewrap (and
-// the report that shows both), hold the profile's own bytes: the team's
-// input, recorded as given.
+// harness recorded of the run (verdicts, attempts, hits, run.json's
+// read-back argv, the plan). The policy copy holds the profile's own
+// bytes, and the report shows it: the team's input, recorded as given.
 func checkGates(t *testing.T, profile string, wants map[string]want, secrets ...string) runOutput {
 	t.Helper()
-	r := runProfileAt(t, profile, realGates)
+	return checkGatesOn(t, profile, realGates, wants, secrets...)
+}
+
+// checkGatesOn is checkGates over a chosen list of gates.
+func checkGatesOn(t *testing.T, profile, gates string, wants map[string]want, secrets ...string) runOutput {
+	t.Helper()
+	r := runProfileAt(t, profile, gates)
 	if len(r.results) != 2*len(wants) {
 		t.Fatalf("want %d results, got %d\nstdout:\n%s\nstderr:\n%s", 2*len(wants), len(r.results), r.stdout, r.stderr)
 	}
@@ -103,7 +108,9 @@ func checkGates(t *testing.T, profile string, wants map[string]want, secrets ...
 		t.Errorf("exit %d, want %d", r.code, code)
 	}
 	recorded, _ := filepath.Glob(filepath.Join(r.dir, "traces", "*"))
-	recorded = append(recorded, filepath.Join(r.dir, "results.json"))
+	// run.json too: its effective configuration records bubblewrap's argv
+	// with a literal credential's value left out.
+	recorded = append(recorded, filepath.Join(r.dir, "results.json"), filepath.Join(r.dir, "run.json"), filepath.Join(r.dir, "plan.json"))
 	for _, v := range secrets {
 		if strings.Contains(r.stdout+r.stderr, v) {
 			t.Errorf("a secret value appears in gatehouse's output")
