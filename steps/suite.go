@@ -125,12 +125,20 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 		Tags:           tagExpr(cfg.Gates),
 		DefaultContext: ctx,
 	}
+	var reports string
 	if cfg.Folder != nil {
 		if err := os.MkdirAll(filepath.Join(cfg.Folder.Dir(), "reports"), 0o755); err != nil {
 			return nil, err
 		}
-		opts.Format = "junit:" + filepath.Join(cfg.Folder.Dir(), "reports", "junit.xml") +
-			",cucumber:" + filepath.Join(cfg.Folder.Dir(), "reports", "cucumber.json")
+		// godog's format list is comma-separated, so a run folder whose
+		// path holds a comma cannot be named in it: the reports are
+		// written to a folder of ours and moved in afterwards.
+		var err error
+		if reports, err = os.MkdirTemp("", "gatehouse-reports-"); err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(reports)
+		opts.Format = "junit:" + filepath.Join(reports, "junit.xml") + ",cucumber:" + filepath.Join(reports, "cucumber.json")
 	}
 	suite := godog.TestSuite{
 		Name:                "gatehouse",
@@ -138,6 +146,17 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 		Options:             &opts,
 	}
 	status := suite.Run()
+	if reports != "" {
+		for _, name := range []string{"junit.xml", "cucumber.json"} {
+			from := filepath.Join(reports, name)
+			if _, err := os.Stat(from); err != nil {
+				continue // godog wrote none (it refused its options): said below
+			}
+			if err := moveFile(from, filepath.Join(cfg.Folder.Dir(), "reports", name)); err != nil {
+				return nil, fmt.Errorf("steps: reports: %w", err)
+			}
+		}
+	}
 	out := &Outcome{Status: status, Effective: r.effective, rejudges: map[string]rejudge{}}
 	r.mu.Lock()
 	for k, f := range r.rejudges {
@@ -163,6 +182,18 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 		return out, ErrNoScenarios
 	}
 	return out, nil
+}
+
+// moveFile moves a file, across file systems too (/tmp may be a tmpfs).
+func moveFile(from, to string) error {
+	if err := os.Rename(from, to); err == nil {
+		return nil
+	}
+	b, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(to, b, 0o644)
 }
 
 func tagExpr(gates []string) string {
