@@ -66,7 +66,7 @@ func addArgs(comment string, args ...string) func(string) string {
 }
 
 // want is what one gate must come out as on both paths, and what its
-// reason must say.
+// reason must say (parts joined by " && " must each be in it).
 type want struct {
 	verdict evidence.Verdict
 	reason  string
@@ -93,7 +93,7 @@ func checkGatesOn(t *testing.T, profile, gates string, wants map[string]want, se
 	for _, res := range r.results {
 		w := wants[res.Gate]
 		fail = fail || w.verdict == evidence.Fail
-		if res.Verdict != w.verdict || !strings.Contains(res.Reason, w.reason) {
+		if res.Verdict != w.verdict || !containsAll(res.Reason, w.reason) {
 			t.Errorf("%s/%s: %s (%s)\nwant %s with %q", res.Gate, res.Path, res.Verdict, res.Reason, w.verdict, w.reason)
 		}
 		if res.Verdict == evidence.Pass && !res.Control {
@@ -133,7 +133,9 @@ func TestOneMistakeCredentialInEnv(t *testing.T) {
 	t.Run("literal token", func(t *testing.T) {
 		p := oneMistake(t, addEnv("made up for this test, never issued: the mistake is a literal key", "OPENAI_API_KEY", fakeOpenAIKey))
 		checkGates(t, p, map[string]want{
-			"long-lived-secret": {evidence.Fail, "did not plant are readable in the sandbox: openai-key (sha256 " + sha256Prefix(fakeOpenAIKey) + "…) at env:OPENAI_API_KEY"},
+			// Where: its environment, and, when the pid namespace shows it,
+			// bubblewrap's own command line (pid 1), whose --setenv holds it.
+			"long-lived-secret": {evidence.Fail, "did not plant are readable in the sandbox: openai-key (sha256 " + sha256Prefix(fakeOpenAIKey) + "…) at  && env:OPENAI_API_KEY"},
 			"host-access":       {evidence.Pass, ""},
 			"foreign-storage":   {evidence.Pass, ""},
 		}, fakeOpenAIKey)
@@ -151,4 +153,13 @@ func TestOneMistakeCredentialInEnv(t *testing.T) {
 func sha256Prefix(v string) string {
 	h := sha256.Sum256([]byte(v))
 	return hex.EncodeToString(h[:])[:12]
+}
+
+func containsAll(s, parts string) bool {
+	for _, p := range strings.Split(parts, " && ") {
+		if !strings.Contains(s, p) {
+			return false
+		}
+	}
+	return true
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -73,6 +75,35 @@ func TestOneMistakeSessionModel(t *testing.T) {
 						t.Errorf("%s: judged against %v ms, want the policy's 10000", res.Path, res.Timings["stop_limit_ms"])
 					}
 				}
+			}
+		})
+	}
+}
+
+// stop-signal judges what the session made and did, against a limit the
+// policy bounds: a team's read-write checkout outliving a stop is normal
+// (PASS, where it used to count as storage left), and a platform whose stop
+// takes 12 s, declared with a 30 s limit, is judged against the policy's
+// 10 s (FAIL, where it used to PASS).
+func TestOneMistakeStop(t *testing.T) {
+	needSandbox(t)
+	checkout := t.TempDir()
+	if err := os.WriteFile(filepath.Join(checkout, "README"), []byte("the team's project\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		edit func(string) string
+		want want
+	}{
+		{"harmless: a read-write project checkout", addArgs("the team's project checkout, read-write", "--bind", checkout, "/project"), want{evidence.Pass, ""}},
+		{"a slow platform stop behind a lax limit", replace("limits:\n  stop: 5s", "limits:\n  stop: 30s\n  stop_command: [/bin/sleep, \"12\"]"), want{evidence.Fail, "still acting 10s after stop"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			checkGatesOn(t, oneMistake(t, tt.edit), "stop-signal", map[string]want{"stop-signal": tt.want})
+			if _, err := os.Stat(filepath.Join(checkout, "README")); err != nil {
+				t.Errorf("the team's checkout was touched: %v", err)
 			}
 		})
 	}
