@@ -60,7 +60,7 @@ func (r *runner) attempt(ctx context.Context, s *scenario, familyName string, na
 		steps[i].ID += suffix
 		st := steps[i]
 		s.planned = append(s.planned, st.ID)
-		s.dests[st.ID] = destOf(st, addrs)
+		s.dests[st.ID] = destOf(st, addrs, resolverDest(r.cfg.Resolver, addrs))
 	}
 	em, counting := r.cfg.Lab.(emitter)
 	counting = counting && s.attached

@@ -46,6 +46,7 @@ type scenario struct {
 	tries    []tried
 	takedown *evidence.Takedown
 	held     *evidence.Result // the verdict, recorded by finish after teardown
+	rejudge  rejudge          // makes the verdict again from other hits
 	leftover []string         // teardown problems that may have left something behind
 }
 
@@ -63,6 +64,7 @@ func (r *runner) before(ctx context.Context, sc *godog.Scenario) (context.Contex
 // later, by finish, once every teardown hook has run.
 func (r *runner) after(ctx context.Context, _ *godog.Scenario, _ error) (context.Context, error) {
 	if s := current(ctx); s != nil {
+		r.watch(ctx, s)
 		r.teardown(context.WithoutCancel(ctx), s)
 	}
 	return ctx, nil
@@ -134,7 +136,7 @@ func (r *runner) finish(ctx context.Context, _ *godog.Scenario, err error) (cont
 		}
 		herr = fmt.Errorf("teardown left something behind: %s", what)
 	}
-	r.record(res)
+	r.record(res, s.rejudge)
 	return ctx, herr
 }
 

@@ -48,6 +48,11 @@ func (r *runner) judge(ctx context.Context) error {
 		Takedown:  s.takedown,
 	}
 	obs.Hits, obs.NotReady = r.labHits(ctx)
+	s.rejudge = func(hits []evidence.Hit) (evidence.Judgement, []evidence.Crossing) {
+		o := obs
+		o.Hits, o.NotReady = hits, ""
+		return evidence.Judge(o), nil
+	}
 	return r.recordVerdict(s, evidence.Judge(obs))
 }
 

@@ -301,6 +301,7 @@ func execute(ctx context.Context, f runFlags, stdout, stderr io.Writer) error {
 		SecretProcess: steps.SecretProcess{Where: p.prof.SecretProcess.Where, User: p.prof.SecretProcess.User, OtherUser: profile.OtherUser},
 		StopCommand:   p.prof.Limits.StopCommand,
 		Temporary:     p.prof.Limits.Temporary,
+		Resolver:      p.prof.Resolver,
 		MaxStop:       f.maxStop,
 		BreachReach:   breachReach(p.effective.Controls),
 	}
@@ -339,7 +340,11 @@ func execute(ctx context.Context, f runFlags, stdout, stderr io.Writer) error {
 		results = []evidence.Result{}
 	}
 	if l != nil {
-		if n := evidence.Recheck(results, l.Hits(), l.Dropped()); n > 0 {
+		n := 0
+		if out != nil {
+			n = out.Rejudge(l.Hits()) // results aliases out.Results
+		}
+		if n += evidence.Recheck(results, l.Hits(), l.Dropped()); n > 0 {
 			fmt.Fprintf(progress, "%d verdict(s) changed by what the endpoints recorded after them\n", n)
 		}
 	}
