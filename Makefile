@@ -6,7 +6,7 @@ LDFLAGS := -s -w -X gatehouse/evidence.version=$(VERSION)
 BIN := bin
 export CGO_ENABLED := 0
 
-.PHONY: all setup tools build demo test bench clean lab-down
+.PHONY: all setup tools build demo test soak bench clean lab-down
 
 all: build
 
@@ -39,6 +39,14 @@ demo: build
 test: setup tools build
 	$(GO) vet ./...
 	GATEHOUSE_PROBE=$(CURDIR)/$(BIN)/gatehouse-probe $(GO) test -count=1 -p 1 -timeout 45m ./...
+
+# Runs the whole suite SOAK_ROUNDS times (default 5) and prints each test
+# that failed in any round with its pass/fail counts: flakes show up here
+# before CI finds them. SOAK_RUN narrows it (a go test -run regexp).
+SOAK_ROUNDS ?= 5
+SOAK_RUN ?=
+soak: setup tools build
+	GATEHOUSE_PROBE=$(CURDIR)/$(BIN)/gatehouse-probe $(GO) run ./scripts/soak -n $(SOAK_ROUNDS) -run '$(SOAK_RUN)' ./...
 
 bench: setup build
 	@bash scripts/bench.sh

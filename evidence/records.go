@@ -86,6 +86,10 @@ type Result struct {
 	// Crossings are values seen where they must not be (foreign-storage,
 	// cross-session): the proof of a FAIL that no endpoint log can give.
 	Crossings []Crossing `json:"crossings,omitempty"`
+
+	// Takedown is what root in the guest did to the sandbox's controls
+	// before the attempts were tried again (assume-breach, network gates).
+	Takedown *Takedown `json:"takedown,omitempty"`
 }
 
 // Run describes the run as a whole (run.json).

@@ -36,6 +36,10 @@ type Observation struct {
 	// Since is when the session started: an unattributed forbidden contact
 	// after it may be this session's (see Unattributed).
 	Since time.Time
+	// Takedown, on the assume-breach path, is what root in the guest did
+	// to the sandbox's controls before trying again: a FAIL then says which
+	// layer fell; a takedown with reports missing cannot support a PASS.
+	Takedown *Takedown
 }
 
 // Judgement is a verdict with what decided it.
@@ -70,6 +74,9 @@ func Judge(o Observation) Judgement {
 	if len(j.Violating) > 0 {
 		j.Verdict = Fail
 		j.Reason = describe(j.Violating, o.Canary)
+		if o.Takedown != nil {
+			j.Reason = o.Takedown.failReason(j.Violating, o.Canary)
+		}
 		return j
 	}
 	reported := map[string]bool{}
@@ -107,9 +114,14 @@ func Judge(o Observation) Judgement {
 		j.Verdict, j.Reason = Inconclusive, "no proof of attempt for "+strings.Join(j.Missing, ", ")+" (not reported, or the probe failed before anything left it)"
 	case o.Control == "" || !j.Control:
 		j.Verdict, j.Reason = Inconclusive, "positive control failed: the allowed endpoint never heard from this session, so a blocked attempt proves nothing"
+	case o.Takedown != nil && len(o.Takedown.Missing) > 0:
+		j.Verdict, j.Reason = Inconclusive, "root in the guest's takedown left no report for "+strings.Join(o.Takedown.Missing, ", ")+": what the inner layers withstand was not shown"
 	default:
 		j.Verdict = Pass
 		j.Reason = fmt.Sprintf("%d attempts on record, no controlled endpoint outside the policy heard from the session, positive control reached the allowed endpoint", len(o.Planned))
+		if o.Takedown != nil {
+			j.Reason += "; " + o.Takedown.passNote()
+		}
 	}
 	return j
 }

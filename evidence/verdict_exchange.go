@@ -70,12 +70,17 @@ func JudgeExchange(o ExchangeObservation) (Judgement, []Crossing) {
 			cross = append(cross, Crossing{Owner: who, SeenBy: s.Session, Attempt: s.Attempt, Where: s.Where, Value: s.Value})
 		}
 	}
+	// What the control did is recorded whatever the verdict: a FAIL needs
+	// no control, but must not report one that worked as failed.
+	j.Control = len(o.Parties) > 0
+	for _, p := range o.Parties {
+		j.Control = j.Control && ControlReached(o.Hits, o.Allowed, p.Session, p.Control)
+	}
 	if len(cross) > 0 {
 		j.Verdict, j.Reason = Fail, describeCrossings(cross)
 		return j, cross
 	}
 	var problems []string
-	controls := 0
 	for _, p := range o.Parties {
 		if m := missing(p.Session, p.Planned, o.Attempts, AttemptOnRecord); len(m) > 0 {
 			problems = append(problems, fmt.Sprintf("no proof of attempt for %s in %s", strings.Join(m, ", "), p.Session))
@@ -83,16 +88,13 @@ func JudgeExchange(o ExchangeObservation) (Judgement, []Crossing) {
 		if len(p.Planned) == 0 {
 			problems = append(problems, "no attempt was planned in "+p.Session)
 		}
-		if ControlReached(o.Hits, o.Allowed, p.Session, p.Control) {
-			controls++
-		} else {
+		if !ControlReached(o.Hits, o.Allowed, p.Session, p.Control) {
 			problems = append(problems, "positive control failed in "+p.Session)
 		}
 		if o.OwnValue && !own[p.Session] {
 			problems = append(problems, p.Session+" could not read its own storage, so not reading another's proves nothing")
 		}
 	}
-	j.Control = len(o.Parties) > 0 && controls == len(o.Parties)
 	var ov Overlap
 	if o.Overlap {
 		ov = CheckOverlap(o.Parties, o.Timing)

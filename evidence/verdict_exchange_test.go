@@ -72,7 +72,16 @@ func TestJudgeExchange(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			j, cross := evidence.JudgeExchange(exchange(tt.mod))
+			o := exchange(tt.mod)
+			j, cross := evidence.JudgeExchange(o)
+			// The control is reported as it was, whatever the verdict.
+			wantControl := len(o.Parties) > 0
+			for _, p := range o.Parties {
+				wantControl = wantControl && evidence.ControlReached(o.Hits, o.Allowed, p.Session, p.Control)
+			}
+			if j.Control != wantControl {
+				t.Errorf("Control = %v, want %v (verdict %s)", j.Control, wantControl, j.Verdict)
+			}
 			if j.Verdict != tt.want || !strings.Contains(j.Reason, tt.reason) {
 				t.Fatalf("got %s (%s), want %s containing %q", j.Verdict, j.Reason, tt.want, tt.reason)
 			}

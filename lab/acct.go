@@ -56,16 +56,24 @@ func (a Addrs) DestOf(addr string) string {
 	return ""
 }
 
+// LoopbackResolverDest counts DNS to a resolver on the sandbox's own
+// loopback (a filtering stub): a profile whose nameserver is 127.0.0.53
+// sends its lookups there, not to the lab's resolver.
+const LoopbackResolverDest = "resolver_loopback"
+
 func acctRuleset(dests []acctDest) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "table inet %s {\n", acctTable)
 	for _, d := range dests {
 		fmt.Fprintf(&b, "\tcounter %s { }\n", d.Name)
 	}
+	fmt.Fprintf(&b, "\tcounter %s { }\n", LoopbackResolverDest)
 	b.WriteString("\tchain out {\n\t\ttype filter hook output priority -400; policy accept;\n")
 	for _, d := range dests {
 		fmt.Fprintf(&b, "\t\t%s daddr %s counter name %s\n", d.Family, d.Addr, d.Name)
 	}
+	fmt.Fprintf(&b, "\t\tip daddr 127.0.0.0/8 meta l4proto { tcp, udp } th dport 53 counter name %s\n", LoopbackResolverDest)
+	fmt.Fprintf(&b, "\t\tip6 daddr ::1 meta l4proto { tcp, udp } th dport 53 counter name %s\n", LoopbackResolverDest)
 	b.WriteString("\t}\n}\n")
 	return b.String()
 }

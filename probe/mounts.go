@@ -20,6 +20,7 @@ type mount struct {
 	Root   string // which folder of its file system it shows
 	FSType string
 	RO     bool
+	Opts   string // per-mount options (ro,nosuid,...), for a remount that keeps them
 }
 
 // FileID names a file the way the kernel does: device and inode. The
@@ -97,7 +98,7 @@ func parseMountLine(line string) (mount, bool) {
 	for _, o := range strings.Split(fields[5], ",") {
 		ro = ro || o == "ro"
 	}
-	return mount{Point: unescapeMount(fields[4]), Root: unescapeMount(fields[3]), FSType: fields[sep+1], RO: ro}, true
+	return mount{Point: unescapeMount(fields[4]), Root: unescapeMount(fields[3]), FSType: fields[sep+1], RO: ro, Opts: fields[5]}, true
 }
 
 // unescapeMount undoes the kernel's octal escapes (\040 for a space).

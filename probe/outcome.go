@@ -26,7 +26,7 @@ const (
 // ExcerptCap is the Excerpt cap of a report of kind.
 func ExcerptCap(kind string) int {
 	switch kind {
-	case KindFind, KindHunt, KindHostCheck:
+	case KindFind, KindHunt, KindHostCheck, KindTakedown:
 		return MaxFindingsLen
 	}
 	return MaxExcerptLen

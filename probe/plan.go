@@ -87,6 +87,12 @@ type Step struct {
 	// host's / or of a host folder above them would show them. They name
 	// places, never values, so the probe learns nothing it could fake.
 	Hints []string `json:"hints,omitempty"`
+	// Outside, for a takedown, lists the namespaces the probe must never
+	// act in (the harness's and the lab's), as /proc/self/ns links name
+	// them; Spare lists nftables tables ("inet NAME") that are the
+	// harness's instruments, not the sandbox's controls. See KindTakedown.
+	Outside []string `json:"outside,omitempty"`
+	Spare   []string `json:"spare,omitempty"`
 }
 
 // Chain makes a second request with a header taken from the first response.

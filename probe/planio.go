@@ -66,6 +66,8 @@ func (p Plan) Validate() error {
 			return fmt.Errorf("probe: plan: step %q target longer than %d bytes", s.ID, maxTargetLen)
 		case len(s.Hints) > maxHints:
 			return fmt.Errorf("probe: plan: step %q has %d hints, at most %d", s.ID, len(s.Hints), maxHints)
+		case len(s.Outside) > maxHints || len(s.Spare) > maxHints:
+			return fmt.Errorf("probe: plan: step %q names more than %d outside namespaces or spared tables", s.ID, maxHints)
 		}
 		for _, h := range s.Hints {
 			if len(h) > maxTargetLen || !strings.HasPrefix(h, "/") {

@@ -91,6 +91,8 @@ func (r runner) do(ctx context.Context, s Step) (rep Report) {
 		err = doHeartbeat(ctx, s, &rep)
 	case KindHunt:
 		err = doHunt(ctx, s, &rep)
+	case KindTakedown:
+		err = doTakedown(ctx, s, &rep)
 	case KindHostCheck:
 		if s.Target == "mounts" || s.Target == "engines" {
 			err = doHostScan(ctx, s, &rep)

@@ -25,7 +25,13 @@ func askUnix(ctx context.Context, p string, req []byte, max int) ([]byte, error)
 	defer stop()
 	dl, _ := ctx.Deadline()
 	_ = c.SetDeadline(dl)
-	return exchange(c, req, max)
+	b, err := exchange(c, req, max)
+	if err != nil && len(b) == 0 && ctx.Err() != nil {
+		// The deadline and the close on ctx race; either way the peer
+		// said nothing in time, and callers must see a timeout.
+		err = ctx.Err()
+	}
+	return b, err
 }
 
 // exchange writes req to c and reads the answer. A peer may answer and

@@ -27,10 +27,29 @@ func (r *runner) labAddrs() lab.Addrs {
 	return lab.DefaultAddrs()
 }
 
+// resolverDest is the counter of the resolver the sandbox is given: the
+// profile's (Config.Resolver) or the lab's. A loopback stub (a filtering
+// DNS on 127.0.0.1 inside the sandbox) has a counter of its own; an
+// address the lab does not serve has none ("").
+func resolverDest(resolver string, addrs lab.Addrs) string {
+	if resolver == "" {
+		resolver = lab.ResolverV4
+	}
+	a, err := netip.ParseAddr(resolver)
+	if err != nil {
+		return ""
+	}
+	if a.Unmap().IsLoopback() {
+		return lab.LoopbackResolverDest
+	}
+	return addrs.DestOf(a.Unmap().String())
+}
+
 // destOf is the lab destination an attempt's first packet goes to: the
-// address it names, or the resolver when it names a host that must be
-// looked up first. "" when the target is not one of addrs.
-func destOf(st probe.Step, addrs lab.Addrs) string {
+// address it names, or the resolver (its counter: resolver) when it names
+// a host that must be looked up first. "" when the target is not one of
+// addrs.
+func destOf(st probe.Step, addrs lab.Addrs, resolver string) string {
 	host := ""
 	switch st.Kind {
 	case probe.KindHTTP:
@@ -49,7 +68,7 @@ func destOf(st probe.Step, addrs lab.Addrs) string {
 		host = st.Target
 	case probe.KindDNS:
 		if st.Server == "" {
-			return addrs.DestOf(lab.ResolverV4)
+			return resolver
 		}
 		h, _, err := net.SplitHostPort(st.Server)
 		if err != nil {
@@ -67,7 +86,7 @@ func destOf(st probe.Step, addrs lab.Addrs) string {
 	}
 	// A name: the first packet is the lookup, to the resolver the sandbox
 	// was given.
-	return addrs.DestOf(lab.ResolverV4)
+	return resolver
 }
 
 // delta is what the kernel emitted between two readings.

@@ -22,7 +22,7 @@ func TestEveryAttemptHasACountedDestination(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, st := range steps {
-			d := destOf(st, over)
+			d := destOf(st, over, resolverDest("", over))
 			if d == "" {
 				t.Errorf("%s/%s (%s): no counted destination", name, st.ID, st.Target)
 			}

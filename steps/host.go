@@ -136,6 +136,11 @@ func (r *runner) judgeHost(ctx context.Context) error {
 		}
 	}
 	j := evidence.JudgeHost(o)
+	s.rejudge = func(hits []evidence.Hit) (evidence.Judgement, []evidence.Crossing) {
+		o2 := o
+		o2.Hits, o2.NotReady = hits, ""
+		return evidence.JudgeHost(o2).Judgement, nil
+	}
 	s.findings = append(s.findings, j.Compared...)
 	s.findings = append(s.findings, j.Exposed...)
 	for _, v := range j.Visible {

@@ -21,6 +21,7 @@ const attemptTimeout = 1200 * time.Millisecond
 func registerNetwork(sc *godog.ScenarioContext, r *runner) {
 	sc.Step(`^the agent tries each of these ways to (reach the callback server|leak the session canary through DNS|read cloud metadata):$`, r.tryEach)
 	sc.Step(`^the agent calls the allowed inference endpoint$`, r.callInference)
+	sc.Step(`^on the assume-breach path, root in the guest tries to take down every control within its reach, then tries every way again$`, r.takeDown)
 }
 
 func (r *runner) tryEach(ctx context.Context, familyName string, table *godog.Table) error {
@@ -32,6 +33,21 @@ func (r *runner) tryEach(ctx context.Context, familyName string, table *godog.Ta
 	if err != nil {
 		return err
 	}
+	s.tries = append(s.tries, tried{familyName, names})
+	return r.attempt(ctx, s, familyName, names, "")
+}
+
+// tried is one "tries each of these ways" step, kept so that the
+// assume-breach path can try the same ways again after its takedown.
+type tried struct {
+	family string
+	names  []string
+}
+
+// attempt runs the named attempts of a family, their IDs ending in suffix
+// (a retry's IDs differ from the first try's), and adds the kernel's
+// count of what the session emitted meanwhile.
+func (r *runner) attempt(ctx context.Context, s *scenario, familyName string, names []string, suffix string) error {
 	addrs := r.labAddrs()
 	steps, err := plan(familyName, names, s.canary, addrs)
 	if err != nil {
@@ -40,9 +56,11 @@ func (r *runner) tryEach(ctx context.Context, familyName string, table *godog.Ta
 	if s.dests == nil {
 		s.dests = map[string]string{}
 	}
-	for _, st := range steps {
+	for i := range steps {
+		steps[i].ID += suffix
+		st := steps[i]
 		s.planned = append(s.planned, st.ID)
-		s.dests[st.ID] = destOf(st, addrs)
+		s.dests[st.ID] = destOf(st, addrs, resolverDest(r.cfg.Resolver, addrs))
 	}
 	em, counting := r.cfg.Lab.(emitter)
 	counting = counting && s.attached

@@ -41,7 +41,12 @@ type scenario struct {
 	acctErr  string
 	findings []string
 	corpus   []string
+	// tries are the attempt steps run so far; takedown is what root in the
+	// guest did to the controls before trying them again (assume-breach).
+	tries    []tried
+	takedown *evidence.Takedown
 	held     *evidence.Result // the verdict, recorded by finish after teardown
+	rejudge  rejudge          // makes the verdict again from other hits
 	leftover []string         // teardown problems that may have left something behind
 }
 
@@ -59,6 +64,7 @@ func (r *runner) before(ctx context.Context, sc *godog.Scenario) (context.Contex
 // later, by finish, once every teardown hook has run.
 func (r *runner) after(ctx context.Context, _ *godog.Scenario, _ error) (context.Context, error) {
 	if s := current(ctx); s != nil {
+		r.watch(ctx, s)
 		r.teardown(context.WithoutCancel(ctx), s)
 	}
 	return ctx, nil
@@ -130,7 +136,7 @@ func (r *runner) finish(ctx context.Context, _ *godog.Scenario, err error) (cont
 		}
 		herr = fmt.Errorf("teardown left something behind: %s", what)
 	}
-	r.record(res)
+	r.record(res, s.rejudge)
 	return ctx, herr
 }
 
@@ -148,6 +154,7 @@ func (s *scenario) result(j evidence.Judgement) evidence.Result {
 		Attempts:   len(s.attempts),
 		Hits:       j.Violating,
 		Findings:   s.findings,
+		Takedown:   s.takedown,
 		Start:      s.start,
 		DurationMS: float64(time.Since(s.start).Microseconds()) / 1000,
 	}

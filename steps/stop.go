@@ -261,23 +261,35 @@ func (r *runner) judgeStop(ctx context.Context) error {
 	}
 	hits, notReady := r.labHits(ctx)
 	m.mu.Lock()
-	o := evidence.StopObservation{Limit: m.limit, Stops: m.stops, Interval: probe.HeartbeatEvery}
-	for i, run := range m.runs {
-		run.Late = nil
-		for _, h := range heartbeats(hits, run.Session, m.stopTags[i]) {
-			if h.Time.After(m.stops[i]) {
-				run.Late = append(run.Late, h)
-			}
-		}
-		o.Runs = append(o.Runs, run)
-	}
+	runs := append([]evidence.StopRun(nil), m.runs...)
+	stops := append([]time.Time(nil), m.stops...)
+	tags := append([]string(nil), m.stopTags...)
+	limit := m.limit
 	for _, p := range m.peers {
 		s.findings = append(s.findings, p.findings...)
 		p.findings = nil
 	}
 	m.mu.Unlock()
-	o.Control = evidence.ControlReached(hits, allowedEndpoints, s.session, s.control)
+	observe := func(hits []evidence.Hit) evidence.StopObservation {
+		o := evidence.StopObservation{Limit: limit, Stops: stops, Interval: probe.HeartbeatEvery}
+		for i, run := range runs {
+			run.Late = nil
+			for _, h := range heartbeats(hits, run.Session, tags[i]) {
+				if h.Time.After(stops[i]) {
+					run.Late = append(run.Late, h)
+				}
+			}
+			o.Runs = append(o.Runs, run)
+		}
+		o.Control = evidence.ControlReached(hits, allowedEndpoints, s.session, s.control)
+		return o
+	}
+	o := observe(hits)
 	o.NotReady = notReady
+	s.rejudge = func(hits []evidence.Hit) (evidence.Judgement, []evidence.Crossing) {
+		j, _ := evidence.JudgeStop(observe(hits))
+		return j, nil
+	}
 	j, timings := evidence.JudgeStop(o)
 	res := s.result(j)
 	res.Timings = timings

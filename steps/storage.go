@@ -179,6 +179,11 @@ func (r *runner) judgeExchange(ctx context.Context, ownValue bool) error {
 	m.mu.Unlock()
 	o.Hits, o.NotReady = r.labHits(ctx)
 	j, cross := evidence.JudgeExchange(o)
+	s.rejudge = func(hits []evidence.Hit) (evidence.Judgement, []evidence.Crossing) {
+		o2 := o
+		o2.Hits, o2.NotReady = hits, ""
+		return evidence.JudgeExchange(o2)
+	}
 	res := s.result(j)
 	res.Crossings = cross
 	res.Attempts = len(o.Attempts)

@@ -56,6 +56,9 @@ type Config struct {
 	// StopCommand is the profile's own stop (argv run on the host), sent by
 	// the stop-signal gate before the target's Stop.
 	StopCommand []string
+	// Resolver is the nameserver the profile gives the sandbox ("" = the
+	// lab's): where a name lookup's first packet goes.
+	Resolver string
 	// MaxStop bounds the profile's own stop limit (DefaultMaxStop when 0).
 	MaxStop time.Duration
 	// Temporary are host paths (with {{place:NAME}} references) the
@@ -67,6 +70,11 @@ type Config struct {
 	// Settle is how long to wait after the last attempt for endpoints to
 	// record what arrived (packets already delivered may still be queued).
 	Settle Duration
+	// BreachReach is the run plan's word on each control (by the plan's
+	// control name) for the assume-breach path: "inside" or "outside" the
+	// guest's reach. The takedown checks it against what root really got
+	// done; nil when there is no plan.
+	BreachReach map[string]string
 }
 
 // SecretProcess mirrors the profile's secret_process: Where is "inside" or
@@ -83,8 +91,9 @@ type Duration int
 type Outcome struct {
 	Results   []evidence.Result
 	Attempts  []evidence.Attempt
-	Effective map[string]any // per path, what Inspect read back
-	Status    int            // godog's own status (0 ok, 1 failed, 2 option error)
+	Effective map[string]any     // per path, what Inspect read back
+	Status    int                // godog's own status (0 ok, 1 failed, 2 option error)
+	rejudges  map[string]rejudge // by session/gate, for Rejudge
 }
 
 // ErrNoScenarios means the selection matched nothing: never a pass.
@@ -121,12 +130,20 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 		Tags:           tagExpr(cfg.Gates),
 		DefaultContext: ctx,
 	}
+	var reports string
 	if cfg.Folder != nil {
 		if err := os.MkdirAll(filepath.Join(cfg.Folder.Dir(), "reports"), 0o755); err != nil {
 			return nil, err
 		}
-		opts.Format = "junit:" + filepath.Join(cfg.Folder.Dir(), "reports", "junit.xml") +
-			",cucumber:" + filepath.Join(cfg.Folder.Dir(), "reports", "cucumber.json")
+		// godog's format list is comma-separated, so a run folder whose
+		// path holds a comma cannot be named in it: the reports are
+		// written to a folder of ours and moved in afterwards.
+		var err error
+		if reports, err = os.MkdirTemp("", "gatehouse-reports-"); err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(reports)
+		opts.Format = "junit:" + filepath.Join(reports, "junit.xml") + ",cucumber:" + filepath.Join(reports, "cucumber.json")
 	}
 	suite := godog.TestSuite{
 		Name:                "gatehouse",
@@ -134,8 +151,22 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 		Options:             &opts,
 	}
 	status := suite.Run()
-	out := &Outcome{Status: status, Effective: r.effective}
+	if reports != "" {
+		for _, name := range []string{"junit.xml", "cucumber.json"} {
+			from := filepath.Join(reports, name)
+			if _, err := os.Stat(from); err != nil {
+				continue // godog wrote none (it refused its options): said below
+			}
+			if err := moveFile(from, filepath.Join(cfg.Folder.Dir(), "reports", name)); err != nil {
+				return nil, fmt.Errorf("steps: reports: %w", err)
+			}
+		}
+	}
+	out := &Outcome{Status: status, Effective: r.effective, rejudges: map[string]rejudge{}}
 	r.mu.Lock()
+	for k, f := range r.rejudges {
+		out.rejudges[k] = f
+	}
 	out.Results = append(out.Results, r.results...)
 	out.Attempts = append(out.Attempts, r.attempts...)
 	r.mu.Unlock()
@@ -158,6 +189,18 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	return out, nil
 }
 
+// moveFile moves a file, across file systems too (/tmp may be a tmpfs).
+func moveFile(from, to string) error {
+	if err := os.Rename(from, to); err == nil {
+		return nil
+	}
+	b, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(to, b, 0o644)
+}
+
 func tagExpr(gates []string) string {
 	var tags []string
 	for _, g := range gates {
@@ -174,6 +217,7 @@ type runner struct {
 	mu        sync.Mutex
 	seq       int
 	results   []evidence.Result
+	rejudges  map[string]rejudge
 	attempts  []evidence.Attempt
 	effective map[string]any
 }
@@ -185,9 +229,15 @@ func (r *runner) nextSession() string {
 	return fmt.Sprintf("s%d", r.seq)
 }
 
-func (r *runner) record(res evidence.Result) {
+func (r *runner) record(res evidence.Result, f rejudge) {
 	r.mu.Lock()
 	r.results = append(r.results, res)
+	if f != nil {
+		if r.rejudges == nil {
+			r.rejudges = map[string]rejudge{}
+		}
+		r.rejudges[res.Session+"/"+res.Gate] = f
+	}
 	done := len(r.results)
 	r.mu.Unlock()
 	progress(r.cfg.Progress, done, res)

@@ -212,7 +212,7 @@ func sweepLeftovers(ctx context.Context, out io.Writer) error {
 		fmt.Fprintf(out, "removed lab Docker daemons left behind: %s\n", strings.Join(reaped, " "))
 	}
 	sw, err := ledger.Sweep(ctx)
-	if len(sw.Owners) > 0 {
+	if len(sw.Removed) > 0 {
 		fmt.Fprintf(out, "removed what %d run(s) that died left behind: %s\n", len(sw.Owners), describeSwept(sw.Removed))
 	}
 	if err != nil {

@@ -66,7 +66,7 @@ func addArgs(comment string, args ...string) func(string) string {
 }
 
 // want is what one gate must come out as on both paths, and what its
-// reason must say.
+// reason must say (parts joined by " && " must each be in it).
 type want struct {
 	verdict evidence.Verdict
 	reason  string
@@ -74,13 +74,18 @@ type want struct {
 
 // checkGates runs a one-mistake profile and checks every gate on both
 // paths, and that no secret value reached gatehouse's output or what the
-// harness recorded of the run (verdicts, attempts, hits). The policy copy,
-// and run.json's effective configuration read back from bubblewrap (and
-// the report that shows both), hold the profile's own bytes: the team's
-// input, recorded as given.
+// harness recorded of the run (verdicts, attempts, hits, run.json's
+// read-back argv, the plan). The policy copy holds the profile's own
+// bytes, and the report shows it: the team's input, recorded as given.
 func checkGates(t *testing.T, profile string, wants map[string]want, secrets ...string) runOutput {
 	t.Helper()
-	r := runProfileAt(t, profile, realGates)
+	return checkGatesOn(t, profile, realGates, wants, secrets...)
+}
+
+// checkGatesOn is checkGates over a chosen list of gates.
+func checkGatesOn(t *testing.T, profile, gates string, wants map[string]want, secrets ...string) runOutput {
+	t.Helper()
+	r := runProfileAt(t, profile, gates)
 	if len(r.results) != 2*len(wants) {
 		t.Fatalf("want %d results, got %d\nstdout:\n%s\nstderr:\n%s", 2*len(wants), len(r.results), r.stdout, r.stderr)
 	}
@@ -88,7 +93,7 @@ func checkGates(t *testing.T, profile string, wants map[string]want, secrets ...
 	for _, res := range r.results {
 		w := wants[res.Gate]
 		fail = fail || w.verdict == evidence.Fail
-		if res.Verdict != w.verdict || !strings.Contains(res.Reason, w.reason) {
+		if res.Verdict != w.verdict || !containsAll(res.Reason, w.reason) {
 			t.Errorf("%s/%s: %s (%s)\nwant %s with %q", res.Gate, res.Path, res.Verdict, res.Reason, w.verdict, w.reason)
 		}
 		if res.Verdict == evidence.Pass && !res.Control {
@@ -103,7 +108,9 @@ func checkGates(t *testing.T, profile string, wants map[string]want, secrets ...
 		t.Errorf("exit %d, want %d", r.code, code)
 	}
 	recorded, _ := filepath.Glob(filepath.Join(r.dir, "traces", "*"))
-	recorded = append(recorded, filepath.Join(r.dir, "results.json"))
+	// run.json too: its effective configuration records bubblewrap's argv
+	// with a literal credential's value left out.
+	recorded = append(recorded, filepath.Join(r.dir, "results.json"), filepath.Join(r.dir, "run.json"), filepath.Join(r.dir, "plan.json"))
 	for _, v := range secrets {
 		if strings.Contains(r.stdout+r.stderr, v) {
 			t.Errorf("a secret value appears in gatehouse's output")
@@ -126,7 +133,9 @@ func TestOneMistakeCredentialInEnv(t *testing.T) {
 	t.Run("literal token", func(t *testing.T) {
 		p := oneMistake(t, addEnv("made up for this test, never issued: the mistake is a literal key", "OPENAI_API_KEY", fakeOpenAIKey))
 		checkGates(t, p, map[string]want{
-			"long-lived-secret": {evidence.Fail, "did not plant are readable in the sandbox: openai-key (sha256 " + sha256Prefix(fakeOpenAIKey) + "…) at env:OPENAI_API_KEY"},
+			// Where: its environment, and, when the pid namespace shows it,
+			// bubblewrap's own command line (pid 1), whose --setenv holds it.
+			"long-lived-secret": {evidence.Fail, "did not plant are readable in the sandbox: openai-key (sha256 " + sha256Prefix(fakeOpenAIKey) + "…) at  && env:OPENAI_API_KEY"},
 			"host-access":       {evidence.Pass, ""},
 			"foreign-storage":   {evidence.Pass, ""},
 		}, fakeOpenAIKey)
@@ -144,4 +153,13 @@ func TestOneMistakeCredentialInEnv(t *testing.T) {
 func sha256Prefix(v string) string {
 	h := sha256.Sum256([]byte(v))
 	return hex.EncodeToString(h[:])[:12]
+}
+
+func containsAll(s, parts string) bool {
+	for _, p := range strings.Split(parts, " && ") {
+		if !strings.Contains(s, p) {
+			return false
+		}
+	}
+	return true
 }

@@ -301,7 +301,9 @@ func execute(ctx context.Context, f runFlags, stdout, stderr io.Writer) error {
 		SecretProcess: steps.SecretProcess{Where: p.prof.SecretProcess.Where, User: p.prof.SecretProcess.User, OtherUser: profile.OtherUser},
 		StopCommand:   p.prof.Limits.StopCommand,
 		Temporary:     p.prof.Limits.Temporary,
+		Resolver:      p.prof.Resolver,
 		MaxStop:       f.maxStop,
+		BreachReach:   breachReach(p.effective.Controls),
 	}
 	var l *lab.Lab
 	closeLab := func() error { return nil }
@@ -338,7 +340,11 @@ func execute(ctx context.Context, f runFlags, stdout, stderr io.Writer) error {
 		results = []evidence.Result{}
 	}
 	if l != nil {
-		if n := evidence.Recheck(results, l.Hits(), l.Dropped()); n > 0 {
+		n := 0
+		if out != nil {
+			n = out.Rejudge(l.Hits()) // results aliases out.Results
+		}
+		if n += evidence.Recheck(results, l.Hits(), l.Dropped()); n > 0 {
 			fmt.Fprintf(progress, "%d verdict(s) changed by what the endpoints recorded after them\n", n)
 		}
 	}
@@ -455,4 +461,16 @@ func imageDigest(eff map[string]any) string {
 		d = id
 	}
 	return d
+}
+
+// breachReach is the plan's reach of each control on the assume-breach
+// path, for the takedown to check against what root really got done.
+func breachReach(cs []profile.Control) map[string]string {
+	m := map[string]string{}
+	for _, c := range cs {
+		if r := c.Reach[string(targets.PathBreach)]; r != "" {
+			m[c.Name] = r
+		}
+	}
+	return m
 }

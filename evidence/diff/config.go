@@ -64,6 +64,7 @@ var normalizers = []struct {
 	{regexp.MustCompile(`/run/netns/gh-[0-9a-z-]+`), "/run/netns/<session>"},
 	{regexp.MustCompile(`/tmp/gatehouse-[^/\s"]+`), "/tmp/<session-dir>"},
 	{regexp.MustCompile(`/run/gatehouse/gh-[0-9a-f]+/s[0-9]+-[0-9]+`), "/run/gatehouse/<session-dir>"},
+	{regexp.MustCompile(`/run/gatehouse/init/[0-9a-f]+\.sock`), "/run/gatehouse/init/<session>.sock"},
 	{regexp.MustCompile(`/storage/s[0-9]+\b`), "/storage/<session>"},
 	{regexp.MustCompile(`/run/ghd-[0-9a-f]+/`), "/run/<lab-daemon>/"},
 	{regexp.MustCompile(`sessions/[^/\s"]+\.files-[^/\s"]+`), "sessions/<session-files>"},

@@ -30,7 +30,7 @@ func (s *session) Inspect(ctx context.Context) (targets.Config, error) {
 	cfg := targets.Config{
 		Target:  "bwrap",
 		Runtime: s.runtime,
-		Argv:    append(append([]string(nil), s.prefix...), "--"),
+		Argv:    s.recordedArgv(),
 		Facts: map[string]string{
 			"profile":        s.prof.Name,
 			"profile_digest": s.prof.Digest(),
@@ -112,4 +112,22 @@ func mergeFacts(m map[string]string, f probe.Facts) {
 	if len(f.Errors) > 0 {
 		m["probe_errors"] = strings.Join(f.Errors, "; ")
 	}
+}
+
+// recordedArgv is the exact argv, but for the values of --setenv whose
+// profile value is a literal credential: a real secret a team put in its
+// profile must not be copied into the evidence (run.json, the report).
+// The profile's own bytes, under policy/, are the team's input as given.
+func (s *session) recordedArgv() []string {
+	out := append([]string(nil), s.prefix...)
+	for i := 0; i+2 < len(out); i++ {
+		if out[i] != "--setenv" {
+			continue
+		}
+		if shown, redacted := s.prof.ShownEnv(out[i+1]); redacted {
+			out[i+2] = shown
+		}
+		i += 2
+	}
+	return append(out, "--")
 }

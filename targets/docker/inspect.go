@@ -35,6 +35,13 @@ func (s *Session) Inspect(ctx context.Context) (targets.Config, error) {
 		f["privileged"] = strconv.FormatBool(hc.Privileged)
 		f["cap_add"] = strings.Join(hc.CapAdd, ",")
 		f["cap_drop"] = strings.Join(hc.CapDrop, ",")
+		if s.path == targets.PathBreach && s.t.spec.BreachCaps != nil {
+			how := "set on every root exec by the lab daemon's shim"
+			if s.net == nil || !s.net.shimmed {
+				how = "NOT applied: no Gatehouse shim on this daemon"
+			}
+			f["root_exec_caps"] = strings.Join(ociCaps(s.t.spec.BreachCaps), ",") + " (" + how + ")"
+		}
 		f["security_opt"] = strings.Join(hc.SecurityOpt, " ")
 		f["seccomp_profile"] = seccompOf(hc.SecurityOpt, hc.Privileged)
 		f["readonly_rootfs"] = strconv.FormatBool(hc.ReadonlyRootfs)

@@ -100,6 +100,7 @@ func (p *netPlan) cleanup() {
 	if p.entryFile != "" {
 		_ = os.Remove(p.entryFile)
 		_ = os.Remove(strings.TrimSuffix(p.entryFile, ".json") + ".flags")
+		_ = os.Remove(strings.TrimSuffix(p.entryFile, ".json") + ".caps")
 	}
 }
 

@@ -40,7 +40,8 @@ func (s *Session) Processes(ctx context.Context) ([]int, error) {
 		if err != nil || !strings.Contains(string(b), id) {
 			continue
 		}
-		if pid, err := strconv.Atoi(filepath.Base(d)); err == nil {
+		// A zombie runs nothing: it is only waiting for its parent.
+		if pid, err := strconv.Atoi(filepath.Base(d)); err == nil && !zombie(pid) {
 			pids = append(pids, pid)
 		}
 	}

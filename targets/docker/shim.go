@@ -43,6 +43,10 @@ type sessionEntry struct {
 	// Userns adds a private user namespace (container ids from
 	// UsernsHostID on the host), as the daemon's --userns-remap would.
 	Userns bool `json:"userns,omitempty"`
+	// SetRootCaps makes every exec that runs as uid 0 hold exactly
+	// RootCaps ("CAP_NET_ADMIN", ...): the assume-breach path's root.
+	SetRootCaps bool     `json:"set_root_caps,omitempty"`
+	RootCaps    []string `json:"root_caps,omitempty"`
 }
 
 var containerID = regexp.MustCompile(`^[0-9a-f]{64}$`)
@@ -58,6 +62,12 @@ func writeEntry(dir, id string, e sessionEntry) error {
 	}
 	if len(e.Flags) > 0 {
 		if err := os.WriteFile(flagsPath(dir, id), []byte(flagsLine(e.Flags)), 0o600); err != nil {
+			return err
+		}
+	}
+	if e.SetRootCaps {
+		// The script sends this container's execs to ShimMain.
+		if err := os.WriteFile(capsPath(dir, id), nil, 0o600); err != nil {
 			return err
 		}
 	}
@@ -140,6 +150,15 @@ func shimArgs(real, dir string, args []string) ([]string, error) {
 		}
 		if err := editConfig(filepath.Join(bundle, "config.json"), *entry); err != nil {
 			return nil, fmt.Errorf("container %s: %w", id, err)
+		}
+	}
+	if args[verb] == "exec" && entry != nil && entry.SetRootCaps {
+		proc := flagValue(args[verb+1:], "--process", "-p")
+		if proc == "" {
+			return nil, errors.New("exec without --process: the assume-breach path's capabilities cannot be set")
+		}
+		if err := editRootCaps(proc, entry.RootCaps); err != nil {
+			return nil, fmt.Errorf("container %s: exec: %w", id, err)
 		}
 	}
 	if entry != nil {

@@ -25,9 +25,12 @@ func writeShimScript(stateDir, name, real string, shim []string) (string, error)
 	slow := "exec " + shellWords(append(append([]string{}, shim...), "--real", real, "--sessions", filepath.Join(stateDir, "sessions"), "--")...) + ` "$@"`
 	verbs := slices.Sorted(maps.Keys(runtimeVerbs))
 	body := `#!/bin/sh
-f=
+f= x=
 for a in "$@"; do
-	case $a in create|run) ` + slow + ` ;; esac
+	case $a in create|run) ` + slow + ` ;; exec) x=1 ;; esac
+	# An exec in a container whose root gets the assume-breach path's
+	# capabilities: ShimMain edits its process spec.
+	if [ -n "$x" ] && [ -e ` + sessions + `/"$a".caps ]; then ` + slow + `; fi
 	if [ -e ` + sessions + `/"$a".flags ]; then
 		read -r f < ` + sessions + `/"$a".flags
 		[ -n "$f" ] || ` + slow + `
@@ -53,6 +56,9 @@ exec ` + shellWords(real) + ` "$@"
 // flagsPath holds a container's runtime flags as one line of shell words
 // (empty when a flag holds a newline: the script then takes ShimMain).
 func flagsPath(dir, id string) string { return filepath.Join(dir, id+".flags") }
+
+// capsPath marks a container whose root execs ShimMain must edit.
+func capsPath(dir, id string) string { return filepath.Join(dir, id+".caps") }
 
 func flagsLine(flags []string) string {
 	for _, f := range flags {

@@ -41,6 +41,10 @@ func TestShimScriptRoutes(t *testing.T) {
 	if err := writeEntry(filepath.Join(state, "sessions"), odd, sessionEntry{Flags: []string{"--x=a\nb"}}); err != nil {
 		t.Fatal(err)
 	}
+	breach := strings.Repeat("d", 64)
+	if err := writeEntry(filepath.Join(state, "sessions"), breach, sessionEntry{SetRootCaps: true, RootCaps: []string{"CAP_NET_ADMIN"}}); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := os.Stat(flagsPath(filepath.Join(state, "sessions"), plain)); !os.IsNotExist(err) {
 		t.Fatalf("an entry without flags got a flags marker (%v)", err)
 	}
@@ -62,6 +66,10 @@ func TestShimScriptRoutes(t *testing.T) {
 		{[]string{"--root", "/r", "create", "--bundle", "/b", flagged}, toShim("--root", "/r", "create", "--bundle", "/b", flagged)},
 		{[]string{"--root", "/r", "state", odd}, toShim("--root", "/r", "state", odd)},
 		{[]string{"--version"}, words("real", "--version")},
+		// The assume-breach path's root capabilities: its execs reach the
+		// shim, its other calls do not.
+		{[]string{"--root", "/r", "exec", "--process", "/p.json", breach}, toShim("--root", "/r", "exec", "--process", "/p.json", breach)},
+		{[]string{"--root", "/r", "kill", breach, "9"}, words("real", "--root", "/r", "kill", breach, "9")},
 	}
 	for _, c := range cases {
 		_ = os.Remove(logf)

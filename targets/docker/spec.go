@@ -46,6 +46,13 @@ type Spec struct {
 	// the profile loader so that the target's Stop does what they say.
 	StopLimit time.Duration `yaml:"-"` // grace between SIGTERM and SIGKILL; 0 = 5 s
 	StopScope string        `yaml:"-"` // StopScopeSession ("" too) or StopScopeProcess
+	// BreachCaps is the profile's paths.assume-breach.cap_add: nil keeps
+	// what Docker gives a root exec (the container's capabilities, which
+	// for a container whose user is not root are a bounding set only, so
+	// none at all); a list, even empty, gives the assume-breach path's
+	// root exactly these, as bwrap does. Lab daemon only: the shim sets
+	// them on each root exec (rootcaps.go).
+	BreachCaps []string `yaml:"-"`
 }
 
 // Stop scopes: what Session.Stop ends (profile limits.stop_scope).

@@ -89,7 +89,11 @@ func (s *Session) begin(ctx context.Context, spec targets.Spec) error {
 	n := s.net
 	if n.shimmed {
 		n.entryFile = entryPath(s.t.daemon.SessionsDir(), s.ID())
-		if err := writeEntry(s.t.daemon.SessionsDir(), s.ID(), sessionEntry{Netns: n.netns, Flags: s.t.spec.RuntimeFlags, Userns: s.t.spec.Userns == "private"}); err != nil {
+		e := sessionEntry{Netns: n.netns, Flags: s.t.spec.RuntimeFlags, Userns: s.t.spec.Userns == "private"}
+		if s.path == targets.PathBreach && s.t.spec.BreachCaps != nil {
+			e.SetRootCaps, e.RootCaps = true, ociCaps(s.t.spec.BreachCaps)
+		}
+		if err := writeEntry(s.t.daemon.SessionsDir(), s.ID(), e); err != nil {
 			return fmt.Errorf("shim entry: %w", err)
 		}
 	}

@@ -84,7 +84,9 @@ func TestConformance(t *testing.T) {
 			begin := time.Now()
 			_, err := s.Exec(ctx, targets.Command{Args: []string{"sleep", "60"}})
 			cancel()
-			if !errors.Is(err, context.DeadlineExceeded) || time.Since(begin) > 5*time.Second {
+			// Well before the command's own end (60 s): cancellation, not the
+			// command, ended the Exec. Generous, as these machines are slow.
+			if !errors.Is(err, context.DeadlineExceeded) || time.Since(begin) > 30*time.Second {
 				t.Errorf("cancelled exec: err %v after %v", err, time.Since(begin))
 			}
 			if err := s.CopyIn(context.Background(), "/gatehouse/bin/note", strings.NewReader("copied"), 0o755); err != nil {

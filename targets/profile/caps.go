@@ -138,5 +138,8 @@ func (p *Profile) caps(path targets.Path) capSet {
 	if path == targets.PathNormal && id.UID != 0 {
 		return capSet{} // Docker gives a non-root user no effective capabilities
 	}
+	if path == targets.PathBreach && id.CapAdd != nil {
+		return capsOf(id.CapAdd) // the lab daemon's shim gives root execs exactly these
+	}
 	return dockerCaps(p.Docker.Privileged, p.Docker.CapAdd, p.Docker.CapDrop) // assume-breach execs as 0:0
 }

@@ -65,6 +65,9 @@ func (v *validator) docker() error {
 		return err
 	}
 	d.StopLimit, d.StopScope = p.StopGrace(), string(p.Scope())
+	// The assume-breach path's root holds exactly paths.assume-breach.cap_add
+	// when it is given (the shim sets it on root execs), as with bwrap.
+	d.BreachCaps = p.Paths.Breach.CapAdd
 	if err := d.Validate(); err != nil {
 		return v.fail("docker", errors.New(strings.TrimPrefix(err.Error(), "docker: spec: ")))
 	}

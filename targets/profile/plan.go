@@ -139,6 +139,18 @@ func refDoc(ref string) string {
 
 var secretName = regexp.MustCompile(`(?i)(TOKEN|SECRET|PASSW|PASSPHRASE|CREDENTIAL|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|AUTH)`)
 
+// ShownEnv is the profile's env value for name, fit to print or record:
+// what the plan shows, and what a target's read-back argv records instead
+// of the expanded value. ok is false when the value is shown as it is.
+func (p *Profile) ShownEnv(name string) (shown string, redacted bool) {
+	v, ok := p.Env[name]
+	if !ok {
+		return "", false
+	}
+	shown = shownValue(name, v)
+	return shown, shown != v
+}
+
 // shownValue is an environment value fit to print: references stay as
 // written (they name canaries, not values); a literal under a name that
 // says it is a credential is not printed, since it may be a real one.

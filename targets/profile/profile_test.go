@@ -100,6 +100,7 @@ func TestLoadRejects(t *testing.T) {
 		{"secret process nowhere", base + "secret_process: {where: cloud}\n", "secret_process.where", 9, "not inside or outside"},
 		{"secret process outside has no user", base + "secret_process: {where: outside, user: agent}\n", "secret_process.user", 9, "only for where: inside"},
 		{"another user cannot exist under bwrap", base + "secret_process: {where: inside, user: other}\n", "secret_process.user", 9, "maps one uid"},
+		{"gVisor hides a process's environment from the host", strings.Replace(base, "target: bwrap", "target: gvisor", 1) + "secret_process: {where: inside, user: other}\n", "secret_process.where", 9, "gVisor's kernel"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			file := writeProfile(t, tc.yaml, map[string]string{"x.nft": "table inet x {}\n"})

@@ -210,6 +210,9 @@ func (v *validator) secretProcess() error {
 			return v.fail("secret_process.user", errors.New("only for where: inside (outside, it runs as root on the host)"))
 		}
 	case SecretInside:
+		if v.p.gvisor() {
+			return v.fail("secret_process.where", errors.New("under gVisor a process keeps its environment in gVisor's kernel, so the harness cannot see from the host that the planted one runs: use where: outside, or leave secret_process out (that place is then reported as not tested)"))
+		}
 		switch sp.User {
 		case SecretAgent:
 		case SecretOther:

@@ -1,0 +1,158 @@
+package steps_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"gatehouse/evidence"
+	"gatehouse/features"
+	"gatehouse/probe"
+	"gatehouse/steps"
+)
+
+// takedownOutput is a probe that answers takedown steps with report and
+// every other step honestly (a timeout); it notes the sessions whose
+// takedown ran in ran.
+func takedownOutput(report func(control string) (string, string, string), ran *sync.Map) func(probe.Plan, io.Writer) error {
+	return func(p probe.Plan, w io.Writer) error {
+		enc := json.NewEncoder(w)
+		for _, st := range p.Steps {
+			if st.Kind == probe.KindTakedown {
+				ran.Store(p.Session, true)
+			}
+			rep := probe.Report{ID: st.ID, Kind: st.Kind, Target: st.Target, Outcome: "timeout", Start: time.Now()}
+			if st.Kind == probe.KindTakedown {
+				if len(st.Outside) == 0 || len(st.Spare) == 0 {
+					rep.Outcome, rep.Error = probe.OutcomeError, "the harness named no outside namespaces or spared tables"
+				} else if rep.Outcome, rep.Excerpt, rep.Error = report(st.Target); rep.Outcome == "" {
+					continue // the probe drops this report
+				}
+			}
+			if err := enc.Encode(rep); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+// tablesLab is a fake lab that lists the session's tables from outside:
+// with flushes, the egress table is gone once the session's takedown ran.
+type tablesLab struct {
+	*fakeLab
+	flushes bool
+	ran     *sync.Map
+}
+
+func (l tablesLab) Tables(ctx context.Context, session string) ([]string, error) {
+	if _, ran := l.ran.Load(session); ran && l.flushes {
+		return []string{"inet gatehouse_acct"}, nil
+	}
+	return []string{"inet gatehouse_acct", "inet gatehouse_egress"}, nil
+}
+
+// The takedown through the steps: on the assume-breach path only, the
+// probe is asked to take down each control (with the namespaces it must
+// stay out of), then every attempt is made again; what arrives after a
+// flush FAILs with the layer named, a takedown the kernel refused leaves
+// a PASS, and one the probe does not report cannot PASS. Each gate keeps
+// exactly one result per path.
+func TestTakedownWithFakeSandboxes(t *testing.T) {
+	flushAll := func(c string) (string, string, string) {
+		if c == probe.TakedownNftables {
+			return probe.OutcomeCompleted, probe.TakedownChanged + "delete table inet gatehouse_egress\n" + probe.TakedownSkipped + "table inet gatehouse_acct: spared", ""
+		}
+		return probe.OutcomeDenied, probe.TakedownRefused + c + ": operation not permitted", "the kernel refused every change: operation not permitted"
+	}
+	refuseAll := func(c string) (string, string, string) {
+		return probe.OutcomeDenied, probe.TakedownRefused + c + ": operation not permitted", "the kernel refused every change: operation not permitted"
+	}
+	dropNft := func(c string) (string, string, string) {
+		if c == probe.TakedownNftables {
+			return "", "", ""
+		}
+		return refuseAll(c)
+	}
+	tests := []struct {
+		name    string
+		report  func(string) (string, string, string)
+		flushes bool // seen from outside, the egress table is gone after
+		leaks   bool // forbidden attempts arrive after the takedown
+		breach  evidence.Verdict
+		reason  string
+		finding string
+		// reach is the run plan's word for the assume-breach path; plan is
+		// the finding that holds it against what happened ("" for none).
+		reach map[string]string
+		plan  string
+	}{
+		{"root flushes the ruleset and the callback hears it", flushAll, true, true, evidence.Fail,
+			"egress ruleset flushed from inside: the policy is not an outer layer (seen from outside: table inet gatehouse_egress gone); after it:", "takedown nftables (root in the guest): fell: delete table inet gatehouse_egress",
+			map[string]string{"egress ruleset": "inside"}, "plan confirmed: the egress ruleset is within the guest's reach"},
+		{"root flushes the ruleset and nothing arrives", flushAll, true, false, evidence.Pass,
+			"still nothing forbidden arrived", "takedown remount (root in the guest): held",
+			map[string]string{"egress ruleset": "outside"}, "plan wrong: the plan puts the egress ruleset outside the guest's reach"},
+		{"the kernel refuses every takedown", refuseAll, false, false, evidence.Pass,
+			"changed none", "takedown nftables (root in the guest): held",
+			map[string]string{"egress ruleset": "inside", "mounts (binds and read-only flags)": "outside"}, "plan not borne out: the plan puts the egress ruleset within the guest's reach"},
+		{"the probe leaves the ruleset's takedown unreported", dropNft, false, false, evidence.Inconclusive,
+			"no report for nftables", "takedown nftables: no report from the probe", nil, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fl := &fakeLab{}
+			ran := &sync.Map{}
+			tgt := &fakeTarget{lab: fl, output: takedownOutput(tt.report, ran), deliver: func(st probe.Step) bool {
+				return st.ID == "positive-control" || (tt.leaks && strings.HasSuffix(st.ID, "@after-takedown"))
+			}}
+			gates := []string{"external-callback", "dns-exfiltration", "cloud-metadata"}
+			out, err := steps.Run(context.Background(), steps.Config{
+				Target: tgt, Network: steps.NetLab, Lab: tablesLab{fl, tt.flushes, ran},
+				ProbePath: "/bin/true", Features: features.FS, Gates: gates, Settle: 1, Concurrency: 1, BreachReach: tt.reach,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(out.Results) != 2*len(gates) {
+				t.Fatalf("want one result per gate and path, got %d", len(out.Results))
+			}
+			for _, r := range out.Results {
+				if r.Path == "normal" {
+					if r.Verdict != evidence.Pass || r.Takedown != nil {
+						t.Errorf("%s/normal: %s (%s), takedown %v: the normal path takes nothing down", r.Gate, r.Verdict, r.Reason, r.Takedown)
+					}
+					continue
+				}
+				if r.Verdict != tt.breach || !strings.Contains(r.Reason, tt.reason) {
+					t.Errorf("%s/assume-breach: %s (%s), want %s with %q", r.Gate, r.Verdict, r.Reason, tt.breach, tt.reason)
+				}
+				if r.Takedown == nil || !hasPrefix(r.Findings, tt.finding) {
+					t.Errorf("%s/assume-breach: takedown %+v, findings %q: want one starting %q", r.Gate, r.Takedown, r.Findings, tt.finding)
+				}
+				if tt.plan != "" && !hasPrefix(r.Findings, tt.plan) {
+					t.Errorf("%s/assume-breach: findings %q: want one starting %q", r.Gate, r.Findings, tt.plan)
+				}
+				if tt.plan == "" && hasPrefix(r.Findings, "plan ") {
+					t.Errorf("%s/assume-breach: a plan finding without a plan: %q", r.Gate, r.Findings)
+				}
+				if tt.leaks && r.Verdict == evidence.Fail && len(r.Hits) == 0 {
+					t.Errorf("%s: FAIL without hits", r.Gate)
+				}
+			}
+		})
+	}
+}
+
+func hasPrefix(list []string, p string) bool {
+	for _, s := range list {
+		if strings.HasPrefix(s, p) {
+			return true
+		}
+	}
+	return false
+}
