@@ -172,7 +172,12 @@ func scanEngines(ctx context.Context, c *collector) (string, error) {
 
 // boundSockets are the paths of unix sockets bound in the sandbox's own
 // network namespace (/proc/net/unix), which a search may not reach.
-func boundSockets() []string {
+func boundSockets() []string { return BoundSockets(engineSockets) }
+
+// BoundSockets lists, at most max, the paths of the unix sockets bound in
+// the caller's network namespace (/proc/net/unix): the probe's inside the
+// sandbox, the harness's on the host.
+func BoundSockets(max int) []string {
 	f, err := os.Open("/proc/net/unix")
 	if err != nil {
 		return nil
@@ -180,7 +185,7 @@ func boundSockets() []string {
 	defer f.Close()
 	var out []string
 	sc := bufio.NewScanner(f)
-	for sc.Scan() && len(out) < engineSockets {
+	for sc.Scan() && len(out) < max {
 		fields := strings.Fields(sc.Text())
 		if len(fields) >= 8 && strings.HasPrefix(fields[7], "/") {
 			out = append(out, fields[7])

@@ -121,18 +121,4 @@ func hostSockets(ctx context.Context, attempts []evidence.Attempt) []evidence.Ho
 
 // unixSocketPaths lists the paths of unix sockets bound in the harness's
 // network namespace.
-func unixSocketPaths() []string {
-	f, err := os.Open("/proc/net/unix")
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	var out []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if fields := strings.Fields(sc.Text()); len(fields) >= 8 && strings.HasPrefix(fields[7], "/") {
-			out = append(out, fields[7])
-		}
-	}
-	return out
-}
+func unixSocketPaths() []string { return probe.BoundSockets(1 << 16) }
