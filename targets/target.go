@@ -119,6 +119,13 @@ type File struct {
 	HostPath string      // read from here...
 	Data     []byte      // ...or these bytes when HostPath is empty
 	Mode     fs.FileMode // permission bits inside the sandbox
+	// Bind places HostPath (a file or a folder) read-only as it is, with
+	// no copy: for large trees such as an agent's runtime (hundreds of
+	// MB). Only for paths the harness checks itself (by digest, before
+	// each run), since a session that could remount the bind writable
+	// could change them for later sessions; a copy per session is the
+	// default for that reason.
+	Bind bool
 }
 
 // Command is one process to run inside a session.

@@ -67,3 +67,31 @@ func shOut(t *testing.T, s targets.Session, script string) string {
 	}
 	return out.String()
 }
+
+// A bound tree (targets.File.Bind) is seen as it is, read-only, and is not
+// copied into the session's staging folder: an agent's runtime is hundreds
+// of megabytes.
+func TestBoundTreeIsReadOnlyAndNotCopied(t *testing.T) {
+	needSandbox(t)
+	tree := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(tree, "lib"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(tree, "lib", "tool.js"), []byte("console.log(1)\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := shipped(t, profiles.Hardened)
+	s, root := startSession(t, p, targets.Spec{Name: "bind", Path: targets.PathNormal, Network: newNetns(t),
+		Files: map[string]targets.File{"/gatehouse/agent/tree": {HostPath: tree, Bind: true}}})
+	got := shOut(t, s, `IFS= read -r l < /gatehouse/agent/tree/lib/tool.js; echo "$l"; if echo x > /gatehouse/agent/tree/lib/new 2>/dev/null; then echo writable; else echo read-only; fi`)
+	if got != "console.log(1)\nread-only\n" {
+		t.Fatalf("sandbox sees %q", got)
+	}
+	copies, _ := filepath.Glob(filepath.Join(root, "*", "fs", "agent", "tree", "lib"))
+	if len(copies) > 0 {
+		t.Fatalf("the tree was copied into the stage: %v", copies)
+	}
+	if _, err := os.Stat(filepath.Join(tree, "lib", "new")); err == nil {
+		t.Fatal("the sandbox wrote into the bound tree")
+	}
+}

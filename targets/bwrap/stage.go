@@ -98,6 +98,14 @@ func (s *stage) placeAll(files map[string]targets.File) ([]bind, error) {
 	var binds []bind
 	for i, inside := range names {
 		f := files[inside]
+		if f.Bind && f.HostPath != "" {
+			b, err := s.bindAsIs(inside, f.HostPath)
+			if err != nil {
+				return nil, err
+			}
+			binds = append(binds, b)
+			continue
+		}
 		data := f.Data
 		if f.HostPath != "" {
 			var err error
@@ -128,6 +136,43 @@ func (s *stage) placeAll(files map[string]targets.File) ([]bind, error) {
 		binds = append(binds, bind{host: host, inside: inside})
 	}
 	return binds, nil
+}
+
+// bindAsIs plans a read-only bind of a host file or folder with no copy
+// (targets.File.Bind). Under /gatehouse, whose staging copy is bound
+// read-only, the mount point is made in the stage first.
+func (s *stage) bindAsIs(inside, host string) (bind, error) {
+	if !path.IsAbs(inside) || path.Clean(inside) != inside {
+		return bind{}, fmt.Errorf("stage: %q is not a clean absolute path", inside)
+	}
+	st, err := os.Stat(host)
+	if err != nil {
+		return bind{}, fmt.Errorf("stage %s: %w", inside, err)
+	}
+	if rel, ok := underInside(inside); ok {
+		root, err := os.OpenRoot(s.fs)
+		if err != nil {
+			return bind{}, fmt.Errorf("stage: %w", err)
+		}
+		defer root.Close()
+		dir := rel
+		if !st.IsDir() {
+			dir = path.Dir(rel)
+		}
+		if dir != "." {
+			if err := root.MkdirAll(dir, 0o755); err != nil {
+				return bind{}, fmt.Errorf("stage %s: %w", inside, err)
+			}
+		}
+		if !st.IsDir() {
+			f, err := root.OpenFile(rel, os.O_WRONLY|os.O_CREATE, 0o755)
+			if err != nil {
+				return bind{}, fmt.Errorf("stage %s: %w", inside, err)
+			}
+			f.Close()
+		}
+	}
+	return bind{host: host, inside: inside}, nil
 }
 
 // underInside maps an in-sandbox path under /gatehouse to a relative path.

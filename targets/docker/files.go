@@ -47,6 +47,11 @@ func (t *Target) sessionFiles(files map[string]targets.File) map[string]targets.
 func (t *Target) stageFiles(spec targets.Spec, p *netPlan) error {
 	files := t.sessionFiles(spec.Files)
 	if t.daemon == nil || t.spec.Userns == "private" || len(files) == 0 {
+		for dest, f := range files {
+			if f.Bind {
+				return fmt.Errorf("stage files: %s: a bound tree needs the lab daemon and no private user namespace: %w", dest, targets.ErrUnsupported)
+			}
+		}
 		return nil
 	}
 	dir, err := os.MkdirTemp(t.daemon.SessionsDir(), unsafeName.ReplaceAllString(spec.Name, "-")+".files-")
@@ -59,7 +64,9 @@ func (t *Target) stageFiles(spec targets.Spec, p *netPlan) error {
 			return fmt.Errorf("stage files: %q is not an absolute file path", dest)
 		}
 		src := filepath.Join(dir, fmt.Sprintf("%d-%s", i, path.Base(dest)))
-		if err := writeStaged(src, files[dest]); err != nil {
+		if f := files[dest]; f.Bind && f.HostPath != "" {
+			src = f.HostPath // as it is, read-only: see targets.File.Bind
+		} else if err := writeStaged(src, f); err != nil {
 			return fmt.Errorf("stage files: %s: %w", dest, err)
 		}
 		p.fileMounts = append(p.fileMounts, mount.Mount{Type: mount.TypeBind, Source: src, Target: path.Clean(dest), ReadOnly: true})
