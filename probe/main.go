@@ -21,8 +21,14 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	if len(args) > 0 && args[0] == "hold" {
 		return Hold(ctx, args[1:], stdin, stdout, stderr)
 	}
+	if len(args) > 1 && args[0] == "run" {
+		return runFiles(ctx, args[1:], stdin, stdout, stderr)
+	}
+	if len(args) == 2 && args[0] == "show" {
+		return show(args[1], stdout, stderr)
+	}
 	if len(args) != 1 {
-		fmt.Fprintln(stderr, "usage: probe run < plan.json | probe facts | probe hold VALUE [DIR]")
+		fmt.Fprintln(stderr, "usage: probe run [--plan FILE] [--out FILE] < plan.json | probe show FILE | probe facts | probe hold VALUE [DIR]")
 		return ExitBadPlan
 	}
 	switch args[0] {
