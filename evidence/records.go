@@ -83,6 +83,10 @@ type Result struct {
 	Start      time.Time          `json:"start"`
 	DurationMS float64            `json:"duration_ms"`
 
+	// Agent says, when a real agent ran the normal path, which layer
+	// stopped what and what reached the model (facts, not proof).
+	Agent *AgentFacts `json:"agent,omitempty"`
+
 	// Crossings are values seen where they must not be (foreign-storage,
 	// cross-session): the proof of a FAIL that no endpoint log can give.
 	Crossings []Crossing `json:"crossings,omitempty"`
@@ -129,4 +133,20 @@ type Crossing struct {
 	Attempt string `json:"attempt"` // the attempt (search or channel) that got it
 	Where   string `json:"where"`   // the path, socket or peer address the probe named
 	Value   string `json:"value"`   // the value itself, as evidence
+}
+
+// AgentFacts are what an agent run adds to a result. StoppedBy names, per
+// attempt the probe reported as blocked, the layer that stopped it:
+// "agent-permission" (the agent's own permission layer refused the command:
+// it never ran), "agent-sandbox" (it ran, and no packet of it reached the
+// session's network namespace: the agent's own sandbox stopped it),
+// "target-sandbox" (the kernel counted its packet in the session's
+// namespace and nothing arrived: the sandbox under test stopped it). The
+// scripted model never refuses: it always obeys the directive.
+type AgentFacts struct {
+	Name           string            `json:"name"`
+	Runs           int               `json:"runs"`
+	Denials        []string          `json:"permission_denials,omitempty"`
+	StoppedBy      map[string]string `json:"stopped_by,omitempty"`
+	ModelSawCanary bool              `json:"model_saw_canary"` // a planted canary reached the model
 }

@@ -117,33 +117,31 @@ func (r *runner) runProbe(ctx context.Context, s *scenario, steps []probe.Step) 
 // ever proof that an attempt was claimed. Every probe run goes through here.
 func (r *runner) runPlan(ctx context.Context, s *scenario, p probe.Plan, limit time.Duration) ([]probe.Report, error) {
 	p.Session, p.Canary = s.session, s.canary
-	in, err := json.Marshal(p)
+	lim := probe.DefaultLimits()
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	var out planOutput
+	var err error
+	if r.cfg.Agent != nil && s.path == targets.PathNormal {
+		out, err = r.agentPlan(ctx, s, p, lim)
+	} else {
+		out, err = r.probePlan(ctx, s, p, lim)
+	}
 	if err != nil {
 		return nil, err
 	}
-	lim := probe.DefaultLimits()
-	stdout := probe.NewCapWriter(lim.MaxBytes)
-	stderr := probe.NewCapWriter(16 << 10)
-	ctx, cancel := context.WithTimeout(ctx, limit)
-	defer cancel()
-	res, err := s.sess.Exec(ctx, targets.Command{
-		Args: []string{probe.SandboxPath, "run"}, Stdin: bytes.NewReader(in), Stdout: stdout, Stderr: stderr,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("run probe in %s: %w", s.session, err)
-	}
-	reps, problems, err := probe.Decode(bytes.NewReader(stdout.Bytes()), p, lim)
+	reps, problems, err := probe.Decode(bytes.NewReader(out.stdout.Bytes()), p, lim)
 	if err != nil {
 		return nil, fmt.Errorf("read probe output of %s: %w", s.session, err)
 	}
-	if stdout.Truncated() {
-		problems = append(problems, fmt.Sprintf("probe output over %d bytes: %d bytes dropped", stdout.N, stdout.Dropped()))
+	if out.stdout.Truncated() {
+		problems = append(problems, fmt.Sprintf("probe output over %d bytes: %d bytes dropped", out.stdout.N, out.stdout.Dropped()))
 	}
 	for _, pr := range problems {
 		s.findings = append(s.findings, "probe output rejected: "+pr)
 	}
-	if res.ExitCode != 0 {
-		s.findings = append(s.findings, fmt.Sprintf("probe in %s exited %d: %s", s.session, res.ExitCode, firstLine(string(stderr.Bytes()))))
+	if out.exit != 0 {
+		s.findings = append(s.findings, fmt.Sprintf("probe in %s exited %d: %s", s.session, out.exit, firstLine(out.stderr)))
 	}
 	as := toAttempts(s, reps)
 	for _, a := range as {
@@ -153,6 +151,32 @@ func (r *runner) runPlan(ctx context.Context, s *scenario, p probe.Plan, limit t
 	}
 	r.recordAttempts(as)
 	return reps, nil
+}
+
+// planOutput is what running one plan left: the probe's reports (hostile,
+// capped), its exit code and the first of what it said on stderr.
+type planOutput struct {
+	stdout *probe.CapWriter
+	exit   int
+	stderr string
+}
+
+// probePlan runs the plan with the probe itself, its plan on stdin.
+func (r *runner) probePlan(ctx context.Context, s *scenario, p probe.Plan, lim probe.Limits) (planOutput, error) {
+	in, err := json.Marshal(p)
+	if err != nil {
+		return planOutput{}, err
+	}
+	out := planOutput{stdout: probe.NewCapWriter(lim.MaxBytes)}
+	stderr := probe.NewCapWriter(16 << 10)
+	res, err := s.sess.Exec(ctx, targets.Command{
+		Args: []string{probe.SandboxPath, "run"}, Stdin: bytes.NewReader(in), Stdout: out.stdout, Stderr: stderr,
+	})
+	if err != nil {
+		return out, fmt.Errorf("run probe in %s: %w", s.session, err)
+	}
+	out.exit, out.stderr = res.ExitCode, string(stderr.Bytes())
+	return out, nil
 }
 
 func column(t *godog.Table, name string) ([]string, error) {

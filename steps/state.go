@@ -47,7 +47,12 @@ type scenario struct {
 	takedown *evidence.Takedown
 	held     *evidence.Result // the verdict, recorded by finish after teardown
 	rejudge  rejudge          // makes the verdict again from other hits
-	leftover []string         // teardown problems that may have left something behind
+	// agentRuns counts the agent's runs in this session (normal path with
+	// an agent); agentDenials are the commands its own permission layer
+	// refused.
+	agentRuns    int
+	agentDenials []string
+	leftover     []string // teardown problems that may have left something behind
 }
 
 func current(ctx context.Context) *scenario {
@@ -126,6 +131,7 @@ func (r *runner) finish(ctx context.Context, _ *godog.Scenario, err error) (cont
 		s.hold(s.result(evidence.Judgement{Verdict: evidence.Inconclusive, Reason: reason}))
 	}
 	res := *s.held
+	r.agentFacts(s, &res)
 	res.Findings = append([]string(nil), s.findings...)
 	var herr error
 	if len(s.leftover) > 0 {

@@ -56,6 +56,11 @@ type Config struct {
 	// StopCommand is the profile's own stop (argv run on the host), sent by
 	// the stop-signal gate before the target's Stop.
 	StopCommand []string
+	// Agent, when set, runs the normal path instead of the probe: a real
+	// agent CLI driven by the lab's scripted model (Model), as AgentUID.
+	Agent    Agent
+	Model    Scripter
+	AgentUID int
 	// Resolver is the nameserver the profile gives the sandbox ("" = the
 	// lab's): where a name lookup's first packet goes.
 	Resolver string
