@@ -78,10 +78,16 @@ func decodeAnthropic(t *testing.T, body []byte, stream bool) call {
 		t.Fatalf("events = %v, want %v", got, want)
 	}
 	var start struct {
-		Message struct{ Usage struct{ InputTokens int `json:"input_tokens"` } }
+		Message struct {
+			Usage struct {
+				InputTokens int `json:"input_tokens"`
+			}
+		}
 	}
 	unmarshal(t, evs[0].Data, &start)
-	var cbs struct{ ContentBlock block `json:"content_block"` }
+	var cbs struct {
+		ContentBlock block `json:"content_block"`
+	}
 	unmarshal(t, evs[1].Data, &cbs)
 	var delta struct {
 		Delta struct {
@@ -91,8 +97,12 @@ func decodeAnthropic(t *testing.T, body []byte, stream bool) call {
 	}
 	unmarshal(t, evs[2].Data, &delta)
 	var md struct {
-		Delta struct{ StopReason string `json:"stop_reason"` }
-		Usage struct{ OutputTokens int `json:"output_tokens"` }
+		Delta struct {
+			StopReason string `json:"stop_reason"`
+		}
+		Usage struct {
+			OutputTokens int `json:"output_tokens"`
+		}
 	}
 	unmarshal(t, evs[4].Data, &md)
 	if start.Message.Usage.InputTokens <= 0 || md.Usage.OutputTokens <= 0 {
@@ -129,7 +139,9 @@ func decodeResponses(t *testing.T, body []byte, stream bool) call {
 	type response struct {
 		ID, Status string
 		Output     []item
-		Usage      *struct{ TotalTokens int `json:"total_tokens"` }
+		Usage      *struct {
+			TotalTokens int `json:"total_tokens"`
+		}
 	}
 	var done response
 	if stream {
