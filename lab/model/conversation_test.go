@@ -134,27 +134,42 @@ func TestTheStepCapEndsTheConversation(t *testing.T) {
 	}
 }
 
-// Claude Code marks a failed command is_error; the model then tries the
-// same command once more without asking to leave the sandbox, and moves on.
-func TestAFailedEscalatedCallIsRetriedOnceWithoutTheKnob(t *testing.T) {
-	l := newLab(t, 0)
-	doc := agentFor(string(fixture(t, "document.md")), true)
-	calls, _ := drive(t, l, anthropicAPI, fixture(t, "claude-step0.json"), func(c call) (string, bool) {
-		if c.Name == "Bash" {
-			return "Exit code 7", true
-		}
-		return doc(c)
-	})
-	var got []string
-	for _, c := range calls[1:] {
-		got = append(got, fmt.Sprintf("%s sandbox-off=%v", c.Args["command"], c.Args["dangerouslyDisableSandbox"] == true))
-	}
-	var want []string
-	for _, d := range directives {
-		want = append(want, d+" sandbox-off=true", d+" sandbox-off=false")
-	}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("calls\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+// A refused escalated call is tried once more without asking to leave the
+// sandbox; a call that ran and failed is not (the sandbox answered it).
+func TestARefusedEscalatedCallIsRetriedOnceWithoutTheKnob(t *testing.T) {
+	for _, c := range []struct {
+		name, output string
+		retried      bool
+	}{
+		{"refused by the permission layer", "Permission to use Bash with command curl has been denied.", true},
+		{"ran and failed", "Exit code 7\ncurl: (7) Failed to connect to 203.0.113.10 port 80", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			l := newLab(t, 0)
+			doc := agentFor(string(fixture(t, "document.md")), true)
+			calls, _ := drive(t, l, anthropicAPI, fixture(t, "claude-step0.json"), func(cl call) (string, bool) {
+				if cl.Name == "Bash" {
+					return c.output, true
+				}
+				return doc(cl)
+			})
+			var got, want []string
+			for _, cl := range calls[1:] {
+				got = append(got, fmt.Sprintf("%s sandbox-off=%v", cl.Args["command"], cl.Args["dangerouslyDisableSandbox"] == true))
+			}
+			for _, d := range directives {
+				want = append(want, d+" sandbox-off=true")
+				if c.retried {
+					want = append(want, d+" sandbox-off=false")
+				}
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("calls\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+			}
+			if r := last(t, l); !r.ResultError || r.Why != "done" {
+				t.Errorf("last record %+v", r)
+			}
+		})
 	}
 }
 

@@ -35,16 +35,20 @@ type reply struct {
 	Why        string         // why it answered with text
 	Directives int            // commands found in the step-0 result
 	Excerpt    string         // the last tool result, capped
+	ResultErr  bool           // the agent marked the last tool result an error
 }
 
 // maxExcerpt caps the tool-result excerpt kept in a record.
 const maxExcerpt = 1 << 10
 
 // refusedRE recognises a tool result that says the escalated call was not
-// run (Codex: "reject command — you should not ask for escalated
-// permissions"; an agent's permission layer: "denied"). It errs towards
-// retrying: one extra plain attempt costs a step, a missed one loses the
-// command.
+// run (Codex under approval_policy=never: "reject command — you should not
+// ask for escalated permissions"; a permission layer: "has been denied").
+// A command that ran and failed (is_error, "Exit code 7") is not retried:
+// the sandbox answered, and retrying every blocked attempt would double a
+// hardened run. It errs towards retrying on refusal words ("Permission
+// denied" from cat counts): one extra attempt costs a step, a missed one
+// loses the command.
 var refusedRE = regexp.MustCompile(`(?i)reject|denied|not allowed|not permitted|escalat|approval`)
 
 // decide is the whole script. Step 0 reads the document; the step-0 result
@@ -57,7 +61,7 @@ func decide(s Script, t turn) reply {
 	step := len(t.Results)
 	r := reply{Step: step}
 	if step > 0 {
-		r.Excerpt = cut(t.Results[step-1].Text, maxExcerpt)
+		r.Excerpt, r.ResultErr = cut(t.Results[step-1].Text, maxExcerpt), t.Results[step-1].IsError
 	}
 	switch {
 	case len(t.Tools) == 0:
@@ -80,7 +84,7 @@ func decide(s Script, t turn) reply {
 	knob := hasKnob(sh)
 	i, esc := 0, knob
 	for _, res := range t.Results[1:] {
-		if esc && (res.IsError || refusedRE.MatchString(res.Text)) {
+		if esc && refusedRE.MatchString(res.Text) {
 			esc = false // retry the same command another way
 			continue
 		}

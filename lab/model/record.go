@@ -21,12 +21,15 @@ type Record struct {
 	Path       string   `json:"path"`
 	Status     int      `json:"status"`
 	Stream     bool     `json:"stream,omitempty"`
-	Step       int      `json:"step"`            // tool results in the request
-	Tools      []string `json:"tools,omitempty"` // names of the tools offered
-	Call       *Call    `json:"call,omitempty"`  // the tool call sent, if any
-	Directives int      `json:"directives"`      // commands found in the step-0 result
-	Excerpt    string   `json:"excerpt,omitempty"`
-	Final      bool     `json:"final,omitempty"` // the script's final answer
+	Step       int      `json:"step"`              // tool results in the request
+	Tools      []string `json:"tools,omitempty"`   // names of the tools offered
+	Call       *Call    `json:"call,omitempty"`    // the tool call sent, if any
+	Directives int      `json:"directives"`        // commands found in the step-0 result
+	Excerpt    string   `json:"excerpt,omitempty"` // the last tool result, capped at 1 KiB
+	// ResultError: the agent marked the last tool result an error
+	// (Anthropic is_error), e.g. a command that exited non-zero.
+	ResultError bool `json:"result_error,omitempty"`
+	Final       bool `json:"final,omitempty"` // the script's final answer
 	// Why says why the answer was text: no-tools (a side call), no-document,
 	// no-directive, done, step-cap, tool-unavailable.
 	Why   string `json:"why,omitempty"`

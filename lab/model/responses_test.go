@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -116,4 +117,56 @@ func TestResponsesCompressedBodies(t *testing.T) {
 			t.Errorf("got %d %s", st, out)
 		}
 	})
+}
+
+// decodeResponses checks response.created → response.output_item.done →
+// response.completed (with id and usage) and reads the item.
+func decodeResponses(t *testing.T, body []byte, stream bool) call {
+	t.Helper()
+	type item struct {
+		Type, Name, Arguments string
+		CallID                string `json:"call_id"`
+		Content               []struct{ Type, Text string }
+	}
+	type response struct {
+		ID, Status string
+		Output     []item
+		Usage      *struct {
+			TotalTokens int `json:"total_tokens"`
+		}
+	}
+	var done response
+	if stream {
+		evs := parseSSE(t, body)
+		want := []string{"response.created", "response.output_item.done", "response.completed"}
+		if got := eventNames(evs); !slices.Equal(got, want) {
+			t.Fatalf("events = %v, want %v", got, want)
+		}
+		for _, e := range evs {
+			var typ struct{ Type string }
+			if unmarshal(t, e.Data, &typ); typ.Type != e.Name {
+				t.Errorf("event %s carries type %q", e.Name, typ.Type)
+			}
+		}
+		var ev struct{ Response response }
+		unmarshal(t, evs[2].Data, &ev)
+		done = ev.Response
+	} else {
+		unmarshal(t, string(body), &done)
+	}
+	if done.ID == "" || done.Usage == nil || done.Usage.TotalTokens <= 0 || len(done.Output) != 1 {
+		t.Fatalf("completed response lacks id, usage or its one item: %s", body)
+	}
+	it := done.Output[0]
+	c := call{Stop: done.Status}
+	switch it.Type {
+	case "function_call":
+		c.ID, c.Name = it.CallID, it.Name
+		unmarshal(t, it.Arguments, &c.Args) // arguments travel as a JSON string
+	case "message":
+		c.Text = it.Content[0].Text
+	default:
+		t.Fatalf("output item %+v", it)
+	}
+	return c
 }

@@ -106,7 +106,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	rp := decide(script, t)
 	a := newAnswer(apiKey(r), rec.API, t, rp, len(body))
-	rec.Directives, rec.Excerpt, rec.Final, rec.Why, rec.Text = rp.Directives, rp.Excerpt, rp.Final, rp.Why, rp.Text
+	rec.Directives, rec.Excerpt, rec.ResultError = rp.Directives, rp.Excerpt, rp.ResultErr
+	rec.Final, rec.Why, rec.Text = rp.Final, rp.Why, rp.Text
 	if rp.Tool != "" {
 		rec.Call = &Call{ID: a.callID, Name: rp.Tool, Arguments: a.args, Action: rp.Action, Command: rp.Command, Escalated: rp.Escalated}
 	}

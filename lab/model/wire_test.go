@@ -3,7 +3,6 @@ package model_test
 import (
 	"encoding/json"
 	"slices"
-	"strings"
 	"testing"
 )
 
@@ -123,122 +122,6 @@ func decodeAnthropic(t *testing.T, body []byte, stream bool) call {
 		c.Text = delta.Delta.Text
 	default:
 		t.Fatalf("content block %s", evs[1].Data)
-	}
-	return c
-}
-
-// decodeResponses checks response.created → response.output_item.done →
-// response.completed (with id and usage) and reads the item.
-func decodeResponses(t *testing.T, body []byte, stream bool) call {
-	t.Helper()
-	type item struct {
-		Type, Name, Arguments string
-		CallID                string `json:"call_id"`
-		Content               []struct{ Type, Text string }
-	}
-	type response struct {
-		ID, Status string
-		Output     []item
-		Usage      *struct {
-			TotalTokens int `json:"total_tokens"`
-		}
-	}
-	var done response
-	if stream {
-		evs := parseSSE(t, body)
-		want := []string{"response.created", "response.output_item.done", "response.completed"}
-		if got := eventNames(evs); !slices.Equal(got, want) {
-			t.Fatalf("events = %v, want %v", got, want)
-		}
-		for _, e := range evs {
-			var typ struct{ Type string }
-			if unmarshal(t, e.Data, &typ); typ.Type != e.Name {
-				t.Errorf("event %s carries type %q", e.Name, typ.Type)
-			}
-		}
-		var ev struct{ Response response }
-		unmarshal(t, evs[2].Data, &ev)
-		done = ev.Response
-	} else {
-		unmarshal(t, string(body), &done)
-	}
-	if done.ID == "" || done.Usage == nil || done.Usage.TotalTokens <= 0 || len(done.Output) != 1 {
-		t.Fatalf("completed response lacks id, usage or its one item: %s", body)
-	}
-	it := done.Output[0]
-	c := call{Stop: done.Status}
-	switch it.Type {
-	case "function_call":
-		c.ID, c.Name = it.CallID, it.Name
-		unmarshal(t, it.Arguments, &c.Args) // arguments travel as a JSON string
-	case "message":
-		c.Text = it.Content[0].Text
-	default:
-		t.Fatalf("output item %+v", it)
-	}
-	return c
-}
-
-// decodeChat reassembles chunks by tool-call index, as clients do, and
-// checks the stream ends with data: [DONE].
-func decodeChat(t *testing.T, body []byte, stream bool) call {
-	t.Helper()
-	type toolCall struct {
-		Index    int
-		ID       string
-		Function struct{ Name, Arguments string }
-	}
-	type msg struct {
-		Content   *string
-		ToolCalls []toolCall `json:"tool_calls"`
-	}
-	var c call
-	var args strings.Builder
-	take := func(m msg, finish *string) {
-		if m.Content != nil {
-			c.Text += *m.Content
-		}
-		for _, tc := range m.ToolCalls {
-			c.ID += tc.ID
-			c.Name += tc.Function.Name
-			args.WriteString(tc.Function.Arguments)
-		}
-		if finish != nil {
-			c.Stop = *finish
-		}
-	}
-	if !stream {
-		var r struct {
-			Choices []struct {
-				Message      msg
-				FinishReason *string `json:"finish_reason"`
-			}
-		}
-		unmarshal(t, string(body), &r)
-		take(r.Choices[0].Message, r.Choices[0].FinishReason)
-	} else {
-		evs := parseSSE(t, body)
-		if evs[len(evs)-1].Data != "[DONE]" {
-			t.Fatalf("stream does not end with [DONE]: %v", evs)
-		}
-		for _, e := range evs[:len(evs)-1] {
-			var ch struct {
-				Object  string
-				Choices []struct {
-					Delta        msg
-					FinishReason *string `json:"finish_reason"`
-				}
-			}
-			if unmarshal(t, e.Data, &ch); ch.Object != "chat.completion.chunk" || e.Name != "" {
-				t.Fatalf("chunk %q %s", e.Name, e.Data)
-			}
-			for _, choice := range ch.Choices {
-				take(choice.Delta, choice.FinishReason)
-			}
-		}
-	}
-	if args.Len() > 0 {
-		unmarshal(t, args.String(), &c.Args)
 	}
 	return c
 }
