@@ -58,7 +58,7 @@ func (anthropicWire) errorBody(kind errKind, msg string) any {
 }
 
 // countTokens answers /v1/messages/count_tokens with an estimate.
-func (anthropicWire) countTokens(w http.ResponseWriter, body []byte) int {
+func countTokens(w http.ResponseWriter, body []byte) int {
 	writeJSON(w, http.StatusOK, map[string]any{"input_tokens": len(body)/4 + 1})
 	return http.StatusOK
 }

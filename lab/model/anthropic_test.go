@@ -58,6 +58,10 @@ func TestAnthropicCountTokens(t *testing.T) {
 	if r := last(t, l); r.API != "anthropic-count-tokens" || r.Call != nil {
 		t.Errorf("record %+v", r)
 	}
+	st, _, body = post(t, l, "/v1/messages/count_tokens", fixture(t, "claude-step0.json"), map[string]string{"x-api-key": "nope"})
+	if r := last(t, l); st != http.StatusUnauthorized || r.API != "anthropic-count-tokens" || r.Status != 401 {
+		t.Errorf("unknown key: %d %s, record %+v", st, body, r)
+	}
 }
 
 func TestUnknownKeyIsRefusedInEachAPIsShape(t *testing.T) {

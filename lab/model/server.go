@@ -6,6 +6,8 @@ import (
 	"time"
 )
 
+const countTokensPath = "/v1/messages/count_tokens"
+
 // Patterns are the http.ServeMux patterns the model answers on the
 // inference host; the lab routes each of them to the Server.
 var Patterns = []string{
@@ -77,6 +79,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rec.API = wf.name()
+	if r.URL.Path == countTokensPath {
+		rec.API = "anthropic-count-tokens"
+	}
 	if r.Method != http.MethodPost {
 		rec.Status, rec.Error = fail(wf, w, &apiError{http.StatusMethodNotAllowed, kindInvalid, "use POST"})
 		return
@@ -99,9 +104,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rec.Stream, rec.Step, rec.Tools = t.Stream, len(t.Results), names(t.Tools)
-	if ct, ok := wf.(anthropicWire); ok && r.URL.Path == "/v1/messages/count_tokens" {
-		rec.API, rec.Stream = "anthropic-count-tokens", false
-		rec.Status = ct.countTokens(w, body)
+	if r.URL.Path == countTokensPath {
+		rec.Stream, rec.Status = false, countTokens(w, body)
 		return
 	}
 	rp := decide(script, t)
