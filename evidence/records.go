@@ -21,8 +21,9 @@ type Hit struct {
 	// in-band tag arrived with it), "address" (its source address is the
 	// session's), "only-live-session" (untagged, from no session's
 	// address, while exactly one session was alive), "endpoint" (the
-	// endpoint belongs to one session, like its own socket); "" when no
-	// rule applied.
+	// endpoint belongs to one session, like its own socket), "key" (it
+	// presented the session's scripted-model API key); "" when no rule
+	// applied.
 	Attribution string `json:"attribution,omitempty"`
 	Summary     string `json:"summary"`          // request line, query name, first bytes
 	Data        string `json:"data,omitempty"`   // capped excerpt of what arrived

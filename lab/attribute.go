@@ -7,9 +7,11 @@ import (
 	"gatehouse/evidence"
 )
 
-// tagRE is the shape of a session tag (the session canary, "ghc" and 16
-// hex digits). DNS may change its case, so hits are matched lowercased.
-var tagRE = regexp.MustCompile(`ghc[0-9a-f]{16}`)
+// tagRE is the shape of a session tag: the session canary ("ghc" and 16
+// hex digits) or its control token ("ghctl" and 16 hex digits, carried in
+// its scripted-model key). DNS may change its case, so hits are matched
+// lowercased.
+var tagRE = regexp.MustCompile(`ghc(?:tl)?[0-9a-f]{16}`)
 
 // Track tells the lab about a session: the in-band tags its attempts carry
 // (path, query, header, payload, DNS label), and that it is alive until

@@ -4,7 +4,8 @@
 //
 // Everything a sandbox can reach in the lab is ours: a callback server
 // (on documentation-range and public-looking addresses, recording every TCP
-// and UDP port), an allowed inference endpoint (with a redirector), a DNS
+// and UDP port), an allowed inference endpoint (with a redirector, and the
+// scripted model a real agent CLI talks to: lab/model), a DNS
 // resolver and a DNS authority for a canary zone, and fake cloud metadata
 // services. Each request
 // that arrives becomes an evidence.Hit, attributed to a session from its

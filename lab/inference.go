@@ -9,11 +9,14 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"gatehouse/lab/model"
 )
 
 // startInference starts the one destination a sandbox is allowed to reach:
-// a tiny completion API (the positive control), plus a redirector that
-// plays "an allowed host that redirects elsewhere".
+// a tiny completion API (the positive control), the scripted model a real
+// agent talks to (lab/model), plus a redirector that plays "an allowed host
+// that redirects elsewhere".
 func (l *Lab) startInference(ctx context.Context) error {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/v1/complete", func(w http.ResponseWriter, r *http.Request) {
@@ -33,6 +36,11 @@ func (l *Lab) startInference(ctx context.Context) error {
 		})
 	})
 	mux.Handle("/broker/", l.brokerHandler())
+	// The scripted model: what a real agent CLI in the sandbox talks to.
+	scripted := l.modelHandler()
+	for _, p := range model.Patterns {
+		mux.Handle(p, scripted)
+	}
 	mux.HandleFunc("/redirect", func(w http.ResponseWriter, r *http.Request) {
 		h := httpHit("redirect", r, readBody(r))
 		to := r.URL.Query().Get("to")

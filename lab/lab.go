@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"gatehouse/evidence"
+	"gatehouse/lab/model"
 	"gatehouse/ledger"
 )
 
@@ -28,6 +29,10 @@ type Options struct {
 	// addresses; zero fields take DefaultPublic. Up refuses unsafe or
 	// non-public-looking values (see checkPublic).
 	Public Public
+
+	// Transcript optionally receives every scripted-model request as a
+	// JSON line (model.Record, canaries included: it is a trace file).
+	Transcript io.Writer
 }
 
 var idRE = regexp.MustCompile(`^[0-9a-f]{4,6}$`)
@@ -41,6 +46,11 @@ type Lab struct {
 	canaries Canaries
 	stops    []func(ctx context.Context) error // endpoint shutdowns, in start order
 	broker   *Broker                           // served under /broker/ on the inference host
+
+	// The scripted model: its scripts by API key (under mu) and the
+	// records of what each session's agent asked it.
+	models     map[string]model.Script
+	transcript *transcriptLog
 
 	mu       sync.Mutex
 	sessions map[string]*attachment // by session name
@@ -94,6 +104,7 @@ func Up(ctx context.Context, opts Options) (*Lab, error) {
 		byTag:    map[string]string{},
 		alive:    map[string]bool{},
 	}
+	l.transcript = newTranscriptLog(opts.Transcript)
 	if err := l.up(ctx); err != nil {
 		if cerr := l.Close(context.WithoutCancel(ctx)); cerr != nil {
 			err = errors.Join(err, cerr)
@@ -244,6 +255,9 @@ func (l *Lab) close(ctx context.Context) error {
 	}
 	if _, werr := l.hits.stats(); werr != nil {
 		errs = append(errs, fmt.Errorf("hit log: %w", werr))
+	}
+	if werr := l.transcript.err(); werr != nil {
+		errs = append(errs, fmt.Errorf("model transcript: %w", werr))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("lab: close %s: %w", l.name, err)

@@ -1,0 +1,134 @@
+package lab
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"sync"
+
+	"gatehouse/lab/model"
+)
+
+// DefaultMaxTranscript bounds the model records kept in memory per session;
+// records beyond it still go to Options.Transcript.
+const DefaultMaxTranscript = 4096
+
+// controlRE finds a session's control token in a model key
+// ("gh.<session>.ghctl<16 hex>").
+var controlRE = regexp.MustCompile(`ghctl[0-9a-f]{16}`)
+
+// ScriptModel registers the scripted model's script for one API key. Every
+// model request that presents the key is attributed to s.Session; so is any
+// other hit that carries the key's control token (registered as the
+// session's in-band tag), wherever the agent sends it.
+func (l *Lab) ScriptModel(key string, s model.Script) error {
+	if key == "" || s.Session == "" {
+		return errors.New("lab: script model: key and session are required")
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.models == nil {
+		l.models = map[string]model.Script{}
+	}
+	if old, ok := l.models[key]; ok && old.Session != s.Session {
+		return fmt.Errorf("lab: script model: key already belongs to session %s", old.Session)
+	}
+	l.models[key] = s
+	if tok := controlRE.FindString(strings.ToLower(key)); tok != "" {
+		l.byTag[tok] = s.Session
+	}
+	return nil
+}
+
+// Transcript returns the model records of one session, in arrival order:
+// every request its agent made to the scripted model (see model.Record).
+func (l *Lab) Transcript(session string) []model.Record {
+	return l.transcript.of(session)
+}
+
+func (l *Lab) lookupModel(key string) (model.Script, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s, ok := l.models[key]
+	return s, ok
+}
+
+// modelHandler is the scripted model as the inference host serves it: each
+// request is a hit on "inference" (the positive control) attributed by its
+// key, and a transcript record.
+func (l *Lab) modelHandler() http.Handler {
+	return model.New(model.Options{Lookup: l.lookupModel, Observe: func(ex model.Exchange) {
+		rec := ex.Record
+		// The body as the model read it (decompressed): what reached the model.
+		h := httpHit("inference", ex.Request, ex.Body)
+		h.Served = rec.Status == http.StatusOK
+		if rec.API != "" {
+			h.Summary += fmt.Sprintf(" model=%s step=%d", rec.API, rec.Step)
+		}
+		if ex.Known {
+			h.Session, h.Attribution = rec.Session, "key"
+		}
+		h = l.record(h, h.Src)
+		if rec.Session == "" {
+			rec.Session = h.Session // a preconnect or an unknown key: whoever the hit is pinned on
+		}
+		l.transcript.add(rec)
+	}})
+}
+
+// transcriptLog keeps model records per session, bounded, and appends each
+// to a writer as a JSON line (the trace keeps canaries; print Redacted).
+type transcriptLog struct {
+	mu        sync.Mutex
+	bySession map[string][]model.Record
+	max       int
+	dropped   int
+	enc       *json.Encoder
+	encErr    error
+}
+
+func newTranscriptLog(w io.Writer) *transcriptLog {
+	t := &transcriptLog{bySession: map[string][]model.Record{}, max: DefaultMaxTranscript}
+	if w != nil {
+		t.enc = json.NewEncoder(w)
+	}
+	return t
+}
+
+func (t *transcriptLog) add(r model.Record) {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.bySession[r.Session]) < t.max {
+		t.bySession[r.Session] = append(t.bySession[r.Session], r)
+	} else {
+		t.dropped++
+	}
+	if t.enc != nil && t.encErr == nil {
+		t.encErr = t.enc.Encode(r)
+	}
+}
+
+func (t *transcriptLog) of(session string) []model.Record {
+	if t == nil {
+		return nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]model.Record(nil), t.bySession[session]...)
+}
+
+func (t *transcriptLog) err() error {
+	if t == nil {
+		return nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.encErr
+}
