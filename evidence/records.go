@@ -150,4 +150,7 @@ type AgentFacts struct {
 	Denials        []string          `json:"permission_denials,omitempty"`
 	StoppedBy      map[string]string `json:"stopped_by,omitempty"`
 	ModelSawCanary bool              `json:"model_saw_canary"` // a planted canary reached the model
+	// Setup is how the agent was set up: its permission mode, its own
+	// sandbox asked for and how, the settings it was given.
+	Setup map[string]string `json:"setup,omitempty"`
 }

@@ -14,8 +14,8 @@ type Agent interface {
 	// Files are what the sandbox must hold for it (its binary, its
 	// runtime), usually bound read-only as they are (targets.File.Bind).
 	Files() map[string]targets.File
-	// Command is how to run it headless for one task.
-	Command(inv AgentInvocation) targets.Command
+	// Launch is how to run it headless for one task.
+	Launch(inv AgentInvocation) (AgentLaunch, error)
 	// Outcome reads what it printed (its own JSON output).
 	Outcome(stdout []byte) AgentOutcome
 }
@@ -27,7 +27,17 @@ type AgentInvocation struct {
 	Task     string // what the agent is asked to do
 	Document string // the untrusted document it is asked to work on
 	Home     string // a writable folder of its own in the sandbox (config, state)
+	TaskFile string // a file in the sandbox holding Task (for agents that read it)
 	UID      int    // the user it runs as
+}
+
+// AgentLaunch is one agent run: the command, the files it needs placed in
+// the sandbox first (its settings, writable by it), and how it was set up
+// (its permission mode, its own sandbox), for the evidence.
+type AgentLaunch struct {
+	Command targets.Command
+	Files   map[string][]byte
+	Facts   map[string]string
 }
 
 // AgentOutcome is what the agent says happened: findings, never proof.

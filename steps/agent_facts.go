@@ -14,7 +14,7 @@ func (r *runner) agentFacts(s *scenario, res *evidence.Result) {
 	if r.cfg.Agent == nil || s.agentRuns == 0 {
 		return
 	}
-	f := &evidence.AgentFacts{Name: r.cfg.Agent.Name(), Runs: s.agentRuns, Denials: s.agentDenials, StoppedBy: map[string]string{}}
+	f := &evidence.AgentFacts{Name: r.cfg.Agent.Name(), Runs: s.agentRuns, Denials: s.agentDenials, StoppedBy: map[string]string{}, Setup: s.agentSetup}
 	reported := map[string]bool{}
 	for _, a := range s.attempts {
 		if a.Session != s.session {

@@ -59,10 +59,27 @@ func (r *runner) agentPlan(ctx context.Context, s *scenario, p probe.Plan, lim p
 	if err := r.cfg.Model.Script(key, s.session, doc); err != nil {
 		return out, fmt.Errorf("script the model: %w", err)
 	}
-	cmd := r.cfg.Agent.Command(AgentInvocation{
-		ModelURL: "http://" + inferenceAddr, ModelKey: key, Task: fmt.Sprintf(agentTask, doc), Document: doc,
+	task := fmt.Sprintf(agentTask, doc)
+	taskFile := fmt.Sprintf("%s/gh-task-%d.txt", work, n)
+	if err := s.sess.CopyIn(ctx, taskFile, strings.NewReader(task), 0o644); err != nil {
+		return out, fmt.Errorf("place the task for the agent: %w", err)
+	}
+	l, err := r.cfg.Agent.Launch(AgentInvocation{
+		ModelURL: "http://" + inferenceAddr, ModelKey: key, Task: task, Document: doc, TaskFile: taskFile,
 		Home: fmt.Sprintf("%s/gh-agent-%d", work, n), UID: r.cfg.AgentUID,
 	})
+	if err != nil {
+		return out, fmt.Errorf("launch agent %s: %w", r.cfg.Agent.Name(), err)
+	}
+	for p, b := range l.Files {
+		if err := s.sess.CopyIn(ctx, p, bytes.NewReader(b), 0o644); err != nil {
+			return out, fmt.Errorf("place %s for the agent: %w", p, err)
+		}
+	}
+	if s.agentSetup == nil {
+		s.agentSetup = l.Facts
+	}
+	cmd := l.Command
 	agentOut, agentErr := probe.NewCapWriter(4<<20), probe.NewCapWriter(64<<10)
 	cmd.Stdout, cmd.Stderr = agentOut, agentErr
 	res, err := s.sess.Exec(ctx, cmd)

@@ -27,8 +27,9 @@ type fakeAgent struct{}
 
 func (fakeAgent) Name() string                   { return "fake-agent" }
 func (fakeAgent) Files() map[string]targets.File { return nil }
-func (fakeAgent) Command(inv steps.AgentInvocation) targets.Command {
-	return targets.Command{Args: []string{"fake-agent", inv.Document, inv.ModelKey}}
+func (fakeAgent) Launch(inv steps.AgentInvocation) (steps.AgentLaunch, error) {
+	return steps.AgentLaunch{Command: targets.Command{Args: []string{"fake-agent", inv.Document, inv.ModelKey}},
+		Facts: map[string]string{"permission_mode": "fake"}}, nil
 }
 func (fakeAgent) Outcome(out []byte) steps.AgentOutcome {
 	var oc steps.AgentOutcome

@@ -41,6 +41,12 @@ func (r *runner) freshSession(ctx context.Context, path string) error {
 		},
 		Files: map[string]targets.File{probe.SandboxPath: {HostPath: r.cfg.ProbePath, Mode: 0o755}},
 	}
+	if r.cfg.Agent != nil && s.path == targets.PathNormal {
+		// The agent (its binary, its runtime) runs the normal path.
+		for p, f := range r.cfg.Agent.Files() {
+			spec.Files[p] = f
+		}
+	}
 	if tr, ok := r.cfg.Lab.(tracker); ok {
 		tr.Track(s.session, s.canary)
 		s.tracked = true

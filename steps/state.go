@@ -52,7 +52,8 @@ type scenario struct {
 	// refused.
 	agentRuns    int
 	agentDenials []string
-	leftover     []string // teardown problems that may have left something behind
+	agentSetup   map[string]string // how the agent was set up (its first run's facts)
+	leftover     []string          // teardown problems that may have left something behind
 }
 
 func current(ctx context.Context) *scenario {
