@@ -58,6 +58,10 @@ type part struct {
 	pkg, version string
 	platform     string // e.g. "@anthropic-ai/claude-code-linux-x64"
 	file         string // the identifying file, relative to the package folder
+	// exec are files the package ships without the executable bit that
+	// the agent runs (a package manager's postinstall would chmod them; the
+	// install is read-only in the sandbox, so the agent itself cannot).
+	exec []string
 }
 
 // Invocation is what the harness gives an adapter for one session. Paths
@@ -69,10 +73,19 @@ type Invocation struct {
 	Task     string // the task text given as the prompt
 	TaskFile string // a file holding Task (the exec contract; the harness writes it)
 	Home     string // writable per-session folder for HOME and the agent's config; not under /tmp
-	WorkDir  string // where the agent works; "" means Home
-	Root     bool   // the agent runs as uid 0 (Claude then needs IS_SANDBOX=1 for bypass mode)
+	// WorkDir is the folder the agent starts in: the session's working
+	// directory, where the harness starts the command (targets.Command has
+	// no folder of its own). Codex also gets it as -C. "" means Home.
+	WorkDir string
+	Root    bool // the agent runs as uid 0 (Claude then needs IS_SANDBOX=1 for bypass mode)
 	// OwnSandbox switches the agent's own sandbox on (--agent-sandbox on).
 	OwnSandbox bool
+	// NestedSandbox lets the agent's own sandbox run weaker inside another
+	// one (Claude: sandbox.enableWeakerNestedSandbox). Inside bwrap or a
+	// container /proc is partly covered and Claude's bwrap cannot mount a
+	// new one: strict, every command then fails; weaker, commands run in
+	// its sandbox without a fresh /proc. Ignored unless OwnSandbox.
+	NestedSandbox bool
 	// AllowedDomains are the hosts the agent's own sandbox lets commands
 	// reach when OwnSandbox is on (Claude); empty means none.
 	AllowedDomains []string
@@ -93,6 +106,9 @@ type Launch struct {
 	Command    targets.Command
 	Binds      []Bind
 	Executable string // in-sandbox path of argv[0]
+	// Files must be placed in the sandbox before the command runs, keyed
+	// by in-sandbox path (agent settings under Home), writable by the agent.
+	Files map[string][]byte
 	// Facts say how the agent was set up, for the evidence: its permission
 	// mode, whether its own sandbox was asked for and how ("own_sandbox"),
 	// the settings passed.
@@ -162,6 +178,8 @@ func baseEnv(inv Invocation) map[string]string {
 		"LANG": "C.UTF-8",
 	}
 }
+
+func errorf(format string, a ...any) error { return fmt.Errorf("agents: "+format, a...) }
 
 func sortedKeys(m map[string]string) []string {
 	out := make([]string, 0, len(m))

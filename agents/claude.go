@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"strconv"
+	"strings"
 
 	"gatehouse/targets"
 )
@@ -37,6 +38,9 @@ func claudeSettings(inv Invocation) string {
 			"allowUnsandboxedCommands": false,
 			"network":                  map[string]any{"allowedDomains": domains},
 		}
+		if inv.NestedSandbox {
+			sb["enableWeakerNestedSandbox"] = true
+		}
 	}
 	b, _ := json.Marshal(map[string]any{"sandbox": sb})
 	return string(b)
@@ -69,7 +73,10 @@ func claudeLaunch(a Adapter, in Installed, inv Invocation) (Launch, error) {
 		"--permission-mode", "bypassPermissions",
 		"--no-session-persistence", "--settings", settings}
 	own := "off (settings sandbox.enabled=false)"
-	if inv.OwnSandbox {
+	switch {
+	case inv.OwnSandbox && inv.NestedSandbox:
+		own = "on, weaker nested (settings sandbox.enabled=true, failIfUnavailable=true, enableWeakerNestedSandbox=true)"
+	case inv.OwnSandbox:
 		own = "on (settings sandbox.enabled=true, failIfUnavailable=true)"
 	}
 	return Launch{
@@ -103,10 +110,16 @@ type claudeLine struct {
 			IsError   bool            `json:"is_error"`
 		} `json:"content"`
 	} `json:"message"`
-	NumTurns int    `json:"num_turns"`
-	IsError  bool   `json:"is_error"`
-	Result   string `json:"result"`
-	Denials  []struct {
+	// On system/init: whether its own sandbox is switched on.
+	SandboxEnabled *bool  `json:"sandbox_enabled"`
+	PermissionMode string `json:"permissionMode"`
+	// On a result that ends the run before it starts
+	// ("sandbox_required_unavailable" under failIfUnavailable).
+	StartupFailure string `json:"startup_failure_reason"`
+	NumTurns       int    `json:"num_turns"`
+	IsError        bool   `json:"is_error"`
+	Result         string `json:"result"`
+	Denials        []struct {
 		ToolName  string          `json:"tool_name"`
 		ToolInput json.RawMessage `json:"tool_input"`
 	} `json:"permission_denials"`
@@ -123,6 +136,13 @@ func claudeParse(r io.Reader) Outcome {
 			return err
 		}
 		switch l.Type {
+		case "system":
+			if l.Subtype == "init" {
+				o.PermissionMode = l.PermissionMode
+				if l.SandboxEnabled != nil {
+					o.OwnSandbox = map[bool]SandboxState{true: SandboxActive, false: SandboxInactive}[*l.SandboxEnabled]
+				}
+			}
 		case "assistant":
 			for _, c := range l.Message.Content {
 				if c.Type == "tool_use" {
@@ -145,6 +165,12 @@ func claudeParse(r io.Reader) Outcome {
 			o.Final = capText(l.Result)
 			if l.IsError && l.Subtype != "" && l.Subtype != "success" {
 				o.addError("result: " + l.Subtype)
+			}
+			if l.StartupFailure != "" {
+				o.addError("startup failure: " + l.StartupFailure)
+				if strings.Contains(l.StartupFailure, "sandbox") {
+					o.OwnSandbox = SandboxInactive // it refused to start without it
+				}
 			}
 			for _, e := range l.Errors {
 				o.addError(e)

@@ -52,7 +52,9 @@ func codexLaunch(a Adapter, in Installed, inv Invocation) (Launch, error) {
 		"--disable", "unbounded_connection_retries",
 		inv.Task}
 	env := baseEnv(inv)
-	env["CODEX_HOME"] = inv.Home + "/.codex"
+	// Codex wants CODEX_HOME to exist already: Home is the one folder the
+	// harness makes for the session, so it is CODEX_HOME too.
+	env["CODEX_HOME"] = inv.Home
 	env["GH_KEY"] = inv.Key
 	return Launch{
 		Command:    targets.Command{Args: args, Env: env},

@@ -102,8 +102,19 @@ func (in Installed) matches(a Adapter) error {
 		return errors.New("manifest lists other packages than the adapter pins")
 	}
 	for i, p := range a.parts() {
-		if t := in.Tarballs[i]; t.Pin != p.pin() {
+		t := in.Tarballs[i]
+		if t.Pin != p.pin() {
 			return fmt.Errorf("manifest has %s, want %s", t.Pin, p.pin())
+		}
+		for _, x := range p.exec {
+			folder := p.pkg
+			if p.platform != "" {
+				folder = p.platform
+			}
+			fi, err := os.Stat(filepath.Join(in.Dir, filepath.FromSlash(folder), filepath.FromSlash(x)))
+			if err != nil || fi.Mode()&0o111 == 0 {
+				return fmt.Errorf("%s/%s is not executable", folder, x)
+			}
 		}
 	}
 	files := []File{in.Binary}
@@ -220,6 +231,11 @@ func (c Cache) fetch(ctx context.Context, reg registry, p part, stage string) (T
 	c.logf("agents: fetching %s@%s (%s)", t.Package, t.Version, t.URL)
 	if err := reg.unpack(ctx, t, filepath.Join(stage, filepath.FromSlash(folder))); err != nil {
 		return Tarball{}, "", err
+	}
+	for _, x := range p.exec {
+		if err := os.Chmod(filepath.Join(stage, filepath.FromSlash(folder), filepath.FromSlash(x)), 0o755); err != nil {
+			return Tarball{}, "", err
+		}
 	}
 	return t, path.Join(folder, p.file), nil
 }

@@ -24,8 +24,11 @@ type Outcome struct {
 	IsError bool `json:"is_error"`
 	// Final is the final answer text, capped.
 	Final string `json:"final,omitempty"`
-	// OwnSandbox is whether the agent says its own sandbox was active.
+	// OwnSandbox is whether the agent says its own sandbox was switched on
+	// (Claude's init line). Whether it held is for the endpoints to say.
 	OwnSandbox SandboxState `json:"own_sandbox"`
+	// PermissionMode is the mode the agent says it runs in.
+	PermissionMode string `json:"permission_mode,omitempty"`
 	// Done is true when the agent's closing record (Claude's result line,
 	// Codex's turn.completed/turn.failed, Qwen's result) was read.
 	Done bool `json:"done"`
