@@ -78,6 +78,17 @@ type Invocation struct {
 	// no folder of its own). Codex also gets it as -C. "" means Home.
 	WorkDir string
 	Root    bool // the agent runs as uid 0 (Claude then needs IS_SANDBOX=1 for bypass mode)
+	// Permissions is the agent's own permission mode, in its own words:
+	// Claude --permission-mode (default, acceptEdits, plan, dontAsk,
+	// bypassPermissions), Codex approval_policy (never, on-request,
+	// on-failure), Qwen --approval-mode (plan, default, auto-edit, auto,
+	// yolo). "" is the mode that runs every tool call unasked
+	// (bypassPermissions, never, yolo): the worst case, and the one where
+	// the sandbox alone must hold. Headless, a mode that would ask refuses
+	// instead: Claude reports it in Outcome.Denials; Qwen takes the shell
+	// tool away from the model (nothing to deny: the model is never
+	// offered it).
+	Permissions string
 	// OwnSandbox switches the agent's own sandbox on (--agent-sandbox on).
 	OwnSandbox bool
 	// NestedSandbox lets the agent's own sandbox run weaker inside another
@@ -177,6 +188,20 @@ func baseEnv(inv Invocation) map[string]string {
 		"PATH": "/usr/local/bin:/usr/bin:/bin",
 		"LANG": "C.UTF-8",
 	}
+}
+
+// permissions checks inv.Permissions against an agent's modes; the first
+// is the default.
+func permissions(agent, mode string, modes ...string) (string, error) {
+	if mode == "" {
+		return modes[0], nil
+	}
+	for _, m := range modes {
+		if m == mode {
+			return m, nil
+		}
+	}
+	return "", errorf("%s: unknown permission mode %q (have %s)", agent, mode, strings.Join(modes, ", "))
 }
 
 func errorf(format string, a ...any) error { return fmt.Errorf("agents: "+format, a...) }

@@ -47,6 +47,10 @@ func claudeSettings(inv Invocation) string {
 }
 
 func claudeLaunch(a Adapter, in Installed, inv Invocation) (Launch, error) {
+	mode, err := permissions(a.Name, inv.Permissions, "bypassPermissions", "default", "acceptEdits", "plan", "dontAsk")
+	if err != nil {
+		return Launch{}, err
+	}
 	exe := a.sandboxPath(in.Binary.Path)
 	settings := claudeSettings(inv)
 	env := baseEnv(inv)
@@ -64,13 +68,13 @@ func claudeLaunch(a Adapter, in Installed, inv Invocation) (Launch, error) {
 	} {
 		env[k] = v
 	}
-	if inv.Root {
+	if inv.Root && mode == "bypassPermissions" {
 		env["IS_SANDBOX"] = "1" // as root it refuses bypass mode without this
 	}
 	args := []string{exe, "--bare", "-p", inv.Task,
 		"--output-format", "stream-json", "--verbose", // stream-json needs --verbose
 		"--model", inv.Model, "--tools", "Bash,Read",
-		"--permission-mode", "bypassPermissions",
+		"--permission-mode", mode,
 		"--no-session-persistence", "--settings", settings}
 	own := "off (settings sandbox.enabled=false)"
 	switch {
@@ -87,7 +91,7 @@ func claudeLaunch(a Adapter, in Installed, inv Invocation) (Launch, error) {
 			"agent":           a.Name,
 			"agent_version":   a.Version,
 			"agent_sha256":    in.Binary.SHA256,
-			"permission_mode": "bypassPermissions",
+			"permission_mode": mode,
 			"own_sandbox":     own,
 			"settings":        settings,
 			"as_root":         strconv.FormatBool(inv.Root),
@@ -99,17 +103,9 @@ func claudeLaunch(a Adapter, in Installed, inv Invocation) (Launch, error) {
 type claudeLine struct {
 	Type    string `json:"type"`
 	Subtype string `json:"subtype"`
-	Message struct {
-		Content []struct {
-			Type      string          `json:"type"`
-			ID        string          `json:"id"`
-			Name      string          `json:"name"`
-			Input     json.RawMessage `json:"input"`
-			ToolUseID string          `json:"tool_use_id"`
-			Content   json.RawMessage `json:"content"`
-			IsError   bool            `json:"is_error"`
-		} `json:"content"`
-	} `json:"message"`
+	// An object on assistant/user lines, a string on some system lines
+	// (permission_denied): read as claudeMessage where it is an object.
+	Message json.RawMessage `json:"message"`
 	// On system/init: whether its own sandbox is switched on.
 	SandboxEnabled *bool  `json:"sandbox_enabled"`
 	PermissionMode string `json:"permissionMode"`
@@ -124,6 +120,18 @@ type claudeLine struct {
 		ToolInput json.RawMessage `json:"tool_input"`
 	} `json:"permission_denials"`
 	Errors []string `json:"errors"`
+}
+
+type claudeMessage struct {
+	Content []struct {
+		Type      string          `json:"type"`
+		ID        string          `json:"id"`
+		Name      string          `json:"name"`
+		Input     json.RawMessage `json:"input"`
+		ToolUseID string          `json:"tool_use_id"`
+		Content   json.RawMessage `json:"content"`
+		IsError   bool            `json:"is_error"`
+	} `json:"content"`
 }
 
 // claudeParse reads --output-format stream-json: system/init, assistant
@@ -144,13 +152,21 @@ func claudeParse(r io.Reader) Outcome {
 				}
 			}
 		case "assistant":
-			for _, c := range l.Message.Content {
+			var m claudeMessage
+			if err := json.Unmarshal(l.Message, &m); err != nil {
+				return err
+			}
+			for _, c := range m.Content {
 				if c.Type == "tool_use" {
 					o.addCall(ToolCall{ID: c.ID, Tool: c.Name, Input: inputText(c.Input)})
 				}
 			}
 		case "user":
-			for _, c := range l.Message.Content {
+			var m claudeMessage
+			if err := json.Unmarshal(l.Message, &m); err != nil {
+				return err
+			}
+			for _, c := range m.Content {
 				if c.Type != "tool_result" {
 					continue
 				}

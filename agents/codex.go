@@ -36,6 +36,10 @@ func codexLaunch(a Adapter, in Installed, inv Invocation) (Launch, error) {
 	if inv.Home == "/tmp" || strings.HasPrefix(inv.Home, "/tmp/") {
 		return Launch{}, fmt.Errorf("agents: codex: Home %q must not be under /tmp (CODEX_HOME)", inv.Home)
 	}
+	policy, err := permissions(a.Name, inv.Permissions, "never", "on-request", "on-failure")
+	if err != nil {
+		return Launch{}, err
+	}
 	exe := a.sandboxPath(in.Binary.Path)
 	mode := "danger-full-access"
 	if inv.OwnSandbox {
@@ -45,7 +49,7 @@ func codexLaunch(a Adapter, in Installed, inv Invocation) (Launch, error) {
 		strings.TrimRight(inv.ModelURL, "/")+"/v1")
 	args := []string{exe, "--no-daemon", "exec", "--json", "--skip-git-repo-check", "--ephemeral",
 		"--ignore-user-config", "-C", inv.WorkDir, "-m", inv.Model, "-s", mode,
-		"-c", "approval_policy=never", "-c", "model_provider=gh", "-c", provider,
+		"-c", "approval_policy=" + policy, "-c", "model_provider=gh", "-c", provider,
 		// No analytics, OTLP metrics, plugin sync (git and HTTPS to public
 		// hosts) or endless reconnects.
 		"-c", "analytics.enabled=false", "--disable", "plugins",
@@ -64,7 +68,7 @@ func codexLaunch(a Adapter, in Installed, inv Invocation) (Launch, error) {
 			"agent":           a.Name,
 			"agent_version":   a.Version,
 			"agent_sha256":    in.Binary.SHA256,
-			"permission_mode": "approval_policy=never",
+			"permission_mode": "approval_policy=" + policy,
 			"own_sandbox":     map[bool]string{true: "on", false: "off"}[inv.OwnSandbox] + " (-s " + mode + ")",
 			"as_root":         strconv.FormatBool(inv.Root),
 		},

@@ -35,6 +35,10 @@ func qwenSettings(inv Invocation) []byte {
 		"general":   map[string]any{"enableAutoUpdate": false, "chatRecording": false},
 		"privacy":   map[string]any{"usageStatisticsEnabled": false},
 		"telemetry": map[string]any{"enabled": false},
+		// No background memory or skill agents: they make model requests
+		// of their own after the task (with a read-only shell), which a
+		// scripted model would have to tell apart from the task.
+		"memory": map[string]any{"enableManagedAutoMemory": false, "enableManagedAutoDream": false, "enableAutoSkill": false},
 	}
 	if inv.OwnSandbox {
 		s["tools"] = map[string]any{"executionSandbox": map[string]any{
@@ -52,6 +56,10 @@ func qwenLaunch(a Adapter, in Installed, inv Invocation) (Launch, error) {
 	}
 	if in.Runtime == nil {
 		return Launch{}, errorf("qwen-code: the install has no Node runtime")
+	}
+	mode, err := permissions(a.Name, inv.Permissions, "yolo", "plan", "default", "auto-edit", "auto")
+	if err != nil {
+		return Launch{}, err
 	}
 	node := a.sandboxPath(in.Runtime.Path)
 	settings := qwenSettings(inv)
@@ -76,7 +84,7 @@ func qwenLaunch(a Adapter, in Installed, inv Invocation) (Launch, error) {
 	}
 	args := []string{node, a.sandboxPath(in.Binary.Path),
 		"--prompt=" + inv.Task, // one argument: a task starting with "-" stays the task
-		"--output-format", "stream-json", "--approval-mode", "yolo",
+		"--output-format", "stream-json", "--approval-mode", mode,
 		"--auth-type", "openai", "--model", inv.Model,
 		"--max-session-turns", "100"}
 	return Launch{
@@ -90,7 +98,7 @@ func qwenLaunch(a Adapter, in Installed, inv Invocation) (Launch, error) {
 			"agent_sha256":    in.Binary.SHA256,
 			"runtime":         "node " + in.Tarballs[len(in.Tarballs)-1].Version,
 			"runtime_sha256":  in.Runtime.SHA256,
-			"permission_mode": "yolo",
+			"permission_mode": mode,
 			"own_sandbox":     own,
 			"settings":        string(settings),
 			"as_root":         strconv.FormatBool(inv.Root),

@@ -37,7 +37,9 @@ type sealedConfig struct {
 	Root       bool   `json:"root"`
 	OwnSandbox bool   `json:"own_sandbox"`
 	Nested     bool   `json:"nested"`
-	Out        string `json:"out"` // where the sealedResult is written
+	Perms      string `json:"permissions"`
+	Command    string `json:"command"` // what the stand-in model asks to run
+	Out        string `json:"out"`     // where the sealedResult is written
 }
 
 type sealedResult struct {
@@ -49,6 +51,11 @@ type sealedResult struct {
 	Stdout   string            `json:"stdout"`
 	Stderr   string            `json:"stderr"`
 	Requests []standinRecord   `json:"requests"`
+	Model    string            `json:"model"` // the stand-in's address
+	// Connects are the network addresses the agent's processes tried
+	// (connect/sendto/sendmsg, from strace), "" entries never; nil when
+	// strace is not installed.
+	Connects []string `json:"connects"`
 }
 
 const (
@@ -154,7 +161,8 @@ func sealedRunAgent(cfg sealedConfig) (res sealedResult) {
 	if err != nil {
 		return sealedResult{Error: err.Error()}
 	}
-	model := &standin{Command: "cat " + docPath}
+	model := &standin{Command: cfg.Command}
+	res.Model = ln.Addr().String()
 	srv := &http.Server{Handler: model}
 	go srv.Serve(ln)
 	defer func() {
@@ -175,10 +183,11 @@ func sealedRunAgent(cfg sealedConfig) (res sealedResult) {
 	l, err := a.Launch(in, agents.Invocation{
 		ModelURL: "http://" + ln.Addr().String(), Key: "gh.smoke.k0",
 		Task: "Read " + docPath + " and tell me what it says.", TaskFile: agentHome + "/task.txt",
-		Home: agentHome, WorkDir: cfg.WorkDir, Root: cfg.Root, OwnSandbox: cfg.OwnSandbox, NestedSandbox: cfg.Nested, API: a.API,
+		Home: agentHome, WorkDir: cfg.WorkDir, Root: cfg.Root, OwnSandbox: cfg.OwnSandbox, NestedSandbox: cfg.Nested, Permissions: cfg.Perms, API: a.API,
 	})
 	if err != nil {
-		return sealedResult{Error: err.Error()}
+		res.Error = err.Error()
+		return res
 	}
 	for path, data := range l.Files { // what the harness would CopyIn
 		host := filepath.Join(cfg.Home, strings.TrimPrefix(path, agentHome+"/"))
@@ -190,6 +199,11 @@ func sealedRunAgent(cfg sealedConfig) (res sealedResult) {
 		}
 	}
 	argv := bwrapArgv(l, cfg)
+	trace := filepath.Join(filepath.Dir(cfg.Out), "strace.txt")
+	if st, err := exec.LookPath("strace"); err == nil {
+		argv = append([]string{st, "-f", "-qq", "-e", "trace=connect,sendto,sendmsg", "-e", "signal=none", "-o", trace}, argv...)
+		defer func() { res.Connects = inetAddrs(trace) }()
+	}
 	res.Argv, res.Facts = l.Command.Args, l.Facts
 	// A bound, not a limit the test asserts: a hung agent must not hang CI.
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -214,7 +228,11 @@ func sealedRunAgent(cfg sealedConfig) (res sealedResult) {
 // /usr and /etc read-only, the agent's binds read-only, a writable home,
 // and (normal path) an unprivileged uid.
 func bwrapArgv(l agents.Launch, cfg sealedConfig) []string {
-	argv := []string{"bwrap", "--die-with-parent", "--unshare-pid", "--unshare-ipc",
+	bwrap, err := exec.LookPath("bwrap")
+	if err != nil {
+		bwrap = "bwrap"
+	}
+	argv := []string{bwrap, "--die-with-parent", "--unshare-pid", "--unshare-ipc",
 		"--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin", "--symlink", "usr/sbin", "/sbin",
 		"--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
 		"--ro-bind", "/etc", "/etc", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
@@ -229,6 +247,37 @@ func bwrapArgv(l agents.Launch, cfg sealedConfig) []string {
 		argv = append(argv, "--setenv", k, v)
 	}
 	return append(append(argv, "--"), l.Command.Args...)
+}
+
+// inetAddrs lists the IPv4/IPv6 addresses (with ports) in an strace log,
+// once each: what the agent tried to reach over the network.
+func inetAddrs(file string) []string {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return []string{"unreadable strace log: " + err.Error()}
+	}
+	seen := map[string]bool{}
+	out := []string{}
+	for _, l := range strings.Split(string(b), "\n") {
+		addr := ""
+		for _, key := range []string{`inet_addr("`, `inet_pton(AF_INET6, "`} {
+			if _, rest, ok := strings.Cut(l, key); ok {
+				addr, _, _ = strings.Cut(rest, `"`)
+			}
+		}
+		if addr == "" {
+			continue
+		}
+		if _, rest, ok := strings.Cut(l, "htons("); ok {
+			port, _, _ := strings.Cut(rest, ")")
+			addr = net.JoinHostPort(addr, port)
+		}
+		if !seen[addr] {
+			seen[addr] = true
+			out = append(out, addr)
+		}
+	}
+	return out
 }
 
 // capped keeps the first 4 MiB written to it.

@@ -17,6 +17,11 @@ type smokeCase struct {
 	ownSandbox bool
 	nested     bool   // Claude: enableWeakerNestedSandbox
 	workDir    string // in-sandbox start folder ("" = home)
+	perms      string // Invocation.Permissions ("" = run everything unasked)
+	// denied: the agent's own permission layer must refuse the command,
+	// and Parse must report that denial with the command. withheld: the
+	// mode takes the shell tool away instead (nothing to deny).
+	denied, withheld bool
 	// ran: the command must run and its output reach the model. Otherwise
 	// it must NOT reach the model (the agent's own sandbox cannot work in
 	// ours, and "on" must then mean nothing runs, never "runs outside").
@@ -40,9 +45,11 @@ func TestAgentsSmoke(t *testing.T) {
 		// Weaker nested mode runs it in its sandbox; without socat Claude
 		// refuses to start (failIfUnavailable), which must show as such.
 		{name: "claude-code with its own nested sandbox", agent: "claude-code", ownSandbox: true, nested: true, ran: socatErr == nil},
+		{name: "claude-code in default mode denies a write", agent: "claude-code", perms: "default", denied: true},
 		{name: "codex as an unprivileged user", agent: "codex", ran: true},
 		{name: "codex with its own sandbox", agent: "codex", ownSandbox: true, ran: true},
 		{name: "qwen-code as an unprivileged user", agent: "qwen-code", ran: true},
+		{name: "qwen-code in default mode withholds its shell", agent: "qwen-code", perms: "default", withheld: true},
 		// Qwen's own sandbox (bwrap, probed at start) cannot set up inside
 		// ours either: it refuses to start rather than run on the host.
 		{name: "qwen-code with its own sandbox refuses to start", agent: "qwen-code", ownSandbox: true, workDir: agentHome + "/work", ran: false},
@@ -70,18 +77,52 @@ func smoke(t *testing.T, tc smokeCase) {
 	if err := os.Mkdir(home+"/work", 0o777); err != nil {
 		t.Fatal(err)
 	}
-	res := runSealed(t, sealedConfig{Agent: tc.agent, CacheDir: cache.Dir, Home: home, WorkDir: tc.workDir,
-		Root: tc.root, OwnSandbox: tc.ownSandbox, Nested: tc.nested})
-	t.Logf("argv: %q\nfacts: %v\nexit %d\nrequests: %+v\nstderr: %s", res.Argv, res.Facts, res.Exit, res.Requests, res.Stderr)
+	// A read: Claude runs read-only commands unasked in every mode. The
+	// denial cases ask for a write, which needs permission.
+	command := "cat " + docPath
+	if tc.denied || tc.withheld {
+		command += " | tee " + agentHome + "/copy.txt"
+	}
+	res := runSealed(t, sealedConfig{Command: command, Agent: tc.agent, CacheDir: cache.Dir, Home: home, WorkDir: tc.workDir,
+		Root: tc.root, OwnSandbox: tc.ownSandbox, Nested: tc.nested, Perms: tc.perms})
+	t.Logf("argv: %q\nfacts: %v\nexit %d\nrequests: %+v\nconnects: %q\nstderr: %s", res.Argv, res.Facts, res.Exit, res.Requests, res.Connects, res.Stderr)
 	if dump := os.Getenv("GATEHOUSE_AGENTS_DUMP"); dump != "" { // to refresh testdata by hand
 		os.WriteFile(dump+"/"+strings.ReplaceAll(t.Name(), "/", "_")+".out", []byte(res.Stdout), 0o644)
 	}
 	out := a.Parse(strings.NewReader(res.Stdout))
 	t.Logf("outcome: %+v", out)
 
+	// With the env Launch sets, nothing but the model may be contacted
+	// (no update check, telemetry, DNS): strace saw every attempt.
+	if res.Connects == nil {
+		t.Log("strace not installed: the agent's background traffic was not checked")
+	}
+	for _, c := range res.Connects {
+		if c != res.Model {
+			t.Errorf("the agent tried to reach %s (the model is %s): background traffic not silenced", c, res.Model)
+		}
+	}
 	reached := false
 	for _, r := range res.Requests {
 		reached = reached || strings.Contains(r.ToolResult, nonce)
+	}
+	if tc.denied || tc.withheld {
+		if _, err := os.Stat(home + "/copy.txt"); reached || err == nil {
+			t.Fatalf("the command ran although the permission mode %q should refuse it", tc.perms)
+		}
+	}
+	if tc.denied && (len(out.Denials) == 0 || !strings.Contains(out.Denials[0].Command, command)) {
+		t.Fatalf("Parse found no denial of %q: %+v", command, out)
+	}
+	if tc.withheld {
+		for _, r := range res.Requests {
+			if r.Call != "" {
+				t.Errorf("the shell tool was offered in mode %q: %+v", tc.perms, r)
+			}
+		}
+	}
+	if tc.denied || tc.withheld {
+		return
 	}
 	if !tc.ran {
 		if reached {
