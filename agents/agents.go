@@ -71,7 +71,7 @@ type Invocation struct {
 	Key      string // per-session API key (the scripted model picks the script by it)
 	Model    string // model name to ask for; "" means "gh-scripted"
 	Task     string // the task text given as the prompt
-	TaskFile string // a file holding Task (the exec contract; the harness writes it)
+	TaskFile string // where the exec contract's task file goes (Launch.Files holds it)
 	Home     string // writable per-session folder for HOME and the agent's config; not under /tmp
 	// WorkDir is the folder the agent starts in: the session's working
 	// directory, where the harness starts the command (targets.Command has

@@ -71,6 +71,7 @@ func execLaunch(a Adapter, in Installed, inv Invocation) (Launch, error) {
 		Command:    targets.Command{Args: []string{exe}, Env: env},
 		Binds:      []Bind{{Host: host, Sandbox: exe}},
 		Executable: exe,
+		Files:      map[string][]byte{inv.TaskFile: []byte(inv.Task)},
 		Facts: map[string]string{
 			"agent":        a.Name,
 			"agent_sha256": in.Binary.SHA256,

@@ -181,6 +181,9 @@ func TestAgentsLaunchExec(t *testing.T) {
 			t.Errorf("env %s=%q, want %q", k, l.Command.Env[k], v)
 		}
 	}
+	if string(l.Files["/gatehouse/work/task.txt"]) != inv.Task {
+		t.Errorf("files %q: want the task in the task file", l.Files)
+	}
 	os.WriteFile(filepath.Join(dir, "plain"), []byte("x"), 0o644)
 	for _, bad := range []string{"exec:", "exec:" + filepath.Join(dir, "plain"), "exec:" + filepath.Join(dir, "missing"), "gemini"} {
 		if _, err := agents.Lookup(bad); err == nil {

@@ -160,5 +160,14 @@ func agentsList(cache agents.Cache, output string, stdout io.Writer) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, r.Version, r.API, inst, r.Dir, sum)
 	}
 	fmt.Fprintln(tw, "exec:PATH\t-\t(given)\t-\t(the host path)\t(at run time)")
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, r := range rows {
+		if r.Problem != "" {
+			fmt.Fprintf(stdout, "\n%s: %s\n  (gatehouse agents install %s)", r.Name, r.Problem, r.Name)
+		}
+	}
+	fmt.Fprintln(stdout)
+	return nil
 }
