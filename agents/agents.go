@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"gatehouse/targets"
@@ -205,12 +204,3 @@ func permissions(agent, mode string, modes ...string) (string, error) {
 }
 
 func errorf(format string, a ...any) error { return fmt.Errorf("agents: "+format, a...) }
-
-func sortedKeys(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}

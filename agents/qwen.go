@@ -96,7 +96,7 @@ func qwenLaunch(a Adapter, in Installed, inv Invocation) (Launch, error) {
 			"agent":           a.Name,
 			"agent_version":   a.Version,
 			"agent_sha256":    in.Binary.SHA256,
-			"runtime":         "node " + in.Tarballs[len(in.Tarballs)-1].Version,
+			"runtime":         "node " + a.runtime.version,
 			"runtime_sha256":  in.Runtime.SHA256,
 			"permission_mode": mode,
 			"own_sandbox":     own,
