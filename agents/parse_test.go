@@ -52,6 +52,13 @@ func TestAgentsParse(t *testing.T) {
 			want(t, len(o.Denials) == 1 && strings.Contains(o.Denials[0].Command, "rm -rf /"), "the declined command as a denial", o)
 			want(t, len(o.Errors) == 2, "the cut line and the turn's error", o)
 		}},
+		// Driven by lab/model: its first try of the directive asked for
+		// escalation, Codex refused it (approval policy never) in the tool
+		// result it sent the model, and the plain retry ran. The refusal is
+		// not in Codex's JSONL at all: only the model transcript shows it.
+		{"codex", "codex-escalation-refused.jsonl", func(t *testing.T, o agents.Outcome) {
+			want(t, o.Done && len(o.ToolCalls) == 2 && len(o.Denials) == 0, "the read and the retried command, no denial to see", o)
+		}},
 		{"qwen-code", "qwen-ran.jsonl", func(t *testing.T, o agents.Outcome) {
 			want(t, o.Done && !o.IsError && o.Turns == 2 && o.Final == "stand-in: done", "a clean run", o)
 			want(t, len(o.ToolCalls) == 1 && o.ToolCalls[0].Tool == "run_shell_command" && strings.HasPrefix(o.ToolCalls[0].Output, "gh-smoke-"), "the shell call and its output", o)

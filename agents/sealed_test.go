@@ -12,11 +12,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"gatehouse/agents"
+	"gatehouse/lab/model"
 )
 
 // The smoke tests run each agent CLI in a network namespace of its own
@@ -39,7 +41,11 @@ type sealedConfig struct {
 	Nested     bool   `json:"nested"`
 	Perms      string `json:"permissions"`
 	Command    string `json:"command"` // what the stand-in model asks to run
-	Out        string `json:"out"`     // where the sealedResult is written
+	// Scripted serves the lab's scripted model (lab/model) instead of the
+	// stand-in; Document is the planted document it reads first.
+	Scripted bool   `json:"scripted"`
+	Document string `json:"document"`
+	Out      string `json:"out"` // where the sealedResult is written
 }
 
 type sealedResult struct {
@@ -52,6 +58,8 @@ type sealedResult struct {
 	Stderr   string            `json:"stderr"`
 	Requests []standinRecord   `json:"requests"`
 	Model    string            `json:"model"` // the stand-in's address
+	// Transcript is what the scripted model recorded (Scripted only).
+	Transcript []model.Record `json:"transcript"`
 	// Connects are the network addresses the agent's processes tried
 	// (connect/sendto/sendmsg, from strace), "" entries never; nil when
 	// strace is not installed.
@@ -161,15 +169,31 @@ func sealedRunAgent(cfg sealedConfig) (res sealedResult) {
 	if err != nil {
 		return sealedResult{Error: err.Error()}
 	}
-	model := &standin{Command: cfg.Command}
+	stand := &standin{Command: cfg.Command}
+	var handler http.Handler = stand
+	var mu sync.Mutex
+	var transcript []model.Record
+	if cfg.Scripted {
+		handler = model.New(model.Options{
+			Lookup: func(string) (model.Script, bool) { return model.Script{Session: "smoke", Document: cfg.Document}, true },
+			Observe: func(ex model.Exchange) {
+				mu.Lock()
+				transcript = append(transcript, ex.Record)
+				mu.Unlock()
+			},
+		})
+	}
 	res.Model = ln.Addr().String()
-	srv := &http.Server{Handler: model}
+	srv := &http.Server{Handler: handler}
 	go srv.Serve(ln)
 	defer func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		srv.Shutdown(ctx)
-		res.Requests = model.records()
+		res.Requests = stand.records()
+		mu.Lock()
+		res.Transcript = transcript
+		mu.Unlock()
 	}()
 
 	a, err := agents.Lookup(cfg.Agent)
