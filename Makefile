@@ -13,12 +13,16 @@ all: build
 setup:
 	@bash scripts/setup.sh
 
-# Tools the full test suite needs, built from the Go module proxy and cached
-# by version under $(GATEHOUSE_CACHE) (default /var/cache/gatehouse): the
-# cosign CLI (bundle interop) and gVisor's runsc (docker/gvisor target).
+# Tools the full test suite needs, cached by version under $(GATEHOUSE_CACHE)
+# (default /var/cache/gatehouse): the cosign CLI (bundle interop) and gVisor's
+# runsc (docker/gvisor target), built from the Go module proxy, and the agent
+# CLIs the normal path drives (Claude Code, Codex, Qwen Code with Node 22),
+# fetched by pinned version from the npm registry. When cached, each only
+# checks its digests (about a second for the agents).
 tools:
 	@bash scripts/cosign.sh >/dev/null
 	@bash scripts/runsc.sh >/dev/null
+	@$(GO) run -trimpath ./cmd/gatehouse agents install all >/dev/null
 
 build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/gatehouse ./cmd/gatehouse

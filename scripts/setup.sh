@@ -9,6 +9,10 @@ command -v nft     >/dev/null || need+=(nftables)
 command -v ip      >/dev/null || need+=(iproute2)
 command -v nsenter >/dev/null || need+=(util-linux)
 [ -x /bin/busybox ] || need+=(busybox-static)
+# Claude Code's own sandbox (--agent-sandbox on) needs socat next to bwrap;
+# the agent smoke tests watch with strace that an agent contacts only its model.
+command -v socat   >/dev/null || need+=(socat)
+command -v strace  >/dev/null || need+=(strace)
 if [ "${GATEHOUSE_WITH_DOCKER:-1}" = 1 ]; then
   command -v dockerd >/dev/null || need+=(docker.io)
 fi

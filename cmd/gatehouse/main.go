@@ -37,6 +37,7 @@ type verb struct {
 func verbs() []verb {
 	return []verb{
 		{"run", "run the gates against a target and write a run folder", runRun},
+		{"agents", "list or install the agent CLIs the normal path can drive (agents install NAME)", runAgents},
 		{"lab", "bring the lab of controlled endpoints up or down, or show it", runLab},
 		{"compare", "run the same gates against several profiles and print one matrix", runCompare},
 		{docker.ShimVerb, "(internal) the OCI runtime shim Gatehouse's lab Docker daemon runs", runShim},

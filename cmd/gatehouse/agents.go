@@ -1,0 +1,173 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"text/tabwriter"
+
+	"gatehouse/agents"
+)
+
+const agentsHelp = `Usage: gatehouse agents list [--output json]
+       gatehouse agents install NAME|all
+
+Real agent CLIs that 'gatehouse run --agent NAME' drives against the lab's
+scripted model on the normal path. Each adapter pins one exact version,
+fetched only from the npm registry (the tarball its metadata names, checked
+against the registry's sha512 integrity; no package script runs), unpacked
+into $GATEHOUSE_CACHE/agents/NAME-VERSION/ (default /var/cache/gatehouse)
+with a manifest.json holding the sha256 of the binary. Installing again is
+a no-op while the cache matches the pin and the digests.
+
+  list      every adapter: pinned version, the API it speaks, installed or
+            not, its cache folder and binary digest (--output json: an array
+            of {name, package, version, api, installed, dir, binary,
+            runtime, problem})
+  install   fetch NAME (claude-code, codex, qwen-code) or all of them;
+            prints the install folder of each
+
+  exec:PATH is a team's own agent: nothing to install; see docs/agents.md
+  for its contract (GATEHOUSE_MODEL_URL, _KEY, _API, _TASK_FILE).
+
+Environment: GATEHOUSE_CACHE (cache root), GATEHOUSE_NPM_REGISTRY (a mirror
+of the npm registry, default https://registry.npmjs.org).
+Exit 2 when an agent is neither cached nor fetchable (registry unreachable,
+integrity mismatch), with the reason.
+
+Example:
+  gatehouse agents install codex
+  gatehouse agents list
+  gatehouse run --profile targets/profiles/bwrap-hardened.yaml --agent codex
+`
+
+func runAgents(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(stdout, agentsHelp)
+		if len(args) == 0 {
+			return usagef("agents: say list or install")
+		}
+		return nil
+	}
+	cache := agents.DefaultCache(os.Getenv)
+	switch args[0] {
+	case "list":
+		fl := flag.NewFlagSet("agents list", flag.ContinueOnError)
+		fl.SetOutput(stderr)
+		output := fl.String("output", "text", "text or json")
+		fl.Usage = func() { fmt.Fprint(stderr, agentsHelp) }
+		if err := fl.Parse(args[1:]); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil
+			}
+			return &usageError{err}
+		}
+		if fl.NArg() > 0 || (*output != "text" && *output != "json") {
+			return usagef("agents list: takes only --output text|json")
+		}
+		return agentsList(cache, *output, stdout)
+	case "install":
+		if len(args) != 2 || args[1] == "-h" || args[1] == "--help" {
+			if len(args) == 2 {
+				fmt.Fprint(stdout, agentsHelp)
+				return nil
+			}
+			return usagef("agents install: say which agent (%v) or all", agents.Names())
+		}
+		names := []string{args[1]}
+		if args[1] == "all" {
+			names = agents.Names()
+		}
+		cache.Log = stderr
+		for _, n := range names {
+			if err := agentsInstall(ctx, cache, n, stdout, stderr); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return usagef("agents: unknown subcommand %q; say list or install", args[0])
+}
+
+// agentsInstall installs one adapter; every failure is exit 2: the agent
+// is then not available, which is a configuration problem of this machine.
+func agentsInstall(ctx context.Context, cache agents.Cache, name string, stdout, stderr io.Writer) error {
+	a, err := agents.Lookup(name)
+	if err != nil {
+		return &usageError{err}
+	}
+	if a.Package == "" {
+		fmt.Fprintf(stderr, "agents: %s is a command on this host; nothing to install\n", a.Name)
+		return nil
+	}
+	in, fetched, err := cache.Install(ctx, a)
+	switch {
+	case errors.Is(err, agents.ErrRegistry):
+		return &exitError{exitUsage, fmt.Sprintf("agents install %s: %s %s is not cached in %s and the npm registry cannot be reached: %v", name, a.Name, a.Version, cache.Dir, err)}
+	case err != nil:
+		return &exitError{exitUsage, fmt.Sprintf("agents install %s: %v", name, err)}
+	}
+	verb := "already installed"
+	if fetched {
+		verb = "installed"
+	}
+	fmt.Fprintf(stderr, "agents: %s %s %s (binary sha256 %s)\n", a.Name, a.Version, verb, in.Binary.SHA256)
+	fmt.Fprintln(stdout, in.Dir)
+	return nil
+}
+
+type agentRow struct {
+	Name      string       `json:"name"`
+	Package   string       `json:"package"`
+	Version   string       `json:"version"`
+	API       agents.API   `json:"api"`
+	Installed bool         `json:"installed"`
+	Dir       string       `json:"dir"`
+	Binary    *agents.File `json:"binary,omitempty"`
+	Runtime   *agents.File `json:"runtime,omitempty"`
+	Problem   string       `json:"problem,omitempty"`
+}
+
+func agentsList(cache agents.Cache, output string, stdout io.Writer) error {
+	var rows []agentRow
+	for _, n := range agents.Names() {
+		a, _ := agents.Lookup(n)
+		r := agentRow{Name: a.Name, Package: a.Package, Version: a.Version, API: a.API, Dir: cache.Folder(a)}
+		in, err := cache.Open(a)
+		if err != nil {
+			r.Problem = err.Error()
+		} else {
+			r.Installed, r.Binary, r.Runtime = true, &in.Binary, in.Runtime
+		}
+		rows = append(rows, r)
+	}
+	if output == "json" {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rows)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tVERSION\tAPI\tINSTALLED\tFOLDER\tBINARY SHA256")
+	for _, r := range rows {
+		inst, sum := "no", "-"
+		if r.Installed {
+			inst, sum = "yes", r.Binary.SHA256
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, r.Version, r.API, inst, r.Dir, sum)
+	}
+	fmt.Fprintln(tw, "exec:PATH\t-\t(given)\t-\t(the host path)\t(at run time)")
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, r := range rows {
+		if r.Problem != "" {
+			fmt.Fprintf(stdout, "\n%s: %s\n  (gatehouse agents install %s)", r.Name, r.Problem, r.Name)
+		}
+	}
+	fmt.Fprintln(stdout)
+	return nil
+}
