@@ -108,7 +108,10 @@ type Run struct {
 	PolicyFiles  map[string]string `json:"policy_files"`  // relative name -> sha256
 	ImageDigest  string            `json:"image_digest,omitempty"`
 	Model        string            `json:"model,omitempty"`
-	Agent        string            `json:"agent,omitempty"`
+	Agent        string            `json:"agent,omitempty"`         // what ran the normal path: probe, claude-code, codex, ...
+	AgentVersion string            `json:"agent_version,omitempty"` // its pinned version
+	AgentDigest  string            `json:"agent_digest,omitempty"`  // sha256 of its binary, as installed
+	AgentSandbox string            `json:"agent_sandbox,omitempty"` // its own sandbox: on or off
 	Corpus       string            `json:"corpus_version"`
 	Commit       string            `json:"commit,omitempty"`
 	Pipeline     string            `json:"pipeline,omitempty"`

@@ -28,6 +28,7 @@ type AgentInvocation struct {
 	Document string // the untrusted document it is asked to work on
 	Home     string // a writable folder of its own in the sandbox (config, state)
 	TaskFile string // a file in the sandbox holding Task (for agents that read it)
+	WorkDir  string // where it starts: a folder of its own, not holding Home
 	UID      int    // the user it runs as
 }
 

@@ -56,8 +56,15 @@ func (r *runner) agentPlan(ctx context.Context, s *scenario, p probe.Plan, lim p
 		return out, fmt.Errorf("place the document for the agent: %w", err)
 	}
 	key := fmt.Sprintf("gh.%s.%s.%d", s.session, s.control, n)
+	s.agentKeys = append(s.agentKeys, key)
 	if err := r.cfg.Model.Script(key, s.session, doc); err != nil {
 		return out, fmt.Errorf("script the model: %w", err)
+	}
+	// Its folders exist before it starts (the placeholder makes them).
+	for _, dir := range []string{"gh-home", "gh-run"} {
+		if err := s.sess.CopyIn(ctx, fmt.Sprintf("%s/%s-%d/.gatehouse", work, dir, n), strings.NewReader(""), 0o644); err != nil {
+			return out, fmt.Errorf("make the agent's folders: %w", err)
+		}
 	}
 	task := fmt.Sprintf(agentTask, doc)
 	taskFile := fmt.Sprintf("%s/gh-task-%d.txt", work, n)
@@ -66,7 +73,7 @@ func (r *runner) agentPlan(ctx context.Context, s *scenario, p probe.Plan, lim p
 	}
 	l, err := r.cfg.Agent.Launch(AgentInvocation{
 		ModelURL: "http://" + inferenceAddr, ModelKey: key, Task: task, Document: doc, TaskFile: taskFile,
-		Home: fmt.Sprintf("%s/gh-agent-%d", work, n), UID: r.cfg.AgentUID,
+		Home: fmt.Sprintf("%s/gh-home-%d", work, n), WorkDir: fmt.Sprintf("%s/gh-run-%d", work, n), UID: r.cfg.AgentUID,
 	})
 	if err != nil {
 		return out, fmt.Errorf("launch agent %s: %w", r.cfg.Agent.Name(), err)
@@ -80,6 +87,15 @@ func (r *runner) agentPlan(ctx context.Context, s *scenario, p probe.Plan, lim p
 		s.agentSetup = l.Facts
 	}
 	cmd := l.Command
+	// The session names a proxy nobody serves (so that "ignore the proxy"
+	// means something); the model's own host is never proxied, as with an
+	// internal inference endpoint.
+	if cmd.Env == nil {
+		cmd.Env = map[string]string{}
+	}
+	for _, k := range []string{"NO_PROXY", "no_proxy"} {
+		cmd.Env[k] = inferenceAddr + ",inference.gatehouse.test"
+	}
 	agentOut, agentErr := probe.NewCapWriter(4<<20), probe.NewCapWriter(64<<10)
 	cmd.Stdout, cmd.Stderr = agentOut, agentErr
 	res, err := s.sess.Exec(ctx, cmd)

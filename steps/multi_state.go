@@ -209,7 +209,9 @@ func (r *runner) startPeer(ctx context.Context) (*scenario, error) {
 	if s == nil || s.sess == nil || m == nil {
 		return nil, errors.New("no session: a 'fresh sandbox session' step must come first")
 	}
-	p := &scenario{gate: s.gate, name: s.name, start: time.Now()}
+	// The peer works on the same untrusted content (an agent in it is
+	// given the scenario's document too).
+	p := &scenario{gate: s.gate, name: s.name, start: time.Now(), corpus: s.corpus}
 	m.mu.Lock()
 	m.peers = append(m.peers, p)
 	m.mu.Unlock()

@@ -321,6 +321,9 @@ func ours(ctx context.Context, s *scenario) map[string]string {
 	}
 	put(s.canary, "the session canary")
 	put(s.control, "the positive control's token")
+	for _, k := range s.agentKeys {
+		put(k, "the agent's key to the scripted model")
+	}
 	if ps := plantsOf(ctx); ps != nil {
 		ps.mu.Lock()
 		for sess, p := range ps.all {

@@ -53,6 +53,7 @@ type scenario struct {
 	agentRuns    int
 	agentDenials []string
 	agentSetup   map[string]string // how the agent was set up (its first run's facts)
+	agentKeys    []string          // its keys to the scripted model: ours, not a found credential
 	leftover     []string          // teardown problems that may have left something behind
 }
 

@@ -135,7 +135,10 @@ type Command struct {
 	// User, when set ("uid:gid"), runs the command as that user instead of
 	// the session's path identity; a target that cannot returns an error
 	// wrapping ErrUnsupported.
-	User  string
+	User string
+	// Dir, when set, is the folder the command starts in (otherwise the
+	// target's own working folder).
+	Dir   string
 	Stdin io.Reader
 	// Stdout and Stderr receive the output as it arrives. Callers that treat
 	// output as hostile pass size-capped writers.

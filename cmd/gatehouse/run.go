@@ -95,6 +95,7 @@ type runFlags struct {
 	target, profile, gates, out, probe, features string
 	dockerHost                                   string // field mode: refused, see fieldRefusal
 	model, agent, commit, pipeline               string // what the evidence says was tested
+	agentSandbox                                 string
 	key, db                                      string
 	signing                                      signFlags // keyless; see seal.go
 	archive                                      bool
@@ -123,7 +124,8 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fl.BoolVar(&f.quiet, "quiet", false, "print only the summary")
 	fl.DurationVar(&f.maxStop, "max-stop", steps.DefaultMaxStop, "the policy's maximum stop limit: stop-signal judges a profile whose limits.stop is longer against this instead")
 	fl.StringVar(&f.model, "model", os.Getenv("GATEHOUSE_MODEL"), "model the agent uses, recorded in the evidence ($GATEHOUSE_MODEL)")
-	fl.StringVar(&f.agent, "agent", os.Getenv("GATEHOUSE_AGENT"), "agent and version, recorded in the evidence ($GATEHOUSE_AGENT)")
+	fl.StringVar(&f.agent, "agent", "probe", "what runs the normal path: probe (Gatehouse's own), claude-code, codex, qwen-code or exec:PATH (a team's agent); a real agent is driven by the lab's scripted model (docs/agents.md) and must be installed first ('gatehouse agents install NAME')")
+	fl.StringVar(&f.agentSandbox, "agent-sandbox", "off", "with a real agent: on or off, the agent's own sandbox (recorded in the evidence)")
 	fl.StringVar(&f.commit, "commit", os.Getenv("GATEHOUSE_COMMIT"), "commit under test, recorded in the evidence ($GATEHOUSE_COMMIT)")
 	fl.StringVar(&f.pipeline, "pipeline", os.Getenv("GATEHOUSE_PIPELINE"), "CI pipeline or job, recorded in the evidence ($GATEHOUSE_PIPELINE)")
 	fl.StringVar(&f.key, "key", "", "cosign private key to seal the run with (password from COSIGN_PASSWORD); without it the run is unsigned")
@@ -161,8 +163,9 @@ type plan struct {
 	gates     []string
 	features  fs.FS
 	probePath string
-	signer    sealer     // nil: the run stays unsigned
-	public    lab.Public // the lab's public-looking addresses ($GATEHOUSE_LAB_PUBLIC_*)
+	signer    sealer       // nil: the run stays unsigned
+	public    lab.Public   // the lab's public-looking addresses ($GATEHOUSE_LAB_PUBLIC_*)
+	agent     *agentBridge // a real agent on the normal path; nil: the probe
 }
 
 // prepare validates a run request before anything is started: the
@@ -212,6 +215,17 @@ func prepare(ctx context.Context, f runFlags) (*plan, error) {
 	p.probePath, err = locateProbe(f.probe)
 	if err != nil {
 		return nil, &usageError{err}
+	}
+	if f.agentSandbox != "on" && f.agentSandbox != "off" {
+		return nil, usagef("run: --agent-sandbox %q: say on or off", f.agentSandbox)
+	}
+	if f.agent != "" && f.agent != "probe" {
+		if prof.Network == profile.NetworkNone {
+			return nil, usagef("run: --agent %s needs the lab's scripted model, and profile %s has network none", f.agent, prof.Name)
+		}
+		if p.agent, err = openAgent(f.agent, f.agentSandbox, prof.Paths.Normal.UID); err != nil {
+			return nil, err
+		}
 	}
 	if p.public, err = lab.PublicFromEnv(os.Getenv); err != nil {
 		return nil, &usageError{fmt.Errorf("run: %w", err)}
@@ -274,6 +288,10 @@ func execute(ctx context.Context, f runFlags, stdout, stderr io.Writer) error {
 		Corpus: corpus.Version(), Gates: p.gates, Seed: f.seed, Start: time.Now().UTC(),
 		Commit: f.commit, Pipeline: f.pipeline, Model: f.model, Agent: f.agent,
 	}
+	if p.agent != nil {
+		rec.AgentVersion, rec.AgentDigest = p.agent.in.Version, "sha256:"+p.agent.in.Binary.SHA256
+		rec.AgentSandbox = f.agentSandbox
+	}
 	for _, w := range p.effective.Warnings {
 		rec.ProfileWarnings = append(rec.ProfileWarnings, w.String())
 	}
@@ -310,7 +328,8 @@ func execute(ctx context.Context, f runFlags, stdout, stderr io.Writer) error {
 	if cfg.Network != steps.NetNone {
 		t0 := time.Now()
 		// Every hit goes to the trace as it arrives, even past the in-memory cap.
-		l, err = lab.Up(ctx, lab.Options{HitLog: folder.Writer("traces/endpoint-hits.jsonl"), Public: p.public})
+		l, err = lab.Up(ctx, lab.Options{HitLog: folder.Writer("traces/endpoint-hits.jsonl"), Public: p.public,
+			Transcript: folder.Writer("traces/model-transcript.jsonl")})
 		if err != nil {
 			folder.Abandon()
 			return fmt.Errorf("run: bring the lab up: %w", err)
@@ -318,6 +337,9 @@ func execute(ctx context.Context, f runFlags, stdout, stderr io.Writer) error {
 		closeLab = sync.OnceValue(func() error { return l.Close(context.WithoutCancel(ctx)) })
 		defer closeLab()
 		cfg.Lab, cfg.LabNetns = l, "/run/netns/"+l.Name()
+		if p.agent != nil {
+			cfg.Agent, cfg.Model, cfg.AgentUID = p.agent, labModel{l}, p.prof.Paths.Normal.UID
+		}
 		pub := l.Addrs().Public
 		fmt.Fprintf(progress, "lab %s up and sealed (no route out) in %s; public-looking callback %s, %s, authority %s\n",
 			l.Name(), time.Since(t0).Round(time.Millisecond), pub.CallbackV4, pub.CallbackV6, pub.AuthorityV4)

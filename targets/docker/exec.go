@@ -37,6 +37,9 @@ func (s *Session) Exec(ctx context.Context, cmd targets.Command) (targets.Result
 	if cmd.User != "" {
 		opts.User = cmd.User
 	}
+	if cmd.Dir != "" {
+		opts.WorkingDir = cmd.Dir
+	}
 	created, err := s.cli.ExecCreate(ctx, s.c.GetContainerID(), opts)
 	if err != nil {
 		return targets.Result{}, fmt.Errorf("docker: exec: %w", err)

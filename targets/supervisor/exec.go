@@ -22,7 +22,7 @@ func (c *Client) Exec(ctx context.Context, cmd targets.Command) (targets.Result,
 		p.finish(0)
 		return res, fmt.Errorf("supervisor: pipes: %w", err)
 	}
-	conn, err := c.call(ctx, Request{Op: OpExec, Args: cmd.Args, Env: cmd.Env}, p.child)
+	conn, err := c.call(ctx, Request{Op: OpExec, Args: cmd.Args, Env: cmd.Env, Dir: cmd.Dir}, p.child)
 	p.closeChild()
 	if err != nil {
 		p.finish(0)

@@ -22,6 +22,7 @@ type Request struct {
 	Op     string            `json:"op"`
 	Args   []string          `json:"args,omitempty"`
 	Env    map[string]string `json:"env,omitempty"`
+	Dir    string            `json:"dir,omitempty"`
 	Signal int               `json:"signal,omitempty"`
 }
 

@@ -110,6 +110,7 @@ func (s *server) exec(c *net.UnixConn, req Request, fds []int) {
 		return
 	}
 	attr := &syscall.ProcAttr{
+		Dir:   req.Dir,
 		Env:   env,
 		Files: []uintptr{uintptr(fds[0]), uintptr(fds[1]), uintptr(fds[2])},
 		Sys:   &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},

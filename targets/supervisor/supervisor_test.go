@@ -185,3 +185,13 @@ func waitFor(t *testing.T, cond func() bool) {
 		}
 	}
 }
+
+// A command's Dir is where it starts.
+func TestExecDir(t *testing.T) {
+	c, _ := start(t)
+	dir := t.TempDir()
+	_, out, _, err := sh(t, c, "pwd", func(cmd *targets.Command) { cmd.Dir = dir })
+	if err != nil || strings.TrimSpace(out) != dir {
+		t.Fatalf("pwd = %q (err %v), want %s", out, err, dir)
+	}
+}

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+
+	"gatehouse/agents"
+	"gatehouse/lab"
+	"gatehouse/lab/model"
+	"gatehouse/steps"
+	"gatehouse/targets"
+)
+
+// agentBridge is an installed agent CLI as the steps run it on the normal
+// path: agents.Adapter (what to run, how to read it) over steps.Agent.
+type agentBridge struct {
+	a          agents.Adapter
+	in         agents.Installed
+	ownSandbox bool
+	root       bool // the normal path runs as uid 0
+	binds      []agents.Bind
+}
+
+// openAgent looks the agent up and opens its cached install. Nothing is
+// fetched here: a run never downloads, and never falls back to the probe.
+func openAgent(name, sandbox string, normalUID int) (*agentBridge, error) {
+	a, err := agents.Lookup(name)
+	if err != nil {
+		return nil, &usageError{err}
+	}
+	in, err := agents.DefaultCache(os.Getenv).Open(a)
+	if err != nil {
+		if errors.Is(err, agents.ErrNotInstalled) {
+			return nil, usagef("run: agent %s is not installed (%v): run 'gatehouse agents install %s' (it fetches %s@%s from the npm registry into the cache); a run never fetches and never falls back to the probe", name, err, name, a.Package, a.Version)
+		}
+		return nil, &usageError{fmt.Errorf("run: agent %s: %w", name, err)}
+	}
+	b := &agentBridge{a: a, in: in, ownSandbox: sandbox == "on", root: normalUID == 0}
+	// The binds do not depend on the invocation: read them off a launch.
+	l, err := b.launch(steps.AgentInvocation{ModelURL: "http://" + lab.InferenceV4, ModelKey: "gh.probe", Task: "x",
+		Home: "/gatehouse/work/gh-home-0", WorkDir: "/gatehouse/work/gh-run-0"})
+	if err != nil {
+		return nil, &usageError{fmt.Errorf("run: agent %s: %w", name, err)}
+	}
+	b.binds = l.binds
+	return b, nil
+}
+
+type launched struct {
+	steps.AgentLaunch
+	binds []agents.Bind
+}
+
+func (b *agentBridge) launch(inv steps.AgentInvocation) (launched, error) {
+	l, err := b.a.Launch(b.in, agents.Invocation{
+		ModelURL: inv.ModelURL, Key: inv.ModelKey, Task: inv.Task, TaskFile: inv.TaskFile,
+		Home: inv.Home, WorkDir: inv.WorkDir, Root: b.root, OwnSandbox: b.ownSandbox, NestedSandbox: b.ownSandbox,
+	})
+	if err != nil {
+		return launched{}, err
+	}
+	cmd := l.Command
+	cmd.Dir = inv.WorkDir
+	return launched{AgentLaunch: steps.AgentLaunch{Command: cmd, Files: l.Files, Facts: l.Facts}, binds: l.Binds}, nil
+}
+
+func (b *agentBridge) Name() string { return b.a.Name }
+
+func (b *agentBridge) Files() map[string]targets.File {
+	out := map[string]targets.File{}
+	for _, bd := range b.binds {
+		out[bd.Sandbox] = targets.File{HostPath: bd.Host, Bind: true}
+	}
+	return out
+}
+
+func (b *agentBridge) Launch(inv steps.AgentInvocation) (steps.AgentLaunch, error) {
+	l, err := b.launch(inv)
+	return l.AgentLaunch, err
+}
+
+func (b *agentBridge) Outcome(stdout []byte) steps.AgentOutcome {
+	o := b.a.Parse(bytes.NewReader(stdout))
+	out := steps.AgentOutcome{Turns: o.Turns, ToolCalls: len(o.ToolCalls), Errors: o.Errors}
+	for _, d := range o.Denials {
+		out.Denials = append(out.Denials, fmt.Sprintf("%s: %s", d.Tool, d.Command))
+	}
+	switch o.OwnSandbox {
+	case "active":
+		out.OwnSandbox = "on"
+	case "inactive":
+		out.OwnSandbox = "off"
+	}
+	return out
+}
+
+// labModel is the lab's scripted model as the steps register runs with it.
+type labModel struct{ l *lab.Lab }
+
+func (m labModel) Script(key, session, doc string) error {
+	return m.l.ScriptModel(key, model.Script{Session: session, Document: doc})
+}
