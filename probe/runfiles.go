@@ -11,13 +11,14 @@ import (
 // runFiles is `probe run --plan FILE --out FILE`: the form an agent runs
 // through its shell tool, when the harness cannot hand it stdin and cannot
 // read its stdout (the agent's tool layer sits between them). The reports
-// go to stdout as usual and are also appended to the --out file, which the
-// harness reads afterwards with `probe show` (still hostile input).
+// go to stdout as usual and are also written to the --out file, which the
+// harness reads afterwards with `probe show` (still hostile input). A
+// second run (an agent that retries) replaces the first's reports.
 func runFiles(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fl := flag.NewFlagSet("probe run", flag.ContinueOnError)
 	fl.SetOutput(stderr)
 	planFile := fl.String("plan", "", "read the plan from this file instead of stdin")
-	outFile := fl.String("out", "", "also append the reports to this file")
+	outFile := fl.String("out", "", "also write the reports to this file (replacing it)")
 	if err := fl.Parse(args); err != nil || fl.NArg() > 0 {
 		return ExitBadPlan
 	}
@@ -38,7 +39,7 @@ func runFiles(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	w := stdout
 	if *outFile != "" {
-		f, err := os.OpenFile(*outFile, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		f, err := os.OpenFile(*outFile, os.O_WRONLY|os.O_TRUNC|os.O_CREATE, 0o644)
 		if err != nil {
 			fmt.Fprintln(stderr, "probe:", err)
 			return ExitFailed

@@ -61,7 +61,7 @@ func (r *runner) agentPlan(ctx context.Context, s *scenario, p probe.Plan, lim p
 		return out, fmt.Errorf("script the model: %w", err)
 	}
 	// Its folders exist before it starts (the placeholder makes them).
-	for _, dir := range []string{"gh-home", "gh-run"} {
+	for _, dir := range []string{"gh-home", "gh-run", "gh-tmp"} {
 		if err := s.sess.CopyIn(ctx, fmt.Sprintf("%s/%s-%d/.gatehouse", work, dir, n), strings.NewReader(""), 0o644); err != nil {
 			return out, fmt.Errorf("make the agent's folders: %w", err)
 		}
@@ -95,6 +95,11 @@ func (r *runner) agentPlan(ctx context.Context, s *scenario, p probe.Plan, lim p
 	}
 	for _, k := range []string{"NO_PROXY", "no_proxy"} {
 		cmd.Env[k] = inferenceAddr + ",inference.gatehouse.test"
+	}
+	// A temporary folder it can write, whatever the sandbox's /tmp is (a
+	// read-only root has none).
+	if _, ok := cmd.Env["TMPDIR"]; !ok {
+		cmd.Env["TMPDIR"] = fmt.Sprintf("%s/gh-tmp-%d", work, n)
 	}
 	agentOut, agentErr := probe.NewCapWriter(4<<20), probe.NewCapWriter(64<<10)
 	cmd.Stdout, cmd.Stderr = agentOut, agentErr

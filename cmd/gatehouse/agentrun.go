@@ -11,6 +11,7 @@ import (
 	"gatehouse/lab/model"
 	"gatehouse/steps"
 	"gatehouse/targets"
+	"gatehouse/targets/profile"
 )
 
 // agentBridge is an installed agent CLI as the steps run it on the normal
@@ -21,11 +22,15 @@ type agentBridge struct {
 	ownSandbox bool
 	root       bool // the normal path runs as uid 0
 	binds      []agents.Bind
+	// libc: the target's sandbox has no C library of its own (a
+	// FROM-scratch image), so the host's is bound read-only for agents
+	// built against it (Claude Code, Node).
+	libc bool
 }
 
 // openAgent looks the agent up and opens its cached install. Nothing is
 // fetched here: a run never downloads, and never falls back to the probe.
-func openAgent(name, sandbox string, normalUID int) (*agentBridge, error) {
+func openAgent(name, sandbox string, normalUID int, target string) (*agentBridge, error) {
 	a, err := agents.Lookup(name)
 	if err != nil {
 		return nil, &usageError{err}
@@ -37,7 +42,8 @@ func openAgent(name, sandbox string, normalUID int) (*agentBridge, error) {
 		}
 		return nil, &usageError{fmt.Errorf("run: agent %s: %w", name, err)}
 	}
-	b := &agentBridge{a: a, in: in, ownSandbox: sandbox == "on", root: normalUID == 0}
+	b := &agentBridge{a: a, in: in, ownSandbox: sandbox == "on", root: normalUID == 0,
+		libc: target == profile.TargetDocker || target == profile.TargetGVisor}
 	// The binds do not depend on the invocation: read them off a launch.
 	l, err := b.launch(steps.AgentInvocation{ModelURL: "http://" + lab.InferenceV4, ModelKey: "gh.probe", Task: "x",
 		Home: "/gatehouse/work/gh-home-0", WorkDir: "/gatehouse/work/gh-run-0"})
@@ -73,6 +79,13 @@ func (b *agentBridge) Files() map[string]targets.File {
 	for _, bd := range b.binds {
 		out[bd.Sandbox] = targets.File{HostPath: bd.Host, Bind: true}
 	}
+	if b.libc {
+		for sandbox, host := range libcBinds {
+			if _, err := os.Stat(host); err == nil {
+				out[sandbox] = targets.File{HostPath: host, Bind: true}
+			}
+		}
+	}
 	return out
 }
 
@@ -94,6 +107,16 @@ func (b *agentBridge) Outcome(stdout []byte) steps.AgentOutcome {
 		out.OwnSandbox = "off"
 	}
 	return out
+}
+
+// libcBinds are the host's C library and loader (Debian's multiarch
+// layout), by the path a dynamically linked binary asks for.
+// With them, the host's bash: agents run their shell tool through it
+// (Qwen Code needs it by name; a FROM-scratch image has only busybox).
+var libcBinds = map[string]string{
+	"/lib64":                "/usr/lib64",
+	"/lib/x86_64-linux-gnu": "/usr/lib/x86_64-linux-gnu",
+	"/bin/bash":             "/usr/bin/bash",
 }
 
 // labModel is the lab's scripted model as the steps register runs with it.

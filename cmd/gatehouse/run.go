@@ -223,7 +223,7 @@ func prepare(ctx context.Context, f runFlags) (*plan, error) {
 		if prof.Network == profile.NetworkNone {
 			return nil, usagef("run: --agent %s needs the lab's scripted model, and profile %s has network none", f.agent, prof.Name)
 		}
-		if p.agent, err = openAgent(f.agent, f.agentSandbox, prof.Paths.Normal.UID); err != nil {
+		if p.agent, err = openAgent(f.agent, f.agentSandbox, prof.Paths.Normal.UID, prof.Target); err != nil {
 			return nil, err
 		}
 	}

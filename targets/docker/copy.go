@@ -57,9 +57,15 @@ func (s *Session) copyTar(ctx context.Context, dest, p string, data []byte, mode
 	tw := tar.NewWriter(&buf)
 	now := time.Now()
 	parts := strings.Split(rel, "/")
+	// Folders made under the session's work folder are the session's own
+	// to write in, whatever user it runs as (an agent's home, say).
+	dirMode := int64(0o755)
+	if strings.HasPrefix(p, workDir+"/") {
+		dirMode = 0o1777
+	}
 	for i := 1; i < len(parts); i++ {
 		dir := strings.Join(parts[:i], "/") + "/"
-		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: dir, Mode: 0o755, ModTime: now}); err != nil {
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: dir, Mode: dirMode, ModTime: now}); err != nil {
 			return err
 		}
 	}

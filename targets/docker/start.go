@@ -22,6 +22,9 @@ import (
 // images that have no sleep of their own.
 const toolsDir = "/gatehouse"
 
+// workDir is the folder every exec of a session may write (sticky, 1777).
+const workDir = toolsDir + "/work"
+
 // Start creates a container that only sleeps, binds or copies its files, records
 // the shim entry (which namespace it joins), applies the egress ruleset in
 // that namespace and starts it; commands run in it through Exec. Nothing
