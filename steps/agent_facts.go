@@ -25,7 +25,9 @@ func (r *runner) agentFacts(s *scenario, res *evidence.Result) {
 			continue
 		}
 		switch d := s.dests[a.ID]; {
-		case d == "" || s.emitted == nil:
+		// The agent talks to its model at the inference endpoint itself:
+		// packets counted there say nothing about the attempt.
+		case d == "" || d == "inference" || s.emitted == nil:
 		case s.emitted[d] == 0:
 			f.StoppedBy[a.ID] = "agent-sandbox"
 		default:

@@ -39,7 +39,9 @@ func (r *runner) agentPlan(ctx context.Context, s *scenario, p probe.Plan, lim p
 	n := s.agentRuns
 	work := "/gatehouse/work"
 	planFile := fmt.Sprintf("%s/gh-plan-%d.json", work, n)
-	outFile := fmt.Sprintf("%s/gh-reports-%d.jsonl", work, n)
+	// In the folder the agent starts in: an agent's own sandbox lets its
+	// commands write there, if anywhere.
+	outFile := fmt.Sprintf("%s/gh-run-%d/reports.jsonl", work, n)
 	doc := fmt.Sprintf("/gatehouse/inbox/report-%d.md", n)
 	b, err := jsonPlan(p)
 	if err != nil {
