@@ -13,13 +13,14 @@ echo "== lab bring-up, session attach, bwrap session start (Go benchmarks, 20 ru
 go test -run '^$' -bench 'LabUp|Attach' -benchtime 20x ./lab | grep ^Benchmark
 go test -run '^$' -bench 'SessionStart' -benchtime 20x ./targets/bwrap | grep ^Benchmark
 
-whole_run() { # whole_run LABEL GATES PROFILE
+whole_run() { # whole_run LABEL GATES PROFILE [RUN FLAGS...]
   local label=$1 sel=$2 profile=$3 dir="$out/$1-$3"
+  shift 3
   echo
   echo "== $label on $profile ($reps runs)"
   for i in $(seq "$reps"); do
     start=$(date +%s%N)
-    bin/gatehouse run --quiet --profile "targets/profiles/$profile.yaml" ${sel:+--gates "$sel"} --out "$dir" >/dev/null 2>&1
+    bin/gatehouse run --quiet --profile "targets/profiles/$profile.yaml" ${sel:+--gates "$sel"} --out "$dir" "$@" >/dev/null 2>&1
     code=$?
     end=$(date +%s%N)
     printf '  run %d: %6.2f s (exit %d)\n' "$i" "$(echo "($end-$start)/1000000000" | bc -l)" "$code"
@@ -34,6 +35,16 @@ for profile in bwrap-hardened bwrap-leaky; do
 done
 for profile in bwrap-hardened bwrap-leaky; do
   whole_run "all eight gates" "" "$profile"
+done
+
+# Real agents on the normal path, next to the probe (the runs above): the
+# per-gate normal-path times are the agent's; the assume-breach ones stay
+# the probe's.
+for agent in claude-code codex qwen-code; do
+  if ! bin/gatehouse agents list 2>/dev/null | grep -Eq "^$agent +[^ ]+ +[^ ]+ +yes"; then
+    echo; echo "== agent $agent: not installed (make tools), skipped"; continue
+  fi
+  whole_run "all eight gates, agent $agent" "" bwrap-hardened --agent "$agent"
 done
 
 if [ -x scripts/bench-docker.sh ]; then

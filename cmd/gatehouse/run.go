@@ -71,6 +71,13 @@ The plan is recorded as plan.json, the warnings in run.json.
 is valid, 2 when it is not. --output json prints the plan as JSON (schema in
 docs/profiles.md).
 
+--agent NAME has a real agent CLI (claude-code, codex, qwen-code, or
+exec:PATH for a team's own) run the normal path instead of the probe: the lab's
+scripted model makes it read the scenario's untrusted document and obey the
+instruction in it, through its own tools (docs/agents.md). Install it first
+with 'gatehouse agents install NAME'; a run never fetches one and never falls
+back to the probe. --agent-sandbox on switches the agent's own sandbox on.
+
 The lab of controlled endpoints is brought up in network namespaces of its own
 for the run and removed afterwards. Needs root (namespaces, nftables).
 Its public-looking callback and second DNS authority (192.88.99.10, 3ffe::10,
@@ -81,7 +88,7 @@ GATEHOUSE_LAB_PUBLIC_DNS_V4 (docs/lab.md).
 Example:
   gatehouse run --profile targets/profiles/bwrap-hardened.yaml
   gatehouse run --check --profile team.yaml --output json
-  gatehouse run --profile targets/profiles/docker-hardened.yaml --model m-2026-10 --agent triage-bot/1.4
+  gatehouse run --profile targets/profiles/docker-hardened.yaml --model m-2026-10 --agent codex
   gatehouse run --profile targets/profiles/bwrap-leaky.yaml --gates external-callback,cloud-metadata
   COSIGN_PASSWORD=... gatehouse run --profile targets/profiles/bwrap-hardened.yaml --key cosign.key --archive
 
