@@ -223,6 +223,9 @@ func prepare(ctx context.Context, f runFlags) (*plan, error) {
 	if err != nil {
 		return nil, &usageError{err}
 	}
+	if f.agentSandbox == "" {
+		f.agentSandbox = "off" // callers that build flags themselves (compare)
+	}
 	if f.agentSandbox != "on" && f.agentSandbox != "off" {
 		return nil, usagef("run: --agent-sandbox %q: say on or off", f.agentSandbox)
 	}
