@@ -14,20 +14,31 @@ import (
 	"sync"
 	"time"
 
-	"gatehouse/evidence"
+	"gatehouse/evidence/comparison"
 	"gatehouse/targets"
 )
 
-const compareHelp = `Usage: gatehouse compare --profile A --profile B [--profile C ...] [--gates LIST] [--out DIR]
+const compareHelp = `Usage: gatehouse compare --profile A --profile B [--profile C ...] [--run DIR ...] [--gates LIST] [--out DIR]
 
-Runs the same gates against each profile, one after the other, exactly as
-'gatehouse run' does (each gets its own lab and its own run folder under
---out), then prints one matrix: gate x path x profile, with each profile's
-cold start (Target.Start until the session is ready, median and p95 over
-the run's sessions) and full run time. The matrix is written to
-<out>/compare-<id>.json and .txt. With --key every run is sealed and the
-matrix names each run's folder and the digest of its signed SHA256SUMS, so
-each row can be checked with 'gatehouse verify'.
+The side-by-side a team reads before choosing a sandbox. Runs the same gates
+against each profile, one after the other, exactly as 'gatehouse run' does
+(each gets its own lab and its own run folder under --out), then prints one
+matrix: gate x path x profile, what got through where (the lab endpoint,
+protocol and port that recorded each forbidden contact), each runtime as it
+reported itself, each profile's session cold start (Target.Start until the
+session is ready, median and p95 over the run's sessions) and full run time.
+
+The matrix is written to <out>/compare-<id>.json, .txt and .html (one
+self-contained page, no scripts, for a design review). With --key every run
+is sealed and the matrix names each run's folder and the digest of its signed
+SHA256SUMS, so each column can be checked with 'gatehouse verify'.
+
+--run DIR adds a run folder made earlier (by run or by another compare) as a
+column without running it again; its cold start is not known then.
+
+A column whose run could not finish, or (with --keep-going) whose profile
+could not be prepared here (its tool is not installed, say), shows no
+verdicts and says why: an empty cell is never a pass.
 
 Example:
   gatehouse compare --profile targets/profiles/bwrap-hardened.yaml \
@@ -35,8 +46,8 @@ Example:
     --profile targets/profiles/gvisor-hardened.yaml \
     --gates external-callback,dns-exfiltration,cloud-metadata
 
-Exit codes: 0 every run finished (the verdicts are in the matrix), 3 some
-run could not finish, 2 usage or config.
+Exit codes: 0 every column has complete verdicts (the verdicts are in the
+matrix), 3 some column could not finish, 2 usage or config.
 
 Flags:
 `
@@ -47,12 +58,15 @@ func (l *listFlag) String() string     { return strings.Join(*l, ",") }
 func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 
 func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	var profs listFlag
+	var profs, runDirs listFlag
+	var keepGoing bool
 	var f runFlags
 	fl := flag.NewFlagSet("compare", flag.ContinueOnError)
 	fl.SetOutput(stderr)
 	fl.Usage = func() { fmt.Fprint(stderr, compareHelp); fl.PrintDefaults() }
-	fl.Var(&profs, "profile", "profile YAML (repeat: at least two)")
+	fl.Var(&profs, "profile", "profile YAML (repeat; with --run, at least two columns in all)")
+	fl.Var(&runDirs, "run", "an existing run folder to add as a column (repeatable)")
+	fl.BoolVar(&keepGoing, "keep-going", false, "a profile that cannot be prepared here becomes a column that says why, instead of exit 2")
 	fl.StringVar(&f.gates, "gates", "", "comma-separated gates to run (default: every gate)")
 	fl.StringVar(&f.out, "out", "gatehouse-runs", "folder that receives the run folders and the matrix")
 	fl.StringVar(&f.probe, "probe", "", "static probe binary (default: as for run)")
@@ -68,53 +82,74 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if fl.NArg() > 0 {
 		return usagef("compare: unexpected argument %q", fl.Arg(0))
 	}
-	if len(profs) < 2 {
-		return usagef("compare: give at least two --profile")
+	if len(profs)+len(runDirs) < 2 {
+		return usagef("compare: give at least two --profile (or --run) to compare")
 	}
+	unprepared := map[string]error{}
 	for _, p := range profs {
 		g := f
 		g.profile = p
 		if _, err := prepare(ctx, g); err != nil {
-			return err
+			if !keepGoing {
+				return err
+			}
+			unprepared[p] = err
 		}
 	}
-	cmp := &comparison{ID: newRunID(), Gates: f.gates}
+	cmp := &comparison.Comparison{ID: newRunID(), Created: time.Now().UTC(), Gates: f.gates}
 	for _, p := range profs {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("compare: %w", err)
+		}
+		if err := unprepared[p]; err != nil {
+			cmp.Profiles = append(cmp.Profiles, comparison.Column{File: p, Error: "not run: " + err.Error()})
+			continue
 		}
 		g := f
 		g.profile = p
 		cmp.Profiles = append(cmp.Profiles, compareOne(ctx, g, stdout, stderr))
 	}
-	cmp.build()
+	for _, d := range runDirs {
+		col := comparison.Column{}
+		if err := comparison.ReadRun(&col, d); err != nil {
+			return &usageError{fmt.Errorf("compare: --run: %w", err)}
+		}
+		cmp.Profiles = append(cmp.Profiles, col)
+	}
+	cmp.Build()
 	if err := os.MkdirAll(f.out, 0o755); err != nil {
 		return fmt.Errorf("compare: %w", err)
 	}
-	var txt bytes.Buffer
-	cmp.print(&txt)
+	var txt, page bytes.Buffer
+	cmp.WriteText(&txt)
 	stdout.Write(txt.Bytes())
 	base := filepath.Join(f.out, "compare-"+cmp.ID)
 	b, err := json.MarshalIndent(cmp, "", "  ")
 	if err == nil {
-		err = errors.Join(os.WriteFile(base+".json", append(b, '\n'), 0o644), os.WriteFile(base+".txt", txt.Bytes(), 0o644))
+		err = cmp.WriteHTML(&page)
+	}
+	if err == nil {
+		err = errors.Join(os.WriteFile(base+".json", append(b, '\n'), 0o644), os.WriteFile(base+".txt", txt.Bytes(), 0o644),
+			os.WriteFile(base+".html", page.Bytes(), 0o644))
 	}
 	if err != nil {
 		return fmt.Errorf("compare: write matrix: %w", err)
 	}
-	fmt.Fprintf(stdout, "\nmatrix: %s.json, %s.txt\n", base, base)
+	fmt.Fprintf(stdout, "\nmatrix: %s.json, %s.txt, %s.html\n", base, base, base)
 	for _, p := range cmp.Profiles {
 		if p.Error != "" {
-			return &exitError{code: exitInconclusive, msg: fmt.Sprintf("compare: the run of %s did not finish: %s", p.File, p.Error)}
+			return &exitError{code: exitInconclusive, msg: fmt.Sprintf("compare: %s has no complete verdicts: %s", p.Label(), firstLine(p.Error))}
 		}
 	}
 	return nil
 }
 
+func firstLine(s string) string { return strings.SplitN(s, "\n", 2)[0] }
+
 // compareOne runs one profile through run's own execute, timing each
 // session start, and reads back the run folder it wrote.
-func compareOne(ctx context.Context, f runFlags, stdout, stderr io.Writer) profileRun {
-	pr := profileRun{File: f.profile}
+func compareOne(ctx context.Context, f runFlags, stdout, stderr io.Writer) comparison.Column {
+	pr := comparison.Column{File: f.profile}
 	var out bytes.Buffer
 	var w io.Writer = &out
 	if !f.quiet {
@@ -124,37 +159,33 @@ func compareOne(ctx context.Context, f runFlags, stdout, stderr io.Writer) profi
 	setStartLog(starts)
 	t0 := time.Now()
 	err := execute(ctx, f, w, stderr)
-	pr.RunSeconds = time.Since(t0).Seconds()
+	runSeconds := time.Since(t0).Seconds()
 	setStartLog(nil)
 	if cerr := closeTargets(context.WithoutCancel(ctx)); cerr != nil {
 		err = errors.Join(err, cerr)
 	}
-	pr.ColdStart = starts.summary()
 	var ee *exitError
 	if err != nil && !(errors.As(err, &ee) && (ee.code == exitViolation || ee.code == exitInconclusive) && strings.Contains(out.String(), "\nevidence: ")) {
 		pr.Error = err.Error()
 	}
+	runDir := ""
 	for _, line := range strings.Split(out.String(), "\n") {
 		if d, ok := strings.CutPrefix(line, "evidence: "); ok {
-			pr.RunDir = strings.TrimSpace(d)
+			runDir = strings.TrimSpace(d)
 		}
 	}
-	if pr.RunDir == "" {
+	if runDir == "" {
 		if pr.Error == "" {
 			pr.Error = "no run folder was written"
 		}
 		return pr
 	}
-	var rec evidence.Run
-	if b, rerr := os.ReadFile(filepath.Join(pr.RunDir, "run.json")); rerr == nil && json.Unmarshal(b, &rec) == nil {
-		pr.Profile, pr.Target, pr.RunID = rec.Profile, rec.Target, rec.ID
+	if rerr := comparison.ReadRun(&pr, runDir); rerr != nil && pr.Error == "" {
+		pr.Error = rerr.Error()
 	}
-	if b, rerr := os.ReadFile(filepath.Join(pr.RunDir, "results.json")); rerr == nil {
-		_ = json.Unmarshal(b, &pr.results)
-	}
-	if b, rerr := os.ReadFile(filepath.Join(pr.RunDir, "SHA256SUMS")); rerr == nil {
-		pr.Sealed = evidence.SHA256(b)
-	}
+	pr.File = f.profile
+	pr.RunSeconds = runSeconds
+	pr.ColdStart = starts.summary()
 	return pr
 }
 

@@ -1,0 +1,63 @@
+package comparison
+
+import (
+	"bytes"
+	_ "embed"
+	"fmt"
+	"html/template"
+	"io"
+	"strings"
+)
+
+//go:embed page.html.tmpl
+var pageSource string
+
+// page values come from run folders, which are hostile input: html/template
+// escapes each for its context and the page's CSP forbids scripts.
+var page = template.Must(template.New("compare").Funcs(template.FuncMap{
+	"join": strings.Join,
+	"cellClass": func(v string) string {
+		switch v {
+		case "PASS", "FAIL", "INCONCLUSIVE", "SKIPPED":
+			return "c-" + v
+		}
+		return "c-none"
+	},
+	"counts": func(p Column) string {
+		pass, fail, other := p.counts()
+		return fmt.Sprintf("%d / %d / %d", pass, fail, other)
+	},
+}).Parse(pageSource))
+
+type placed struct {
+	Profile, Gate, Path string
+	Cell                Cell
+}
+
+type view struct {
+	*Comparison
+	Through   []placed
+	NotPassed []placed
+}
+
+// WriteHTML renders the comparison as one self-contained page.
+func (c *Comparison) WriteHTML(w io.Writer) error {
+	v := view{Comparison: c}
+	for _, r := range c.Matrix {
+		for i, cell := range r.Cells {
+			pl := placed{c.Profiles[i].Label(), r.Gate, r.Path, cell}
+			if len(cell.Through) > 0 {
+				v.Through = append(v.Through, pl)
+			}
+			if cell.Verdict != "PASS" {
+				v.NotPassed = append(v.NotPassed, pl)
+			}
+		}
+	}
+	var buf bytes.Buffer
+	if err := page.Execute(&buf, v); err != nil {
+		return fmt.Errorf("compare page: %w", err)
+	}
+	_, err := w.Write(buf.Bytes())
+	return err
+}
