@@ -21,4 +21,3 @@ func (l *startLog) summary() comparison.ColdStart {
 	p95 := ds[(len(ds)*95+99)/100-1]
 	return comparison.ColdStart{N: len(ds), MedianMS: ms(ds[len(ds)/2]), P95MS: ms(p95)}
 }
-
