@@ -16,6 +16,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -188,9 +189,23 @@ type errProxyRefused struct{ what string }
 
 func (e errProxyRefused) Error() string { return "proxy refused: " + e.what }
 
+// hungUp: a proxy that closes the connection instead of answering has
+// refused (a timeout stays a timeout).
+func hungUp(what string, err error) error {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) {
+		return errProxyRefused{what + ": closed without answering"}
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
 func httpConnect(c net.Conn, pu *url.URL, target string, rep *Report) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n", target, target)
+	fmt.Fprintf(&b, "CONNECT %s HTTP/1.1\r\n", target)
+	if !strings.ContainsFunc(target, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		// A control byte goes in the request line only: a header carrying
+		// it would make the proxy's parser refuse before its check runs.
+		fmt.Fprintf(&b, "Host: %s\r\n", target)
+	}
 	if a := basicAuth(pu); a != "" {
 		fmt.Fprintf(&b, "Proxy-Authorization: %s\r\n", a)
 	}
@@ -202,7 +217,7 @@ func httpConnect(c net.Conn, pu *url.URL, target string, rep *Report) error {
 	// to the tunnel and must not be buffered away.
 	head, err := readHead(c)
 	if err != nil {
-		return fmt.Errorf("CONNECT: %w", err)
+		return hungUp("CONNECT", err)
 	}
 	line, _, _ := strings.Cut(head, "\r\n")
 	f := strings.Fields(line)
@@ -258,7 +273,7 @@ func socksConnect(c net.Conn, pu *url.URL, target string) error {
 	}
 	var sel [2]byte
 	if _, err := io.ReadFull(c, sel[:]); err != nil {
-		return fmt.Errorf("socks greeting: %w", err)
+		return hungUp("socks5 greeting", err)
 	}
 	switch sel[1] {
 	case 0x00:
@@ -303,7 +318,7 @@ func socksConnect(c net.Conn, pu *url.URL, target string) error {
 	}
 	var head [4]byte
 	if _, err := io.ReadFull(c, head[:]); err != nil {
-		return fmt.Errorf("socks reply: %w", err)
+		return hungUp("socks5 request", err)
 	}
 	if head[1] != 0 {
 		return errProxyRefused{fmt.Sprintf("socks5 reply %d", head[1])}
