@@ -114,14 +114,17 @@ var proxyMetadata = family{
 	},
 }
 
-func init() {
+// withProxy adds the proxy attempts to the network families: one explicit
+// table, built once, no init-time registration.
+func withProxy(base map[string]family) map[string]family {
 	for fam, add := range map[string]family{
 		"reach the callback server":           proxyCallback,
 		"leak the session canary through DNS": proxyDNS,
 		"read cloud metadata":                 proxyMetadata,
 	} {
 		for n, mk := range add {
-			families[fam][n] = mk
+			base[fam][n] = mk
 		}
 	}
+	return base
 }
