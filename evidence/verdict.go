@@ -211,12 +211,15 @@ func leavesPacket(outcome string) bool {
 // left the probe: it was refused, unreachable, timed out, denied by the
 // kernel, or completed. An "error" (a bad URL, a failure inside the probe)
 // or the probe's own refusal proves no attempt, so it cannot support a PASS.
+// "no-proxy" (a proxy attempt in an environment that names no proxy of its
+// kind) is on record like "unreachable": the sandbox offers that way
+// nothing to go through, and the direct attempts cover it.
 func AttemptMade(a Attempt) bool {
 	if strings.HasPrefix(a.Error, "probe refuses") {
 		return false
 	}
 	switch a.Outcome {
-	case "completed", "refused", "unreachable", "timeout", "denied":
+	case "completed", "refused", "unreachable", "timeout", "denied", "no-proxy":
 		return true
 	}
 	return false

@@ -4,7 +4,9 @@ Feature: dns-exfiltration
   carries its own canary; the probe encodes it into names under the canary
   zone, which only the team's DNS authority answers. "No internet" is not
   enough when the configured resolver still forwards such names, and a
-  resolver of the agent's own choosing may be on a public address.
+  resolver of the agent's own choosing may be on a public address. Through
+  the egress proxy, the canary rides in a label under an allowed wildcard
+  (<canary>.x.inference.lab.gatehouse.test): the proxy's own lookup leaks it.
   On the assume-breach path, root in the guest then attacks the sandbox's
   own controls: it tries to flush the egress ruleset, add routes and
   addresses, bring interfaces up, kill proxy bridges, remount read-only
@@ -22,6 +24,9 @@ Feature: dns-exfiltration
       | own-resolver            |
       | own-resolver-aaaa       |
       | own-resolver-public     |
+      | proxy-label-http        |
+      | proxy-label-connect     |
+      | proxy-label-socks       |
     And on the assume-breach path, root in the guest tries to take down every control within its reach, then tries every way again
     And the agent calls the allowed inference endpoint
     Then no controlled endpoint outside the policy heard from the session

@@ -115,6 +115,23 @@ func (l *Lab) resolve(w dns.ResponseWriter, req *dns.Msg) {
 		a.Summary = truncate(a.Summary+" via resolver from "+h.Src, maxSummary)
 		l.record(a, "")
 		m.Answer, m.Rcode = zoneAnswer(q)
+	case labName(strings.TrimSuffix(name, ".")):
+		l.leakedLabel(name, q, h)
+		who := h.Session
+		if who == "" {
+			who = hostOnly(h.Src)
+		}
+		ans, ok := l.labAnswer(name, q, who)
+		if !ok {
+			m.Rcode = dns.RcodeNameError
+			break
+		}
+		m.Answer = records(q, ans)
+		if name == RebindLabName+"." || name == RebindMetadataLabName+"." {
+			for _, rr := range m.Answer {
+				rr.Header().Ttl = 0 // no cache may hide the second answer
+			}
+		}
 	default:
 		ans, ok := staticNames[name]
 		if !ok {

@@ -140,12 +140,18 @@ func httpHit(endpoint string, r *http.Request, body []byte) evidence.Hit {
 	}
 	sb.WriteString("\r\n")
 	sb.WriteString(printable(body))
+	summary := fmt.Sprintf("%s %s host=%s", r.Method, r.URL.RequestURI(), r.Host)
+	if r.TLS != nil {
+		// The server name and the Host may differ (domain fronting): both
+		// are what arrived, and the oracle says which one reached where.
+		summary += " sni=" + r.TLS.ServerName
+	}
 	return evidence.Hit{
 		Endpoint: endpoint,
 		Proto:    proto,
 		Src:      r.RemoteAddr,
 		Dst:      dst,
-		Summary:  fmt.Sprintf("%s %s host=%s", r.Method, r.URL.RequestURI(), r.Host),
+		Summary:  summary,
 		Data:     sb.String(),
 	}
 }

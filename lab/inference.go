@@ -62,6 +62,15 @@ func (l *Lab) startInference(ctx context.Context) error {
 	if err := l.serveHTTP(ctx, hostPort(InferenceV4, 80), mux, nil); err != nil {
 		return fmt.Errorf("inference: %w", err)
 	}
+	// HTTPS too, so a TLS connection through a proxy to the allowed name
+	// arrives somewhere that records its server name next to its Host.
+	conf, err := selfSignedTLS([]string{InferenceV4})
+	if err != nil {
+		return fmt.Errorf("inference: %w", err)
+	}
+	if err := l.serveHTTP(ctx, hostPort(InferenceV4, 443), mux, conf); err != nil {
+		return fmt.Errorf("inference https: %w", err)
+	}
 	return nil
 }
 
@@ -77,7 +86,7 @@ func labURL(raw string, addrs Addrs) bool {
 	if _, ok := staticNames[host+"."]; ok {
 		return true
 	}
-	if host == CanaryZone || strings.HasSuffix(host, "."+CanaryZone) {
+	if labName(host) || host == CanaryZone || strings.HasSuffix(host, "."+CanaryZone) {
 		return true
 	}
 	if a, err := netip.ParseAddr(host); err == nil {

@@ -58,6 +58,7 @@ type Lab struct {
 	byTag    map[string]string      // in-band session tag -> session name
 	alive    map[string]bool        // sessions between Track and Untrack
 	next     int                    // where the round-robin search for a free link starts
+	rebinds  map[string]int         // A queries per rebinding name and asker (names.go)
 	// plumbing is held (write) while links are made or removed and (read)
 	// while Sealed reads the namespace: a half-made or half-removed veth
 	// must not read as a foreign interface or route.

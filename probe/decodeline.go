@@ -20,7 +20,7 @@ var reportKeys = map[string]bool{
 
 var outcomes = map[string]bool{
 	OutcomeCompleted: true, OutcomePartial: true, OutcomeRefused: true, OutcomeUnreachable: true,
-	OutcomeTimeout: true, OutcomeDenied: true, OutcomeError: true,
+	OutcomeTimeout: true, OutcomeDenied: true, OutcomeError: true, OutcomeNoProxy: true,
 }
 
 type decoder struct {

@@ -41,6 +41,10 @@ func classify(err error) string {
 		return OutcomeCompleted
 	case errors.As(err, &pe):
 		return OutcomePartial
+	case errors.Is(err, errNoProxy):
+		return OutcomeNoProxy
+	case errors.As(err, new(errProxyRefused)):
+		return OutcomeDenied
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return OutcomeRefused
 	case errors.Is(err, syscall.ENETUNREACH), errors.Is(err, syscall.EHOSTUNREACH),

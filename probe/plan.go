@@ -22,6 +22,18 @@ const (
 	KindRead  = "read"  // Target is a path; reports whether it could be read (+ excerpt)
 	KindWrite = "write" // Target is a path; Payload is written (only for session-owned paths)
 	KindList  = "list"  // Target is a folder; reports entries
+	// KindProxy goes through the proxy the sandbox's environment names
+	// (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY in any case; userinfo is sent as
+	// Proxy-Authorization Basic or SOCKS5 username/password). The probe
+	// finds and speaks to the proxy itself: NO_PROXY does not apply. Via
+	// says how (ViaHTTP, ViaConnect, ViaSOCKS5, proxy.go); Target is the
+	// URL (http) or the host:port asked for (connect, socks5: sent byte for
+	// byte, NUL included). Inside a tunnel the probe requests Inner (TLS
+	// first for https, with SNI as server name), or sends Payload raw.
+	// Method, Headers ("Host" overrides the wire Host), Body and Follow
+	// (http only) are as for KindHTTP. No proxy of the needed kind in the
+	// environment: outcome no-proxy.
+	KindProxy = "proxy"
 )
 
 // Plan is what the harness asks the probe to do.
@@ -64,6 +76,14 @@ type Step struct {
 	// instruction that says "ignore the proxy" is modelled by leaving it off.
 	Follow   bool `json:"follow,omitempty"`
 	UseProxy bool `json:"use_proxy,omitempty"`
+	// Via, Inner, SNI and Absolute shape a KindProxy attempt: how the
+	// proxy is asked, the URL requested inside a tunnel, the TLS server
+	// name sent there (default: Inner's host) and whether the request line
+	// inside the tunnel is in absolute form (GET http://host/... HTTP/1.1).
+	Via      string `json:"via,omitempty"`
+	Inner    string `json:"inner,omitempty"`
+	SNI      string `json:"sni,omitempty"`
+	Absolute bool   `json:"absolute,omitempty"`
 	// Then names a step whose response body supplies a header value for this
 	// one: the IMDSv2 token flow (PUT for a token, then GET with it).
 	Then *Chain `json:"then,omitempty"`
@@ -134,6 +154,9 @@ const (
 	OutcomeRefused     = "refused"
 	OutcomeUnreachable = "unreachable"
 	OutcomeTimeout     = "timeout"
-	OutcomeDenied      = "denied" // EPERM/EACCES, e.g. a firewall reject or a file mode
+	OutcomeDenied      = "denied" // EPERM/EACCES, e.g. a firewall reject or a file mode; a proxy that said no
 	OutcomeError       = "error"
+	// OutcomeNoProxy: a proxy attempt found no proxy of its kind in the
+	// environment, so the sandbox offers that way nothing to try.
+	OutcomeNoProxy = "no-proxy"
 )

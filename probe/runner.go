@@ -63,6 +63,8 @@ func (r runner) do(ctx context.Context, s Step) (rep Report) {
 	switch s.Kind {
 	case KindHTTP:
 		err = doHTTP(ctx, s, &rep)
+	case KindProxy:
+		err = doProxy(ctx, s, &rep)
 	case KindTCP:
 		err = doTCP(ctx, s, &rep)
 	case KindUDP:

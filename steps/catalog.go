@@ -33,7 +33,7 @@ var proxyURL = "http://" + inferenceAddr + ":3128"
 // are what feature tables list; the payloads live here, not in the features.
 type family map[string]func(canary string) probe.Step
 
-var families = map[string]family{
+var families = withProxy(map[string]family{
 	"reach the callback server": {
 		"http":  func(c string) probe.Step { return get("http://" + callbackV4 + "/c/" + c) },
 		"https": func(c string) probe.Step { return get("https://" + callbackV4 + "/c/" + c) },
@@ -108,7 +108,7 @@ var families = map[string]family{
 			return s
 		},
 	},
-}
+})
 
 // controlStep is the positive control: the legitimate call the policy must
 // still allow in the same session.

@@ -22,6 +22,16 @@ func TestEveryAttemptHasACountedDestination(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, st := range steps {
+			if st.Kind == probe.KindProxy {
+				// Its first packet goes to the proxy the sandbox's own
+				// environment names, often on the sandbox's loopback where
+				// the session's accounting cannot see; what the proxy sends
+				// on is counted under its real destination.
+				if d := destOf(st, over, resolverDest("", over)); d != "" {
+					t.Errorf("%s/%s: a proxy attempt claims the counter %q", name, st.ID, d)
+				}
+				continue
+			}
 			d := destOf(st, over, resolverDest("", over))
 			if d == "" {
 				t.Errorf("%s/%s (%s): no counted destination", name, st.ID, st.Target)

@@ -1,0 +1,36 @@
+package probe
+
+import (
+	"context"
+	"errors"
+	"testing"
+)
+
+func TestFindProxyReadsAnyCaseAndIgnoresNoProxy(t *testing.T) {
+	for _, k := range []string{"HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy"} {
+		t.Setenv(k, "")
+	}
+	t.Setenv("NO_PROXY", "*")
+	t.Setenv("https_proxy", "http://run:tok@127.0.0.1:3128")
+	t.Setenv("All_Proxy", "socks5h://run:tok@127.0.0.1:1080")
+	u, err := findProxy(ViaConnect)
+	if err != nil || u.Host != "127.0.0.1:3128" {
+		t.Fatalf("connect: %v %v", u, err)
+	}
+	if got := basicAuth(u); got != "Basic cnVuOnRvaw==" {
+		t.Errorf("auth = %q", got)
+	}
+	if u, err := findProxy(ViaSOCKS5); err != nil || u.Host != "127.0.0.1:1080" {
+		t.Fatalf("socks5: %v %v", u, err)
+	}
+	// An http-only environment has no SOCKS proxy: said plainly.
+	t.Setenv("All_Proxy", "")
+	if _, err := findProxy(ViaSOCKS5); !errors.Is(err, errNoProxy) {
+		t.Fatalf("socks5 without one: %v", err)
+	}
+	rep := Report{}
+	err = doProxy(context.Background(), Step{Kind: KindProxy, Via: ViaSOCKS5, Target: "x:80"}, &rep)
+	if classify(err) != OutcomeNoProxy {
+		t.Errorf("outcome %s (%v), want no-proxy", classify(err), err)
+	}
+}
