@@ -5,6 +5,8 @@ set -euo pipefail
 
 need=()
 command -v bwrap   >/dev/null || need+=(bubblewrap)
+# The firejail target (targets/exec, profile firejail-hardened.yaml).
+command -v firejail >/dev/null || need+=(firejail)
 command -v nft     >/dev/null || need+=(nftables)
 command -v ip      >/dev/null || need+=(iproute2)
 command -v nsenter >/dev/null || need+=(util-linux)
@@ -31,4 +33,4 @@ if [ ${#need[@]} -gt 0 ]; then
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
-echo "setup: bubblewrap $(bwrap --version | awk '{print $2}'), $(nft --version), $(ip -V)"
+echo "setup: bubblewrap $(bwrap --version | awk '{print $2}'), $(firejail --version | head -1), $(nft --version), $(ip -V)"

@@ -11,6 +11,7 @@ import (
 	"gatehouse/targets"
 	"gatehouse/targets/bwrap"
 	"gatehouse/targets/docker"
+	gexec "gatehouse/targets/exec"
 	"gatehouse/targets/profile"
 )
 
@@ -41,8 +42,11 @@ func newTarget(name string, prof *profile.Profile, probe string) (targets.Target
 		}
 		remember(t)
 		return timed(t), nil
+	case profile.TargetExec, profile.TargetFirejail:
+		// The wrapper runs the probe binary's "init 0" as its command.
+		return timed(gexec.New(gexec.Options{Profile: prof, Init: probe})), nil
 	default:
-		return nil, usagef("unknown target %q; known targets: bwrap, docker, gvisor", name)
+		return nil, usagef("unknown target %q; known targets: bwrap, docker, gvisor, exec, firejail", name)
 	}
 }
 

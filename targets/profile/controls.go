@@ -70,6 +70,9 @@ func (p *Profile) identityControl() Control {
 	if p.Target == "bwrap" {
 		where = "set by bubblewrap when the session's sandbox starts (--uid, --gid, --cap-drop) and inherited by every command, in a user namespace of the sandbox's own"
 	}
+	if p.IsWrapper() {
+		where = "the harness starts the wrapper as the path's user; what the wrapper keeps or drops is its own (read back from inside by the probe)"
+	}
 	var parts []string
 	for _, path := range bothPaths {
 		id := p.Identity(path)
@@ -83,6 +86,14 @@ func (p *Profile) identityControl() Control {
 }
 
 func (p *Profile) noNewPrivileges() bool {
+	if p.IsWrapper() {
+		for _, a := range p.Firejail.Args {
+			if a == "--nonewprivs" {
+				return true
+			}
+		}
+		return p.Target == TargetExec // the wrapper's own business: the probe reads it back
+	}
 	for _, o := range p.Docker.SecurityOpt {
 		if o == "no-new-privileges" || o == "no-new-privileges:true" || o == "no-new-privileges=true" {
 			return true
@@ -96,6 +107,8 @@ func (p *Profile) mountControl() Control {
 	switch {
 	case p.Target == "bwrap":
 		c.Where = "the sandbox's mount namespace, which its own user namespace owns"
+	case p.IsWrapper():
+		c.Where = "the wrapper's own mount namespace, made from a private one of the harness's (session files at /gatehouse, resolv.conf)"
 	case p.gvisor():
 		c.Where = "gVisor's gofer on the host serves the sandbox's files"
 		c.Reach = reach(func(targets.Path) bool { return false })
@@ -133,6 +146,17 @@ func (p *Profile) seccompControl() Control {
 			}
 		}
 		c.Where, c.Why = "none", "bwrap.args install no filter"
+		return c
+	}
+	if p.IsWrapper() {
+		for _, a := range p.Firejail.Args {
+			if a == "--seccomp" || strings.HasPrefix(a, "--seccomp=") || strings.HasPrefix(a, "--seccomp.") {
+				c.Where = "installed by firejail (" + a + ")"
+				outside()
+				return c
+			}
+		}
+		c.Where, c.Why = "the wrapper's own, if any", "not known from the profile: the probe's facts (seccomp) show what is in force"
 		return c
 	}
 	switch {

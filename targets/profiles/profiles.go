@@ -21,3 +21,7 @@ const (
 	// Default is the profile used when none is named.
 	Default = Hardened
 )
+
+// FirejailHardened: firejail in the session namespace, egress limited to
+// the inference endpoint.
+const FirejailHardened = "firejail-hardened.yaml"
