@@ -135,6 +135,17 @@ func (p *Profile) caps(path targets.Path) capSet {
 		}
 		return s
 	}
+	if p.IsWrapper() {
+		if id.UID != 0 {
+			return capSet{} // the wrapper starts as this user, with none
+		}
+		for _, a := range p.Firejail.Args {
+			if a == "--caps.drop=all" {
+				return capSet{}
+			}
+		}
+		return allCaps() // the wrapper starts as root; what it keeps is its own business, read back by the probe
+	}
 	if path == targets.PathNormal && id.UID != 0 {
 		return capSet{} // Docker gives a non-root user no effective capabilities
 	}

@@ -22,6 +22,8 @@ func (p *Profile) egressApplies() (bool, string) {
 	switch {
 	case p.Target == "bwrap" && p.bwrapUnshares("net"):
 		return false, "bwrap.args give the sandbox an empty network namespace of its own; the session's, which holds the ruleset, is never used"
+	case p.Target == TargetFirejail && firejailOwnNet(p.Firejail.Args):
+		return false, "firejail.args give the sandbox a network namespace of firejail's own (--net=...); the session's, which holds the ruleset, is not the sandbox's"
 	case p.gvisor() && !p.runtimeFlag("--network=host"):
 		return false, "runsc's own netstack sends through a packet socket the namespace's output hook never sees (docs/docker.md); runtime_flags: [--network=host] makes it apply"
 	}
@@ -124,4 +126,15 @@ func (v *validator) egressWarnings() []Warning {
 		return warn("the ruleset is within the guest's reach on the " + strings.Join(in, " and ") + " path: root there has CAP_NET_ADMIN over the session namespace")
 	}
 	return nil
+}
+
+// firejailOwnNet: --net=none or --net=IFACE makes firejail's sandbox a
+// network namespace of its own instead of the one it starts in.
+func firejailOwnNet(args []string) bool {
+	for _, a := range args {
+		if strings.HasPrefix(a, "--net=") {
+			return true
+		}
+	}
+	return false
 }

@@ -117,6 +117,8 @@ func (p *Profile) runtime() string {
 	switch {
 	case p.Target == "bwrap":
 		return "bubblewrap"
+	case p.IsWrapper():
+		return "wrapper " + strings.Join(p.Wrapper().Argv, " ")
 	case p.Docker.Runtime != "":
 		return p.Docker.Runtime
 	}

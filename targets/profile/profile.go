@@ -29,6 +29,8 @@ type Profile struct {
 	Paths       Paths             `yaml:"paths"`
 	Bwrap       Bwrap             `yaml:"bwrap"`
 	Docker      docker.Spec       `yaml:"docker"` // targets docker and gvisor; see docs/docker.md
+	Exec        Exec              `yaml:"exec"`     // target exec; see docs/exec-target.md
+	Firejail    Firejail          `yaml:"firejail"` // target firejail
 	Limits      Limits            `yaml:"limits"`
 	// SecretProcess says where the platform runs a process holding a secret
 	// in its environment (a tool server started with an API key, the agent

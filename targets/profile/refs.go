@@ -14,6 +14,8 @@ type facts struct {
 	bwrap    []bwrapOpt // bwrap.args split into options
 	refs     []string   // "place:NAME" and "secret:NAME" the profile names, sorted
 	warnings []Warning
+	// wrapFiles: exec/firejail {{file:NAME}} -> key in files
+	wrapFiles map[string]string
 }
 
 // symbolic is a Spec whose places and secrets expand to their own
@@ -58,6 +60,16 @@ func (v *validator) references() error {
 	for i, a := range p.Bwrap.Args {
 		if err := check(a); err != nil {
 			return v.failItem("bwrap.args", i, fmt.Errorf("bwrap.args[%d]: %w", i, err))
+		}
+	}
+	wargv := p.Exec.Argv
+	if p.Target == TargetFirejail {
+		wargv = p.Firejail.Args
+	}
+	for i, a := range wargv {
+		// The wrapper's own references were checked by wrapper().
+		if err := check(WrapperRef.ReplaceAllString(a, "")); err != nil {
+			return v.failItem(fieldOf(p.Target), i, fmt.Errorf("[%d]: %w", i, err))
 		}
 	}
 	for _, k := range sortedKeys(p.Env) {

@@ -95,6 +95,9 @@ func (v *validator) run() error {
 	if err := v.docker(); err != nil {
 		return err
 	}
+	if err := v.wrapper(); err != nil {
+		return err
+	}
 	if p.Target == "bwrap" && len(p.Bwrap.Args) == 0 {
 		return v.fail("bwrap.args", errors.New("required for target bwrap"))
 	}
@@ -216,7 +219,7 @@ func (v *validator) secretProcess() error {
 		switch sp.User {
 		case SecretAgent:
 		case SecretOther:
-			if v.p.Target == "bwrap" {
+			if v.p.Target == "bwrap" || v.p.IsWrapper() {
 				return v.fail("secret_process.user", errors.New("bubblewrap's --unshare-user maps one uid into the sandbox, so no other user can run inside it: run the process outside, or inside as the agent"))
 			}
 		case "":

@@ -22,12 +22,18 @@ type Client struct {
 	Path string // the listening socket's path on the host
 	// Gone, when closed, means the instance exited: calls stop waiting.
 	Gone <-chan struct{}
+	// Dial, when set, replaces dialing Path: a wrapped sandbox's init is
+	// reached through its control connection (Control.Dial).
+	Dial func(ctx context.Context) (*net.UnixConn, error)
 	// WaitDelay bounds how long Exec waits for output after the command
 	// exited, when a background process it left keeps the pipes open.
 	WaitDelay time.Duration
 }
 
 func (c *Client) dial(ctx context.Context) (*net.UnixConn, error) {
+	if c.Dial != nil {
+		return c.Dial(ctx)
+	}
 	conn, err := (&net.Dialer{}).DialContext(ctx, "unixpacket", c.Path)
 	if err != nil {
 		return nil, fmt.Errorf("supervisor: dial: %w", err)

@@ -83,3 +83,34 @@ func lookPath(name string, env []string) (string, error) {
 	}
 	return "", errors.New("command not found in PATH " + path)
 }
+
+// proxyVars are the variables that point programs at a proxy; any case.
+var proxyVars = map[string]bool{"HTTP_PROXY": true, "HTTPS_PROXY": true, "ALL_PROXY": true, "NO_PROXY": true, "FTP_PROXY": true}
+
+func isProxyVar(k string) bool { return proxyVars[strings.ToUpper(k)] }
+
+// dropProxy applies the wrapper rule: when the init's own environment (what
+// the wrapper set, e.g. srt's or Codex's proxy with its per-run token) names
+// any proxy variable, the wrapper's proxy setup is taken whole, and every
+// proxy variable of the request (the harness's per-session default) is
+// dropped. With none in the init's environment, the request's apply.
+func dropProxy(base []string, extra map[string]string) map[string]string {
+	own := false
+	for _, kv := range base {
+		k, _, _ := strings.Cut(kv, "=")
+		if isProxyVar(k) {
+			own = true
+			break
+		}
+	}
+	if !own {
+		return extra
+	}
+	out := make(map[string]string, len(extra))
+	for k, v := range extra {
+		if !isProxyVar(k) {
+			out[k] = v
+		}
+	}
+	return out
+}

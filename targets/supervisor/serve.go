@@ -16,8 +16,11 @@ import (
 // of the inherited listening descriptor. It serves until the sandbox ends.
 func Main(args []string, stderr io.Writer) int {
 	if len(args) != 1 {
-		fmt.Fprintln(stderr, "usage: init FD  (FD: the listening socket the harness passed)")
+		fmt.Fprintln(stderr, "usage: init FD  (FD: the listening socket the harness passed; 0: a control connection on stdin)")
 		return 2
+	}
+	if args[0] == "0" {
+		return serveControl(stderr)
 	}
 	fd, err := strconv.Atoi(args[0])
 	if err != nil || fd < 3 {
@@ -38,11 +41,7 @@ func Main(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "init: descriptor %d is not a unix socket\n", fd)
 		return 1
 	}
-	// Orphans (a command's child that escaped with setsid) come to us, so
-	// they are reaped instead of left as zombies of a process outside.
-	_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-	s := &server{running: map[int]chan syscall.WaitStatus{}}
-	go s.reap()
+	s := newServer(false)
 	for {
 		c, err := ul.AcceptUnix()
 		if err != nil {
@@ -53,7 +52,19 @@ func Main(args []string, stderr io.Writer) int {
 	}
 }
 
+// newServer starts the reaper. wrapped: the sandbox was started by a
+// wrapper whose proxy settings win (see mergeEnv).
+func newServer(wrapped bool) *server {
+	s := &server{running: map[int]chan syscall.WaitStatus{}, wrapped: wrapped}
+	// Orphans (a command's child that escaped with setsid) come to us, so
+	// they are reaped instead of left as zombies of a process outside.
+	_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+	go s.reap()
+	return s
+}
+
 type server struct {
+	wrapped bool
 	// mu is held around fork+register and around every wait4, so a command
 	// that exits at once cannot be reaped before its waiter is registered.
 	mu      sync.Mutex
@@ -102,7 +113,11 @@ func (s *server) handle(c *net.UnixConn) {
 // hangs up first (its context was cancelled), the command's process group
 // is killed.
 func (s *server) exec(c *net.UnixConn, req Request, fds []int) {
-	env := mergeEnv(os.Environ(), req.Env)
+	extra := req.Env
+	if s.wrapped {
+		extra = dropProxy(os.Environ(), extra)
+	}
+	env := mergeEnv(os.Environ(), extra)
 	path, err := lookPath(req.Args[0], env)
 	if err != nil {
 		_, _ = syscall.Write(fds[2], []byte(fmt.Sprintf("init: %s: %v\n", req.Args[0], err)))

@@ -20,8 +20,11 @@ import (
 // The test binary doubles as the supervisor: started with GH_SUPERVISOR=1
 // it serves on descriptor 3, as it would inside a sandbox.
 func TestMain(m *testing.M) {
-	if os.Getenv("GH_SUPERVISOR") == "1" {
+	switch os.Getenv("GH_SUPERVISOR") {
+	case "1":
 		os.Exit(supervisor.Main([]string{"3"}, os.Stderr))
+	case "control":
+		os.Exit(supervisor.Main([]string{"0"}, os.Stderr))
 	}
 	os.Exit(m.Run())
 }

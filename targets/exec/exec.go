@@ -1,0 +1,187 @@
+// Package exec is the generic wrapper target: a team's own sandbox command
+// (firejail, srt, codex sandbox, a script of its own) run unmodified.
+//
+// A session is one wrapper instance running the session's init (package
+// supervisor, "init 0" mode):
+//
+//	WRAPPER-ARGV... /gatehouse/.init init 0
+//
+// started as the path's user, in the session's network namespace, in a
+// private mount namespace where /etc/resolv.conf names the session's
+// resolver and /gatehouse is the session's staging folder (read-only, with a
+// writable /gatehouse/work). Its stdin is the init's control connection:
+// one end of a SOCK_SEQPACKET socketpair, over which each Exec hands the
+// init a fresh connection as a descriptor. See docs/exec-target.md.
+package exec
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	osexec "os/exec"
+	"strings"
+	"sync"
+	"time"
+
+	"gatehouse/targets"
+	"gatehouse/targets/profile"
+)
+
+// Options configure the target.
+type Options struct {
+	Profile *profile.Profile // required: target exec or firejail
+	Root    string           // where staging folders go; "" means os.TempDir()
+	// Init is the host path of the static gatehouse-probe binary, whose
+	// "init 0" mode serves the session. Required.
+	Init string
+}
+
+// Target starts wrapper sessions for one profile.
+type Target struct {
+	opts Options
+
+	versionOnce sync.Once
+	version     string
+	versionErr  error
+}
+
+var _ targets.Target = (*Target)(nil)
+
+// New returns a wrapper target for the profile in opts.
+func New(opts Options) *Target { return &Target{opts: opts} }
+
+// Name is the profile's target: "exec" or "firejail".
+func (t *Target) Name() string {
+	if t.opts.Profile != nil && t.opts.Profile.Target == profile.TargetFirejail {
+		return profile.TargetFirejail
+	}
+	return profile.TargetExec
+}
+
+// baseEnv is what the wrapper gets before the profile's env: the harness's
+// own variables (tokens, cloud credentials) never reach a sandbox.
+var baseEnv = map[string]string{"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
+
+// Start prepares the staging folder and the egress ruleset, then starts the
+// wrapper with the init and waits until the init answers.
+func (t *Target) Start(ctx context.Context, spec targets.Spec) (targets.Session, error) {
+	p := t.opts.Profile
+	name := t.Name()
+	if p == nil || !p.IsWrapper() {
+		return nil, fmt.Errorf("%s: start: the profile is not for target exec or firejail", name)
+	}
+	if t.opts.Init == "" {
+		return nil, fmt.Errorf("%s: start: no init binary (Options.Init): pass the gatehouse-probe binary", name)
+	}
+	if !spec.Path.Valid() {
+		return nil, fmt.Errorf("%s: start: unknown path %q", name, spec.Path)
+	}
+	if err := checkNetwork(p, spec.Network); err != nil {
+		return nil, fmt.Errorf("%s: start %s: %w", name, spec.Name, err)
+	}
+	version, err := t.runtimeVersion(ctx, spec.Network.NetnsPath)
+	if err != nil {
+		return nil, fmt.Errorf("%s: start: %w", name, err)
+	}
+	s := &session{name: name, prof: p, spec: spec, runtime: version, gone: make(chan struct{})}
+	err = s.prepare(ctx, t.opts)
+	if err == nil {
+		err = s.startInstance(ctx)
+	}
+	if err != nil {
+		cerr := s.cleanup(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("%s: start %s: %w", name, spec.Name, errors.Join(err, cerr))
+	}
+	return s, nil
+}
+
+// runtimeVersion runs the profile's version command once per target, in
+// the session's network namespace (or an empty one): a wrapper that checks
+// for updates must not reach a real network from here.
+func (t *Target) runtimeVersion(ctx context.Context, netns string) (string, error) {
+	t.versionOnce.Do(func() {
+		w := t.opts.Profile.Wrapper()
+		if len(w.Version) == 0 {
+			t.version = w.Argv[0] + " (the profile gives no version command)"
+			return
+		}
+		ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		defer cancel()
+		cmd := osexec.CommandContext(ctx, w.Version[0], w.Version[1:]...)
+		cmd.Env = envList(baseEnv)
+		var out limited
+		out.max = 4096
+		cmd.Stdout, cmd.Stderr = &out, &out
+		err := runIn(netns, cmd, func() error { return cmd.Run() })
+		if err != nil {
+			t.versionErr = fmt.Errorf("%s: %w: %s", strings.Join(w.Version, " "), err, strings.TrimSpace(out.String()))
+			return
+		}
+		line, _, _ := strings.Cut(strings.TrimSpace(out.String()), "\n")
+		t.version = strings.TrimSpace(line)
+		if t.version == "" {
+			t.version = w.Argv[0] + " (its version command printed nothing)"
+		}
+	})
+	return t.version, t.versionErr
+}
+
+// ErrSharedNetwork means the wrapper would start in the machine's own
+// network namespace. Never allowed: packets from there reach real networks.
+var ErrSharedNetwork = errors.New("refusing to run a sandbox in the machine's own network namespace")
+
+// checkNetwork decides, before anything is created, where the wrapper runs:
+// the session's namespace when the harness gives one (never the machine's
+// own), otherwise a new empty one made for the wrapper alone.
+func checkNetwork(p *profile.Profile, n targets.Network) error {
+	if n.NetnsPath == "" {
+		if p.Network == profile.NetworkLab {
+			return fmt.Errorf("profile %s wants network lab but no session namespace was given", p.Name)
+		}
+		return nil
+	}
+	for _, machine := range []string{"/proc/self/ns/net", "/proc/1/ns/net"} {
+		same, err := sameFile(n.NetnsPath, machine)
+		if err != nil && (machine == "/proc/self/ns/net" || !errors.Is(err, os.ErrPermission)) {
+			return fmt.Errorf("check network namespace: %w", err)
+		}
+		if same {
+			return fmt.Errorf("%w: %s is the same namespace as %s", ErrSharedNetwork, n.NetnsPath, machine)
+		}
+	}
+	return nil
+}
+
+func envList(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k, v := range m {
+		out = append(out, k+"="+v)
+	}
+	return out
+}
+
+// limited keeps the first max bytes written to it.
+type limited struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+func (l *limited) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if room := l.max - len(l.b); room > 0 {
+		l.b = append(l.b, p[:min(room, len(p))]...)
+	}
+	return len(p), nil
+}
+
+func (l *limited) String() string {
+	if l == nil {
+		return ""
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return string(l.b)
+}

@@ -1,0 +1,140 @@
+package exec
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	osexec "os/exec"
+	"runtime"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// runIn runs start (which forks cmd) on a locked OS thread that first
+// joined the network namespace at netns (or a new empty one when netns is
+// ""): the child inherits the thread's namespaces. The thread is never
+// unlocked, so Go retires it when the goroutine ends, namespaces and all.
+func runIn(netns string, cmd *osexec.Cmd, start func() error) error {
+	return onThread(func() error {
+		if err := enterNet(netns); err != nil {
+			return err
+		}
+		return start()
+	})
+}
+
+func onThread(f func() error) error {
+	done := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		done <- f()
+	}()
+	return <-done
+}
+
+func enterNet(netns string) error {
+	if netns == "" {
+		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
+			return fmt.Errorf("new network namespace: %w", err)
+		}
+		return nil
+	}
+	fd, err := unix.Open(netns, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", netns, err)
+	}
+	defer unix.Close(fd)
+	if err := unix.Setns(fd, unix.CLONE_NEWNET); err != nil {
+		return fmt.Errorf("join %s: %w", netns, err)
+	}
+	return nil
+}
+
+// view is the private mount namespace the wrapper starts in.
+type view struct {
+	resolv string // host file bound over /etc/resolv.conf, "" for none
+	st     *stage
+	init   string
+	binds  []bind
+}
+
+// enter makes this thread's mount namespace private and lays the session's
+// files over the host's view, as `ip netns exec` does for resolv.conf.
+func (v view) enter() error {
+	if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
+		return fmt.Errorf("new mount namespace: %w", err)
+	}
+	// Nothing mounted here may propagate back to the host.
+	if err := unix.Mount("none", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("make / private: %w", err)
+	}
+	steps := []struct {
+		src, dst string
+		ro       bool
+	}{
+		{v.st.fs, Inside, true},
+		{v.st.fs + "/work", InsideWork, false},
+		{v.init, InitPath, true},
+	}
+	if v.resolv != "" {
+		steps = append(steps, struct {
+			src, dst string
+			ro       bool
+		}{v.resolv, "/etc/resolv.conf", true})
+	}
+	for _, b := range v.binds {
+		steps = append(steps, struct {
+			src, dst string
+			ro       bool
+		}{b.host, b.inside, true})
+	}
+	for _, s := range steps {
+		if err := bindMount(s.src, s.dst, s.ro); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func bindMount(src, dst string, ro bool) error {
+	if err := unix.Mount(src, dst, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+		return fmt.Errorf("bind %s at %s: %w", src, dst, err)
+	}
+	if ro {
+		if err := unix.Mount("", dst, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV, ""); err != nil {
+			return fmt.Errorf("read-only %s: %w", dst, err)
+		}
+	}
+	return nil
+}
+
+// ensureMountPoint makes /gatehouse on the host once: an empty root-owned
+// folder that sessions bind their staging folders over, each in its own
+// mount namespace. It stays (sessions run at once share it as a mount point).
+func ensureMountPoint() error {
+	st, err := os.Lstat(Inside)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		if err := os.Mkdir(Inside, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+			return fmt.Errorf("mount point %s: %w", Inside, err)
+		}
+		return nil
+	case err != nil:
+		return fmt.Errorf("mount point %s: %w", Inside, err)
+	case !st.IsDir():
+		return fmt.Errorf("mount point %s exists and is not a folder", Inside)
+	}
+	return nil
+}
+
+func sameFile(a, b string) (bool, error) {
+	var sa, sb syscall.Stat_t
+	if err := syscall.Stat(a, &sa); err != nil {
+		return false, err
+	}
+	if err := syscall.Stat(b, &sb); err != nil {
+		return false, err
+	}
+	return sa.Dev == sb.Dev && sa.Ino == sb.Ino, nil
+}

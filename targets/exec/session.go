@@ -1,0 +1,290 @@
+package exec
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	osexec "os/exec"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"gatehouse/targets"
+	"gatehouse/targets/egress"
+	"gatehouse/targets/profile"
+	"gatehouse/targets/supervisor"
+)
+
+// errStopped is returned by every call on a stopped session.
+var errStopped = errors.New("session stopped")
+
+// startTimeout bounds how long the wrapper may take to serve its first request.
+const startTimeout = 30 * time.Second
+
+// waitDelay bounds how long Exec waits for output pipes that a leftover
+// background process keeps open after the command itself has exited.
+const waitDelay = 5 * time.Second
+
+type session struct {
+	name    string // "exec" or "firejail"
+	prof    *profile.Profile
+	spec    targets.Spec
+	runtime string
+	st      *stage
+	cg      *cgroup
+	argv    []string // the wrapper's argv with the init appended
+	env     []string // the wrapper's environment
+	view    view
+	egress  *egress.Applied
+	policy  map[string]string // {{file:NAME}} -> sha256 digest
+
+	inst    *osexec.Cmd
+	ctl     *supervisor.Control
+	client  *supervisor.Client
+	gone    chan struct{}
+	instOut *limited // what the wrapper and the init printed (errors)
+
+	mu      sync.Mutex
+	stopped bool
+	wg      sync.WaitGroup // running Execs
+
+	stopOnce sync.Once
+	stopErr  error
+	reapOnce sync.Once
+	reapErr  error
+}
+
+var _ targets.Session = (*session)(nil)
+
+// prepare builds everything a session needs; on error the caller cleans up.
+func (s *session) prepare(ctx context.Context, opts Options) error {
+	root := opts.Root
+	if root == "" {
+		root = os.TempDir()
+	}
+	if err := ensureMountPoint(); err != nil {
+		return err
+	}
+	st, err := newStage(root, s.spec.Name)
+	s.st = st
+	if err != nil {
+		return err
+	}
+	id := s.prof.Identity(s.spec.Path)
+	if err := st.own(id.UID, id.GID); err != nil {
+		return fmt.Errorf("stage: %w", err)
+	}
+	if s.cg, err = newCgroup("gatehouse-exec-" + st.id); err != nil {
+		return err
+	}
+	binds, err := st.placeAll(s.spec.Files)
+	if err != nil {
+		return err
+	}
+	if s.prof.Egress != "" && s.spec.Network.NetnsPath != "" {
+		data, _ := s.prof.File(s.prof.Egress)
+		if s.egress, err = egress.Apply(ctx, s.spec.Network.NetnsPath, s.prof.Egress, data); err != nil {
+			return err
+		}
+	}
+	s.view = view{st: st, init: opts.Init, binds: binds}
+	resolver := s.prof.Resolver
+	if resolver == "" {
+		resolver = s.spec.Network.Resolver
+	}
+	if resolver != "" {
+		if s.view.resolv, err = st.policyFile("resolv.conf", []byte("nameserver "+resolver+"\n")); err != nil {
+			return err
+		}
+	}
+	if s.argv, s.policy, err = s.wrapperArgv(); err != nil {
+		return err
+	}
+	env := map[string]string{}
+	for k, v := range baseEnv {
+		env[k] = v
+	}
+	for k, v := range s.prof.Env {
+		x, err := targets.Expand(v, s.spec)
+		if err != nil {
+			return fmt.Errorf("env %s: %w", k, err)
+		}
+		env[k] = x
+	}
+	s.env = envList(env)
+	return nil
+}
+
+// startInstance starts the wrapper once, with the init as its command and
+// the control socket as its stdin, and waits until the init answers.
+func (s *session) startInstance(ctx context.Context) error {
+	ctl, child, err := supervisor.NewControl()
+	if err != nil {
+		return err
+	}
+	s.ctl = ctl
+	defer child.Close()
+	s.instOut = &limited{max: 16 << 10}
+	cmd := &osexec.Cmd{Path: s.argv[0], Args: s.argv, Env: s.env, Dir: InsideWork, Stdin: child, Stdout: s.instOut, Stderr: s.instOut, WaitDelay: time.Second}
+	if lp, err := osexec.LookPath(s.argv[0]); err == nil {
+		cmd.Path = lp
+	} else {
+		return fmt.Errorf("wrapper %s: %w", s.argv[0], err)
+	}
+	attr := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if id := s.prof.Identity(s.spec.Path); id.UID != 0 || id.GID != 0 {
+		attr.Credential = &syscall.Credential{Uid: uint32(id.UID), Gid: uint32(id.GID), Groups: []uint32{}}
+	}
+	if s.cg != nil {
+		dir, err := s.cg.open()
+		if err != nil {
+			return err
+		}
+		defer dir.Close()
+		attr.UseCgroupFD, attr.CgroupFD = true, int(dir.Fd())
+	}
+	cmd.SysProcAttr = attr
+	started := make(chan error, 1)
+	go func() {
+		// The death signal fires when the thread that forked exits: this
+		// thread is locked, holds the session's namespaces, and lives
+		// exactly as long as the wrapper.
+		runtime.LockOSThread()
+		err := enterNet(s.spec.Network.NetnsPath)
+		if err == nil {
+			err = s.view.enter()
+		}
+		if err == nil {
+			err = cmd.Start()
+		}
+		if err != nil {
+			started <- err
+			close(s.gone)
+			return
+		}
+		started <- nil
+		_ = cmd.Wait()
+		close(s.gone)
+	}()
+	if err := <-started; err != nil {
+		return fmt.Errorf("start wrapper: %w", err)
+	}
+	s.inst = cmd
+	s.client = &supervisor.Client{Dial: ctl.Dial, Gone: s.gone, WaitDelay: waitDelay}
+	pctx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
+	if err := s.client.Ping(pctx); err != nil {
+		if errors.Is(err, supervisor.ErrGone) {
+			return fmt.Errorf("the wrapper exited at start: %s", strings.TrimSpace(s.instOut.String()))
+		}
+		return fmt.Errorf("the sandbox's init did not answer: %w (the wrapper said: %s)", err, strings.TrimSpace(s.instOut.String()))
+	}
+	return nil
+}
+
+// wrapperArgv expands the profile's wrapper argv and appends the init.
+func (s *session) wrapperArgv() ([]string, map[string]string, error) {
+	w := s.prof.Wrapper()
+	policy := map[string]string{}
+	hosts := map[string]string{}
+	for name, key := range w.Files {
+		data, _ := s.prof.File(key)
+		// Under /gatehouse, which the wrapper (as the path's user) can read
+		// in its mount namespace; the staging folder itself is root's only.
+		if err := s.st.write(".policy/"+name, bytes.NewReader(data), 0o444); err != nil {
+			return nil, nil, err
+		}
+		hosts[name] = Inside + "/.policy/" + name
+		policy[name] = digest(data)
+	}
+	var argv []string
+	for i, a := range w.Argv {
+		var bad error
+		x := profile.WrapperRef.ReplaceAllStringFunc(a, func(m string) string {
+			ref := strings.Trim(m, "{}")
+			if name, ok := strings.CutPrefix(ref, "file:"); ok {
+				return hosts[name]
+			}
+			if s.spec.Network.NetnsName == "" {
+				bad = errors.New("{{netns}}: this session has no named network namespace")
+			}
+			return s.spec.Network.NetnsName
+		})
+		if bad != nil {
+			return nil, nil, fmt.Errorf("wrapper argument %d: %w", i, bad)
+		}
+		x, err := targets.Expand(x, s.spec)
+		if err != nil {
+			return nil, nil, fmt.Errorf("wrapper argument %d: %w", i, err)
+		}
+		argv = append(argv, x)
+	}
+	return append(argv, InitPath, "init", "0"), policy, nil
+}
+
+// Exec runs one command as a child of the session's init, with Spec.Env
+// and Command.Env over the init's environment (the wrapper's proxy
+// variables excepted: see supervisor.dropProxy).
+func (s *session) Exec(ctx context.Context, c targets.Command) (targets.Result, error) {
+	if len(c.Args) == 0 {
+		return targets.Result{}, fmt.Errorf("%s: exec: empty command", s.name)
+	}
+	if c.User != "" {
+		return targets.Result{}, fmt.Errorf("%s: exec as %s: the wrapper starts once as the path's user: %w", s.name, c.User, targets.ErrUnsupported)
+	}
+	s.mu.Lock()
+	if s.stopped {
+		s.mu.Unlock()
+		return targets.Result{}, fmt.Errorf("%s: exec: %w", s.name, errStopped)
+	}
+	s.wg.Add(1)
+	s.mu.Unlock()
+	defer s.wg.Done()
+	env := make(map[string]string, len(s.spec.Env)+len(c.Env))
+	for k, v := range s.spec.Env {
+		env[k] = v
+	}
+	for k, v := range c.Env {
+		env[k] = v
+	}
+	c.Env = env
+	if c.Dir == "" {
+		c.Dir = InsideWork
+	}
+	res, err := s.client.Exec(ctx, c)
+	if err != nil {
+		if errors.Is(err, supervisor.ErrGone) {
+			err = fmt.Errorf("%w (the wrapper said: %s)", err, s.instOut.String())
+		}
+		return res, fmt.Errorf("%s: exec %s: %w", s.name, c.Args[0], err)
+	}
+	return res, nil
+}
+
+// CopyIn writes a file into the staging folder; only paths under
+// /gatehouse are the session's own.
+func (s *session) CopyIn(ctx context.Context, path string, r io.Reader, mode fs.FileMode) error {
+	s.mu.Lock()
+	stopped := s.stopped
+	s.mu.Unlock()
+	if stopped {
+		return fmt.Errorf("%s: copy in %s: %w", s.name, path, errStopped)
+	}
+	rel, ok := underInside(path)
+	if !ok {
+		return fmt.Errorf("%s: copy in %s: the wrapper shows the host's own file system outside %s: %w", s.name, path, Inside, targets.ErrUnsupported)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("%s: copy in %s: %w", s.name, path, err)
+	}
+	if err := s.st.write(rel, r, mode); err != nil {
+		return fmt.Errorf("%s: copy in: %w", s.name, err)
+	}
+	return nil
+}

@@ -1,0 +1,3 @@
+# Runs its arguments with one variable set: proof the wrapper ran.
+export GH_WRAPPED=yes
+exec "$@"
