@@ -8,10 +8,13 @@ import (
 	"os"
 	"sync"
 
+	"gatehouse/agents"
 	"gatehouse/targets"
 	"gatehouse/targets/bwrap"
 	"gatehouse/targets/docker"
+	"gatehouse/targets/exec"
 	"gatehouse/targets/profile"
+	"gatehouse/targets/realwrap"
 )
 
 // newTarget is the explicit registry of target adapters. A target that
@@ -41,8 +44,16 @@ func newTarget(name string, prof *profile.Profile, probe string) (targets.Target
 		}
 		remember(t)
 		return timed(t), nil
+	case profile.TargetSRT, profile.TargetCodex:
+		t, err := realwrap.New(agents.DefaultCache(os.Getenv), exec.Options{Profile: prof, Init: probe})
+		if err != nil {
+			// Not installed (or srt's TMPDIR not makeable) is this machine's
+			// configuration: exit 2 with the install command.
+			return nil, &usageError{err}
+		}
+		return timed(t), nil
 	default:
-		return nil, usagef("unknown target %q; known targets: bwrap, docker, gvisor", name)
+		return nil, usagef("unknown target %q; known targets: bwrap, docker, gvisor, srt, codex-sandbox", name)
 	}
 }
 
