@@ -17,8 +17,9 @@ setup:
 # (default /var/cache/gatehouse): the cosign CLI (bundle interop) and gVisor's
 # runsc (docker/gvisor target), built from the Go module proxy, and the agent
 # CLIs the normal path drives (Claude Code, Codex, Qwen Code with Node 22),
-# fetched by pinned version from the npm registry. When cached, each only
-# checks its digests (about a second for the agents).
+# fetched by pinned version from the npm registry, and the srt tool (Anthropic's
+# sandbox-runtime with its pinned modules and Node 22, for the srt target).
+# When cached, each only checks its digests (about a second for the agents).
 tools:
 	@bash scripts/cosign.sh >/dev/null
 	@bash scripts/runsc.sh >/dev/null

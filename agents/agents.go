@@ -45,6 +45,10 @@ type Adapter struct {
 
 	agent   part  // where its code comes from and which file identifies it
 	runtime *part // an interpreter fetched with it (Qwen: Node 22), or nil
+	// modules are the npm dependencies of a package that does not bundle
+	// them (srt), each pinned exactly and unpacked into the agent
+	// package's node_modules, where Node's resolver finds them.
+	modules []part
 
 	launch func(a Adapter, in Installed, inv Invocation) (Launch, error)
 	parse  func(r io.Reader) Outcome
@@ -57,6 +61,9 @@ type part struct {
 	pkg, version string
 	platform     string // e.g. "@anthropic-ai/claude-code-linux-x64"
 	file         string // the identifying file, relative to the package folder
+	// under is the folder the package is unpacked below ("" for the
+	// install folder itself): "<main package>/node_modules" for modules.
+	under string
 	// exec are files the package ships without the executable bit that
 	// the agent runs (a package manager's postinstall would chmod them; the
 	// install is read-only in the sandbox, so the agent itself cannot).
@@ -161,6 +168,9 @@ func (a Adapter) Launch(in Installed, inv Invocation) (Launch, error) {
 	}
 	if in.Agent != a.Name {
 		return Launch{}, fmt.Errorf("agents: install of %q given to adapter %q", in.Agent, a.Name)
+	}
+	if a.launch == nil {
+		return Launch{}, fmt.Errorf("agents: %s is a tool, not an agent: it has no launch", a.Name)
 	}
 	return a.launch(a, in, inv)
 }

@@ -71,7 +71,8 @@ func (c Cache) Install(ctx context.Context, a Adapter) (in Installed, fetched bo
 		reg.client = &http.Client{Timeout: 30 * time.Minute}
 	}
 	in = Installed{Schema: manifestSchema, Agent: a.Name, Version: a.Version, API: a.API}
-	for i, p := range a.parts() {
+	parts := a.parts()
+	for i, p := range parts {
 		t, rel, err := c.fetch(ctx, reg, p, stage)
 		if err != nil {
 			return Installed{}, false, fmt.Errorf("agents: install %s: %w", a.Name, err)
@@ -82,11 +83,12 @@ func (c Cache) Install(ctx context.Context, a Adapter) (in Installed, fetched bo
 			return Installed{}, false, fmt.Errorf("agents: install %s: %s has no %s: %w", a.Name, t.Package, p.file, err)
 		}
 		f.Path = rel
-		if i == 0 {
+		switch {
+		case i == 0:
 			in.Binary = f
-		} else {
+		case a.runtime != nil && i == len(parts)-1:
 			in.Runtime = &f
-		}
+		} // a module's file only proves it unpacked
 	}
 	b, _ := json.MarshalIndent(in, "", "  ")
 	if err := os.WriteFile(filepath.Join(stage, manifestName), append(b, '\n'), 0o644); err != nil {
@@ -113,7 +115,6 @@ func (c Cache) fetch(ctx context.Context, reg registry, p part, stage string) (T
 		return Tarball{}, "", err
 	}
 	t := main
-	folder := p.pkg
 	if p.platform != "" {
 		name, version := p.platform, p.version
 		if spec, ok := main.OptionalDependencies[p.platform]; ok {
@@ -122,8 +123,8 @@ func (c Cache) fetch(ctx context.Context, reg registry, p part, stage string) (T
 		if t, err = reg.meta(ctx, name, version); err != nil {
 			return Tarball{}, "", err
 		}
-		folder = p.platform
 	}
+	folder := p.folder()
 	t.Pin = p.pin()
 	c.logf("agents: fetching %s@%s (%s)", t.Package, t.Version, t.URL)
 	if err := reg.unpack(ctx, t, filepath.Join(stage, filepath.FromSlash(folder))); err != nil {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 )
 
@@ -80,13 +81,9 @@ func (in Installed) matches(a Adapter) error {
 			return fmt.Errorf("manifest has %s, want %s", t.Pin, p.pin())
 		}
 		for _, x := range p.exec {
-			folder := p.pkg
-			if p.platform != "" {
-				folder = p.platform
-			}
-			fi, err := os.Stat(filepath.Join(in.Dir, filepath.FromSlash(folder), filepath.FromSlash(x)))
+			fi, err := os.Stat(filepath.Join(in.Dir, filepath.FromSlash(p.folder()), filepath.FromSlash(x)))
 			if err != nil || fi.Mode()&0o111 == 0 {
-				return fmt.Errorf("%s/%s is not executable", folder, x)
+				return fmt.Errorf("%s/%s is not executable", p.folder(), x)
 			}
 		}
 	}
@@ -106,11 +103,26 @@ func (in Installed) matches(a Adapter) error {
 	return nil
 }
 
+// parts are every package of an install in a fixed order: the agent, its
+// modules, then the runtime (last, when there is one).
 func (a Adapter) parts() []part {
-	if a.runtime == nil {
-		return []part{a.agent}
+	ps := append([]part{a.agent}, a.modules...)
+	if a.runtime != nil {
+		ps = append(ps, *a.runtime)
 	}
-	return []part{a.agent, *a.runtime}
+	return ps
+}
+
+// folder is where p is unpacked, relative to the install folder.
+func (p part) folder() string {
+	f := p.pkg
+	if p.platform != "" {
+		f = p.platform
+	}
+	if p.under != "" {
+		f = path.Join(p.under, f)
+	}
+	return f
 }
 
 func (p part) pin() string { return p.pkg + "@" + p.version }

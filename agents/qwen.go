@@ -19,7 +19,7 @@ func qwenCode() Adapter {
 		Name: "qwen-code", Package: pkg, Version: version, API: OpenAIChat,
 		agent: part{pkg: pkg, version: version, file: "cli-entry.js",
 			exec: []string{"vendor/ripgrep/" + strings.Replace(platformSuffix(), "linux-", "", 1) + "-linux/rg"}},
-		runtime: &part{pkg: "node", version: "22.23.3", platform: "node-" + platformSuffix(), file: "bin/node"},
+		runtime: nodeRuntime(),
 		launch:  qwenLaunch,
 		parse:   qwenParse,
 	}

@@ -14,6 +14,9 @@ command -v nsenter >/dev/null || need+=(util-linux)
 # Claude Code's own sandbox (--agent-sandbox on) needs socat next to bwrap;
 # the agent smoke tests watch with strace that an agent contacts only its model.
 command -v socat   >/dev/null || need+=(socat)
+# srt (Anthropic's sandbox-runtime, the srt target) runs bwrap and socat and
+# scans the working tree with ripgrep; `make tools` fetches srt itself.
+command -v rg      >/dev/null || need+=(ripgrep)
 command -v strace  >/dev/null || need+=(strace)
 if [ "${GATEHOUSE_WITH_DOCKER:-1}" = 1 ]; then
   command -v dockerd >/dev/null || need+=(docker.io)

@@ -28,8 +28,10 @@ a no-op while the cache matches the pin and the digests.
             not, its cache folder and binary digest (--output json: an array
             of {name, package, version, api, installed, dir, binary,
             runtime, problem})
-  install   fetch NAME (claude-code, codex, qwen-code) or all of them;
-            prints the install folder of each
+  install   fetch NAME (claude-code, codex, qwen-code, or the tool srt:
+            Anthropic's sandbox-runtime with its pinned modules and Node 22,
+            run by the srt target) or all of them; prints the install folder
+            of each
 
   exec:PATH is a team's own agent: nothing to install; see docs/agents.md
   for its contract (GATEHOUSE_MODEL_URL, _KEY, _API, _TASK_FILE).
@@ -80,7 +82,7 @@ func runAgents(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		names := []string{args[1]}
 		if args[1] == "all" {
-			names = agents.Names()
+			names = append(agents.Names(), agents.Tools()...)
 		}
 		cache.Log = stderr
 		for _, n := range names {
@@ -98,7 +100,10 @@ func runAgents(ctx context.Context, args []string, stdout, stderr io.Writer) err
 func agentsInstall(ctx context.Context, cache agents.Cache, name string, stdout, stderr io.Writer) error {
 	a, err := agents.Lookup(name)
 	if err != nil {
-		return &usageError{err}
+		var terr error
+		if a, terr = agents.Tool(name); terr != nil {
+			return &usageError{err}
+		}
 	}
 	if a.Package == "" {
 		fmt.Fprintf(stderr, "agents: %s is a command on this host; nothing to install\n", a.Name)

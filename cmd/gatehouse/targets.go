@@ -8,11 +8,13 @@ import (
 	"os"
 	"sync"
 
+	"gatehouse/agents"
 	"gatehouse/targets"
 	"gatehouse/targets/bwrap"
 	"gatehouse/targets/docker"
-	gexec "gatehouse/targets/exec"
+	"gatehouse/targets/exec"
 	"gatehouse/targets/profile"
+	"gatehouse/targets/realwrap"
 )
 
 // newTarget is the explicit registry of target adapters. A target that
@@ -44,9 +46,17 @@ func newTarget(name string, prof *profile.Profile, probe string) (targets.Target
 		return timed(t), nil
 	case profile.TargetExec, profile.TargetFirejail:
 		// The wrapper runs the probe binary's "init 0" as its command.
-		return timed(gexec.New(gexec.Options{Profile: prof, Init: probe})), nil
+		return timed(exec.New(exec.Options{Profile: prof, Init: probe})), nil
+	case profile.TargetSRT, profile.TargetCodex:
+		t, err := realwrap.New(agents.DefaultCache(os.Getenv), exec.Options{Profile: prof, Init: probe})
+		if err != nil {
+			// Not installed (or srt's TMPDIR not makeable) is this machine's
+			// configuration: exit 2 with the install command.
+			return nil, &usageError{err}
+		}
+		return timed(t), nil
 	default:
-		return nil, usagef("unknown target %q; known targets: bwrap, docker, gvisor, exec, firejail", name)
+		return nil, usagef("unknown target %q; known targets: bwrap, docker, gvisor, exec, firejail, srt, codex-sandbox", name)
 	}
 }
 

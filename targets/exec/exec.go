@@ -35,6 +35,21 @@ type Options struct {
 	// Init is the host path of the static gatehouse-probe binary, whose
 	// "init 0" mode serves the session. Required.
 	Init string
+	// Tools replace a wrapper's first word (and its version command's) by
+	// a command: "srt" -> [node, cli.js] from Gatehouse's cache. Targets
+	// srt and codex-sandbox need theirs (see targets/realwrap).
+	Tools map[string][]string
+}
+
+// tool replaces argv's first word by its command in Tools, if any.
+func (o Options) tool(argv []string) []string {
+	if len(argv) == 0 {
+		return argv
+	}
+	if cmd, ok := o.Tools[argv[0]]; ok {
+		return append(append([]string(nil), cmd...), argv[1:]...)
+	}
+	return argv
 }
 
 // Target starts wrapper sessions for one profile.
@@ -53,8 +68,8 @@ func New(opts Options) *Target { return &Target{opts: opts} }
 
 // Name is the profile's target: "exec" or "firejail".
 func (t *Target) Name() string {
-	if t.opts.Profile != nil && t.opts.Profile.Target == profile.TargetFirejail {
-		return profile.TargetFirejail
+	if p := t.opts.Profile; p != nil && p.IsWrapper() {
+		return p.Target
 	}
 	return profile.TargetExec
 }
@@ -102,6 +117,7 @@ func (t *Target) Start(ctx context.Context, spec targets.Spec) (targets.Session,
 func (t *Target) runtimeVersion(ctx context.Context, netns string) (string, error) {
 	t.versionOnce.Do(func() {
 		w := t.opts.Profile.Wrapper()
+		w.Version = t.opts.tool(w.Version)
 		if len(w.Version) == 0 {
 			t.version = w.Argv[0] + " (the profile gives no version command)"
 			return

@@ -106,6 +106,11 @@ func (s *session) prepare(ctx context.Context, opts Options) error {
 	if s.argv, s.policy, err = s.wrapperArgv(); err != nil {
 		return err
 	}
+	s.argv = opts.tool(s.argv)
+	w := s.prof.Wrapper()
+	if err := st.workFiles(s.prof, w, id.UID, id.GID); err != nil {
+		return err
+	}
 	env := map[string]string{}
 	for k, v := range baseEnv {
 		env[k] = v
@@ -116,6 +121,9 @@ func (s *session) prepare(ctx context.Context, opts Options) error {
 			return fmt.Errorf("env %s: %w", k, err)
 		}
 		env[k] = x
+	}
+	for k, v := range w.Env {
+		env[k] = v
 	}
 	s.env = envList(env)
 	return nil

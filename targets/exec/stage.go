@@ -16,6 +16,7 @@ import (
 
 	"gatehouse/ledger"
 	"gatehouse/targets"
+	"gatehouse/targets/profile"
 )
 
 // Where the session's staging folder appears: bound at /gatehouse in the
@@ -227,6 +228,30 @@ func (s *stage) remove() error {
 	if s.release != nil {
 		s.release()
 		s.release = nil
+	}
+	return nil
+}
+
+// workFiles copies the wrapper's files it wants under the work folder
+// (Codex's CODEX_HOME/config.toml), owned by the session's user with their
+// folders: the wrapper writes next to them.
+func (s *stage) workFiles(p *profile.Profile, w profile.Wrapper, uid, gid int) error {
+	rels := make([]string, 0, len(w.WorkFiles))
+	for rel := range w.WorkFiles {
+		rels = append(rels, rel)
+	}
+	sort.Strings(rels)
+	for _, rel := range rels {
+		data, _ := p.File(w.Files[w.WorkFiles[rel]])
+		full := path.Join("work", rel)
+		if err := s.write(full, bytes.NewReader(data), 0o644); err != nil {
+			return err
+		}
+		for d := full; d != "work"; d = path.Dir(d) {
+			if err := os.Lchown(filepath.Join(s.fs, filepath.FromSlash(d)), uid, gid); err != nil {
+				return fmt.Errorf("stage %s: %w", d, err)
+			}
+		}
 	}
 	return nil
 }

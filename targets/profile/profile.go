@@ -31,6 +31,8 @@ type Profile struct {
 	Docker      docker.Spec       `yaml:"docker"`   // targets docker and gvisor; see docs/docker.md
 	Exec        Exec              `yaml:"exec"`     // target exec; see docs/exec-target.md
 	Firejail    Firejail          `yaml:"firejail"` // target firejail
+	SRT         SRT               `yaml:"srt"`      // target srt; see docs/real-sandboxes.md
+	Codex       Codex             `yaml:"codex"`    // target codex-sandbox
 	Limits      Limits            `yaml:"limits"`
 	// SecretProcess says where the platform runs a process holding a secret
 	// in its environment (a tool server started with an API key, the agent

@@ -41,10 +41,18 @@ type Wrapper struct {
 	Version []string
 	// Files maps a {{file:NAME}} name to its key in Profile.Files.
 	Files map[string]string
+	// Env is set for the wrapper over the profile's env (CODEX_HOME).
+	Env map[string]string
+	// WorkFiles are copies of Files made under /gatehouse/work before the
+	// wrapper starts, owned by the path's user: relative path -> Files name.
+	WorkFiles map[string]string
 }
 
 // Wrapper returns the wrapper command of an exec or firejail profile.
 func (p *Profile) Wrapper() Wrapper {
+	if w, ok := p.realWrapper(); ok {
+		return w
+	}
 	switch p.Target {
 	case TargetFirejail:
 		argv := append([]string{"firejail"}, p.Firejail.Args...)
@@ -56,7 +64,13 @@ func (p *Profile) Wrapper() Wrapper {
 }
 
 // IsWrapper reports whether the profile's target is a wrapper command.
-func (p *Profile) IsWrapper() bool { return p.Target == TargetExec || p.Target == TargetFirejail }
+func (p *Profile) IsWrapper() bool {
+	switch p.Target {
+	case TargetExec, TargetFirejail, TargetSRT, TargetCodex:
+		return true
+	}
+	return false
+}
 
 var (
 	fileName = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]*$`)
@@ -85,7 +99,11 @@ func (v *validator) wrapper() error {
 		return v.fail("network", fmt.Errorf("target %s runs its wrapper in a session namespace of its own (lab) or an empty one (none), not in the lab's", p.Target))
 	}
 	section, files, argv := "exec", p.Exec.Files, p.Exec.Argv
-	if p.Target == TargetFirejail {
+	if sec, fs, err := v.realWrapperFiles(); err != nil {
+		return err
+	} else if sec != "" {
+		section, files, argv = sec, fs, nil
+	} else if p.Target == TargetFirejail {
 		section, files, argv = "firejail", p.Firejail.Files, p.Firejail.Args
 		for i, a := range argv {
 			if a == "--" {

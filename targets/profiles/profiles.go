@@ -7,7 +7,7 @@ import "embed"
 
 // FS holds the shipped profiles and the files they reference.
 //
-//go:embed *.yaml *.nft
+//go:embed *.yaml *.nft *.json *.toml
 var FS embed.FS
 
 // Shipped profile files.

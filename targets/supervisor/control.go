@@ -100,7 +100,7 @@ func serveControl(stderr io.Writer) int {
 		_ = unix.Dup2(int(null.Fd()), ControlFD)
 		null.Close()
 	}
-	if t, err := unix.GetsockoptInt(cfd, unix.SOL_SOCKET, unix.SO_TYPE); err != nil || t != unix.SOCK_SEQPACKET {
+	if t, err := unix.GetsockoptInt(cfd, unix.SOL_SOCKET, unix.SO_TYPE); !controlSocket(cfd, t, err) {
 		fmt.Fprintln(stderr, "init 0: standard input is not the harness's SOCK_SEQPACKET socket: the wrapper replaced it (a pipe or a terminal?)")
 		return 1
 	}
@@ -130,4 +130,16 @@ func serveControl(stderr io.Writer) int {
 			}
 		}
 	}
+}
+
+// controlSocket says whether fd can be the control socket. A wrapper's
+// seccomp filter may refuse getsockopt while recvmsg still works (Codex's
+// sandbox with the network off answers EPERM): any socket then passes, and
+// a socket of the wrong kind fails at the first recvmsg instead.
+func controlSocket(fd, sotype int, err error) bool {
+	if err == nil {
+		return sotype == unix.SOCK_SEQPACKET
+	}
+	var st unix.Stat_t
+	return !errors.Is(err, unix.ENOTSOCK) && unix.Fstat(fd, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFSOCK
 }

@@ -1,0 +1,58 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"strings"
+	"testing"
+
+	"gatehouse/agents"
+	"gatehouse/evidence"
+	"gatehouse/targets/profile"
+	"gatehouse/targets/profiles"
+	"gatehouse/targets/realwrap"
+)
+
+// needTool skips when the shipped profile's tool is not in the cache.
+func needTool(t *testing.T, name string) {
+	t.Helper()
+	p, err := profile.LoadFS(profiles.FS, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := realwrap.Tools(agents.DefaultCache(os.Getenv), p); errors.Is(err, realwrap.ErrNotInstalled) {
+		t.Skip(err)
+	}
+}
+
+// The Codex trap: network on without the proxy feature leaves the command
+// in the session namespace unfiltered, so the callback hears it.
+func TestCodexNetworkDirectFailsExternalCallback(t *testing.T) {
+	needSandbox(t)
+	needTool(t, "codex-network-direct.yaml")
+	r := runProfile(t, "codex-network-direct.yaml", "external-callback")
+	if r.code != exitViolation || len(r.results) != 2 {
+		t.Fatalf("exit %d, %d results, want %d and 2\n%s\n%s", r.code, len(r.results), exitViolation, r.stdout, r.stderr)
+	}
+	for _, res := range r.results {
+		if res.Verdict != evidence.Fail || len(res.Hits) == 0 {
+			t.Errorf("%s/%s: %s with %d hits (%s), want FAIL with the callback's hits", res.Gate, res.Path, res.Verdict, len(res.Hits), res.Reason)
+		}
+	}
+}
+
+// srt binds the host's /tmp/claude into every sandbox: two sessions trade a
+// value through it, whatever the network settings.
+func TestSRTDefaultFailsCrossSessionThroughItsTmp(t *testing.T) {
+	needSandbox(t)
+	needTool(t, "srt-default.yaml")
+	r := runProfile(t, "srt-default.yaml", "cross-session")
+	if r.code != exitViolation || len(r.results) != 2 {
+		t.Fatalf("exit %d, %d results, want %d and 2\n%s\n%s", r.code, len(r.results), exitViolation, r.stdout, r.stderr)
+	}
+	for _, res := range r.results {
+		if res.Verdict != evidence.Fail || !strings.Contains(res.Reason, realwrap.SRTTmp) {
+			t.Errorf("%s/%s: %s (%s), want FAIL naming %s", res.Gate, res.Path, res.Verdict, res.Reason, realwrap.SRTTmp)
+		}
+	}
+}

@@ -1,0 +1,76 @@
+package realwrap_test
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"os"
+	osexec "os/exec"
+	"testing"
+
+	"gatehouse/agents"
+	"gatehouse/probe/probetest"
+	"gatehouse/targets"
+	"gatehouse/targets/exec"
+	"gatehouse/targets/profile"
+	"gatehouse/targets/profiles"
+	"gatehouse/targets/realwrap"
+	"gatehouse/targets/targettest"
+)
+
+// Each real wrapper passes the conformance suite on both paths, in a
+// namespace of its own with only lo: nothing it starts can reach a network.
+func TestConformance(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: joins network namespaces, mounts, cgroups")
+	}
+	for _, name := range []string{"srt-default.yaml", "codex-network-proxy.yaml"} {
+		for _, path := range []targets.Path{targets.PathNormal, targets.PathBreach} {
+			t.Run(name+"/"+string(path), func(t *testing.T) {
+				if name == "srt-default.yaml" && path == targets.PathBreach {
+					// Open defect, seen 2026-12: with srt started as root, a
+					// second Exec does not see the first one's process
+					// ("one session is one sandbox" fails). Not yet explained;
+					// docs/real-sandboxes.md lists it.
+					t.Skip("known open defect: srt as root fails one-session-is-one-sandbox (see docs/real-sandboxes.md)")
+				}
+				p, err := profile.LoadFS(profiles.FS, name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				tgt, err := realwrap.New(agents.DefaultCache(os.Getenv), exec.Options{Profile: p, Root: t.TempDir(), Init: probetest.Build(t)})
+				if errors.Is(err, realwrap.ErrNotInstalled) {
+					t.Skip(err)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				targettest.Run(t, func(t *testing.T) (targets.Target, targets.Spec) {
+					return tgt, withPlaces(t, targets.Spec{Name: "conf", Path: path, Network: emptyNetns(t)})
+				})
+			})
+		}
+	}
+}
+
+func emptyNetns(t testing.TB) targets.Network {
+	t.Helper()
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	name := "gh-rw" + hex.EncodeToString(b)
+	if out, err := osexec.Command("ip", "netns", "add", name).CombinedOutput(); err != nil {
+		t.Fatalf("ip netns add: %v: %s", err, out)
+	}
+	t.Cleanup(func() { _ = osexec.Command("ip", "netns", "del", name).Run() })
+	_ = osexec.Command("ip", "-n", name, "link", "set", "lo", "up").Run()
+	return targets.Network{NetnsPath: "/run/netns/" + name, NetnsName: name}
+}
+
+func withPlaces(t testing.TB, spec targets.Spec) targets.Spec {
+	spec.Places = map[string]string{}
+	for _, pl := range targets.ProvidedPlaces() {
+		spec.Places[pl.Name] = t.TempDir()
+	}
+	spec.Secrets = map[string]string{"broker-token": "test-token"}
+	return spec
+}
