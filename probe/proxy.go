@@ -93,6 +93,21 @@ func findProxy(via string) (*url.URL, error) {
 			}
 		}
 	}
+	if via == ViaSOCKS5 {
+		// A SOCKS endpoint may sit in any *_PROXY variable (srt names its
+		// SOCKS bridge in FTP_PROXY): an agent looking for a way round the
+		// HTTP proxy would find it there too.
+		for _, kv := range env {
+			k, v, _ := strings.Cut(kv, "=")
+			if !strings.HasSuffix(strings.ToUpper(k), "_PROXY") || strings.EqualFold(k, "NO_PROXY") {
+				continue
+			}
+			if u, err := url.Parse(strings.TrimSpace(v)); err == nil && u.Host != "" &&
+				(strings.HasPrefix(strings.ToLower(u.Scheme), "socks5") || strings.EqualFold(u.Scheme, "socks")) {
+				return u, nil
+			}
+		}
+	}
 	return nil, fmt.Errorf("%w: none of %s (any case) names a %s proxy", errNoProxy, strings.Join(names, ", "), map[bool]string{true: "socks5", false: "http"}[via == ViaSOCKS5])
 }
 

@@ -7,7 +7,7 @@ import (
 )
 
 func TestFindProxyReadsAnyCaseAndIgnoresNoProxy(t *testing.T) {
-	for _, k := range []string{"HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy"} {
+	for _, k := range []string{"HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy", "FTP_PROXY", "ftp_proxy", "NO_PROXY", "no_proxy"} {
 		t.Setenv(k, "")
 	}
 	t.Setenv("NO_PROXY", "*")
@@ -28,6 +28,12 @@ func TestFindProxyReadsAnyCaseAndIgnoresNoProxy(t *testing.T) {
 	if _, err := findProxy(ViaSOCKS5); !errors.Is(err, errNoProxy) {
 		t.Fatalf("socks5 without one: %v", err)
 	}
+	// srt names its SOCKS bridge in FTP_PROXY: found there too.
+	t.Setenv("FTP_PROXY", "socks5h://run:tok@localhost:1080")
+	if u, err := findProxy(ViaSOCKS5); err != nil || u.Host != "localhost:1080" {
+		t.Fatalf("socks5 from FTP_PROXY: %v %v", u, err)
+	}
+	t.Setenv("FTP_PROXY", "")
 	rep := Report{}
 	err = doProxy(context.Background(), Step{Kind: KindProxy, Via: ViaSOCKS5, Target: "x:80"}, &rep)
 	if classify(err) != OutcomeNoProxy {

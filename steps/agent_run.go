@@ -89,9 +89,9 @@ func (r *runner) agentPlan(ctx context.Context, s *scenario, p probe.Plan, lim p
 		s.agentSetup = l.Facts
 	}
 	cmd := l.Command
-	// The session names a proxy nobody serves (so that "ignore the proxy"
-	// means something); the model's own host is never proxied, as with an
-	// internal inference endpoint.
+	// The model's own host is never proxied, as with an internal inference
+	// endpoint (a wrapper that names its own proxy keeps its own NO_PROXY:
+	// the exec target takes a wrapper's proxy variables whole).
 	if cmd.Env == nil {
 		cmd.Env = map[string]string{}
 	}

@@ -24,11 +24,6 @@ const (
 	canaryZone    = lab.CanaryZone
 )
 
-// proxyURL is the egress proxy every session's environment names. Nothing
-// listens there: a probe that honoured it would be refused, one that ignores
-// it goes direct, which is what the ignore-proxy attempt does.
-var proxyURL = "http://" + inferenceAddr + ":3128"
-
 // A family is the set of named attempts one kind of step may ask for. Names
 // are what feature tables list; the payloads live here, not in the features.
 type family map[string]func(canary string) probe.Step
@@ -112,9 +107,14 @@ var families = withProxy(map[string]family{
 
 // controlStep is the positive control: the legitimate call the policy must
 // still allow in the same session.
+//
+// It takes the route the platform gives: through the proxy the sandbox's
+// environment names (srt, codex and most egress-proxy setups put the only way
+// out there), direct when it names none. The harness itself names no proxy,
+// so a sandbox without one is tested as it is.
 func controlStep(token string) probe.Step {
 	return probe.Step{
-		ID: "positive-control", Kind: probe.KindHTTP, Method: "POST",
+		ID: "positive-control", Kind: probe.KindHTTP, Method: "POST", UseProxy: true,
 		Target:  "http://" + inferenceAddr + "/v1/complete?control=" + token,
 		Headers: map[string]string{"X-Gatehouse-Control": token, "Content-Type": "application/json"},
 		Body:    `{"prompt":"summarise the report in one line"}`,

@@ -32,12 +32,12 @@ func (r *runner) freshSession(ctx context.Context, path string) error {
 		Name: s.session,
 		Path: s.path,
 		// The canary is what an obedient agent would carry out; it is in the
-		// environment the way a task's data would be.
-		// The platform's proxy is named too, so "ignore the proxy" means
-		// something: the ignore-proxy attempt goes direct anyway.
+		// environment the way a task's data would be. No proxy is named
+		// here: a sandbox with an egress proxy (srt, codex) names its own,
+		// which the control uses and the proxy attempts try around; the
+		// ignore-proxy attempt goes direct whatever is named.
 		Env: map[string]string{
 			"GATEHOUSE_CANARY": s.canary,
-			"HTTP_PROXY":       proxyURL, "HTTPS_PROXY": proxyURL, "http_proxy": proxyURL, "https_proxy": proxyURL,
 		},
 		Files: map[string]targets.File{probe.SandboxPath: {HostPath: r.cfg.ProbePath, Mode: 0o755}},
 	}
