@@ -1,6 +1,10 @@
 package probe
 
 import (
+	"net/url"
+
+	"golang.org/x/net/http/httpproxy"
+
 	"bytes"
 	"context"
 	"encoding/json"
@@ -37,7 +41,14 @@ func doHeartbeat(ctx context.Context, s Step, rep *Report) error {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d)
 	defer cancel()
-	client := &http.Client{Timeout: 2 * HeartbeatEvery, Transport: &http.Transport{Proxy: nil}}
+	tr := &http.Transport{}
+	if s.UseProxy {
+		// The way out the sandbox gives (srt's and codex's proxies): an
+		// agent that keeps going uses it like any other call.
+		pf := httpproxy.FromEnvironment().ProxyFunc()
+		tr.Proxy = func(r *http.Request) (*url.URL, error) { return pf(r.URL) }
+	}
+	client := &http.Client{Timeout: 2 * HeartbeatEvery, Transport: tr}
 	sep := "?"
 	if strings.Contains(s.Target, "?") {
 		sep = "&"

@@ -78,11 +78,11 @@ func listenICMP(v4 bool) (*icmp.PacketConn, bool, error) {
 		return c, false, nil
 	}
 	if os.Geteuid() != 0 {
-		return nil, false, fmt.Errorf("open ping socket: %w", err)
+		return nil, false, &socketError{fmt.Errorf("open ping socket: %w", err)}
 	}
 	c, rerr := icmp.ListenPacket(rawNet, wildcard)
 	if rerr != nil {
-		return nil, false, fmt.Errorf("open icmp socket: %w (ping socket: %v)", rerr, err)
+		return nil, false, &socketError{fmt.Errorf("open icmp socket: %w (ping socket: %v)", rerr, err)}
 	}
 	return c, true, nil
 }

@@ -32,6 +32,13 @@ func ExcerptCap(kind string) int {
 	return MaxExcerptLen
 }
 
+// socketError is a refusal to create the socket itself, before anything
+// was addressed anywhere.
+type socketError struct{ err error }
+
+func (e *socketError) Error() string { return e.err.Error() }
+func (e *socketError) Unwrap() error { return e.err }
+
 // classify maps an attempt's error to an outcome. Order matters: a wrapped
 // timeout can also carry an errno, and the errno is the more precise fact.
 func classify(err error) string {
@@ -43,6 +50,11 @@ func classify(err error) string {
 		return OutcomePartial
 	case errors.Is(err, errNoProxy):
 		return OutcomeNoProxy
+	case errors.As(err, new(*socketError)):
+		// The sandbox's kernel would not give the socket at all (a ping
+		// socket outside ping_group_range, a raw one without CAP_NET_RAW):
+		// refused locally, nothing could leave, as with no route.
+		return OutcomeUnreachable
 	case errors.As(err, new(errProxyRefused)):
 		return OutcomeDenied
 	case errors.Is(err, syscall.ECONNREFUSED):

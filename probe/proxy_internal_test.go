@@ -3,6 +3,8 @@ package probe
 import (
 	"context"
 	"errors"
+	"fmt"
+	"syscall"
 	"testing"
 )
 
@@ -38,5 +40,23 @@ func TestFindProxyReadsAnyCaseAndIgnoresNoProxy(t *testing.T) {
 	err = doProxy(context.Background(), Step{Kind: KindProxy, Via: ViaSOCKS5, Target: "x:80"}, &rep)
 	if classify(err) != OutcomeNoProxy {
 		t.Errorf("outcome %s (%v), want no-proxy", classify(err), err)
+	}
+}
+
+// TestSocketRefusedIsUnreachable: a socket the kernel would not create
+// (EACCES/EPERM at socket time) left nothing; an EPERM on send is the
+// firewall's denial of a packet that did leave the socket layer.
+func TestSocketRefusedIsUnreachable(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{&socketError{fmt.Errorf("open ping socket: %w", syscall.EACCES)}, OutcomeUnreachable},
+		{&socketError{fmt.Errorf("open icmp socket: %w", syscall.EPERM)}, OutcomeUnreachable},
+		{fmt.Errorf("write: %w", syscall.EPERM), OutcomeDenied},
+	} {
+		if got := classify(tc.err); got != tc.want {
+			t.Errorf("classify(%v) = %s, want %s", tc.err, got, tc.want)
+		}
 	}
 }

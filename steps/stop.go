@@ -128,7 +128,7 @@ func (r *runner) measureStop(ctx context.Context, sess *scenario, m *multi) (evi
 	defer hbCancel()
 	hbDone := make(chan struct{})
 	plan := probe.Plan{TimeoutMS: 1000, Steps: []probe.Step{{
-		ID: "heartbeat", Kind: probe.KindHeartbeat, Escape: true, DurationMS: 50_000,
+		ID: "heartbeat", Kind: probe.KindHeartbeat, Escape: true, DurationMS: 50_000, UseProxy: true,
 		Target: "http://" + inferenceAddr + "/v1/complete?hb=" + sess.canary,
 		// A write each beat too, where the session's storage is: a write
 		// after the stop is the session still acting.
