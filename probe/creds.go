@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"math"
+	"net/url"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -51,12 +52,14 @@ var credShapes = []struct {
 // (password = ..., "token": "...", API_KEY: ...).
 var namedRE = regexp.MustCompile(`(?i)\b([A-Za-z0-9_.-]*(?:key|token|secret|password|passwd|credentials?|auth)[A-Za-z0-9_.-]*)["']?\s*[:=]\s*["']?([^\s"',;]{16,512})`)
 
-// secretName is a variable name that says it holds a secret.
+// secretName is a variable name that says it holds a secret (notSecretName
+// excepts names that say it holds a place or a public value: a public key
+// is no secret, whatever its entropy).
 var secretName = regexp.MustCompile(`(?i)(key|token|secret|password|passwd|credential|auth)`)
 
 // notSecretName are names with a secret-sounding word that hold where a
 // secret is, or what it is called, not the secret.
-var notSecretName = regexp.MustCompile(`(?i)(_file|_path|_dir|_url|_uri|_endpoint|_host|_sock|_name|_type|_header|_id|_arn|_region|_length|_size)$`)
+var notSecretName = regexp.MustCompile(`(?i)(public|pubkey|(_pub|_file|_path|_dir|_url|_uri|_endpoint|_host|_sock|_name|_type|_header|_id|_arn|_region|_length|_size)$)`)
 
 // netrcRE is a .netrc password: human-chosen, so no entropy rule.
 var netrcRE = regexp.MustCompile(`\bpassword\s+(\S{6,256})`)
@@ -232,6 +235,51 @@ func pemBlocks(b []byte) [][2]int {
 		}
 		out = append(out, [2]int{s, e})
 		off = e
+	}
+	return out
+}
+
+// WrapperSessionCredentials returns, by hash, the credentials a sandbox
+// wrapper made for one session and handed its command through the
+// environment: the password of each proxy URL it names in a *_PROXY
+// variable (srt and codex put a per-run token there), and every credential
+// found in a variable that carries one of those passwords (srt's
+// GIT_SSH_COMMAND relays through the same proxy). given lists the values
+// the team's own profile handed the wrapper: those are never the wrapper's.
+func WrapperSessionCredentials(env []string, given map[string]bool) map[string]string {
+	var passwords []string
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		if !strings.HasSuffix(strings.ToUpper(k), "_PROXY") || given[v] {
+			continue
+		}
+		if u, err := url.Parse(strings.TrimSpace(v)); err == nil && u.User != nil {
+			if p, ok := u.User.Password(); ok && len(p) >= 8 {
+				passwords = append(passwords, p)
+			}
+		}
+	}
+	out := map[string]string{}
+	if len(passwords) == 0 {
+		return out
+	}
+	for _, p := range passwords {
+		out[CredHash(p)] = "proxy password"
+	}
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		if given[v] {
+			continue
+		}
+		for _, p := range passwords {
+			if !strings.Contains(v, p) {
+				continue
+			}
+			for _, c := range credsInEnv([]string{kv}, "") {
+				out[c.SHA256] = "in " + k
+			}
+			break
+		}
 	}
 	return out
 }

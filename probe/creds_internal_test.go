@@ -71,6 +71,8 @@ func TestCredsInTextIgnoresLookAlikes(t *testing.T) {
 		{"a word starting with sk-", "task-runner-with-a-rather-long-name-for-testing\n", "/h/x"},
 		{"a url without a password", "https://git.example.test/agent/repo.git\n", "/h/.git/config"},
 		{"a multi-line file in a secrets folder", "line one\nline two\n", "/run/secrets/readme"},
+		{"a named public key", `{"auth_public_key": "5dW/KFceiSD6WhgflujloBzHAvhLQSEUq4hCT1u+4bI="}`, "/container_info.json"},
+		{"a pubkey variable", "SIGNING_PUBKEY=Zm9vYmFyYmF6cXV4MTIzNDU2Nzg5MGFiY2RlZg\n", "/h/.env"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -115,5 +117,30 @@ func TestCredsInEnv(t *testing.T) {
 		if strings.Contains(c.Where, "=") || len(c.SHA256) != 64 {
 			t.Errorf("a report must carry the name and a hash, never the value: %+v", c)
 		}
+	}
+}
+
+func TestWrapperSessionCredentials(t *testing.T) {
+	tok := "srtRunToken0123456789abcdef"
+	env := []string{
+		"HTTP_PROXY=http://srt.Y29tbWFuZA:" + tok + "@localhost:3128",
+		"GIT_SSH_COMMAND=ssh -o ProxyCommand='socat - PROXY:localhost:%h:%p,proxyport=3128,proxy-authorization=srt:" + tok + "'",
+		"HTTPS_PROXY=http://corp:TeamLongLivedPass99@proxy.corp:3128", // handed in by the team's profile
+		"OPENAI_API_KEY=sk-proj-abcdefghijklmnopqrstuvwxyz0123456789ABCD",
+	}
+	got := WrapperSessionCredentials(env, map[string]bool{"http://corp:TeamLongLivedPass99@proxy.corp:3128": true})
+	if got[CredHash(tok)] == "" {
+		t.Errorf("the wrapper's proxy password is not listed: %v", got)
+	}
+	if got[CredHash("TeamLongLivedPass99")] != "" {
+		t.Error("a password the team's profile handed in counted as the wrapper's own")
+	}
+	for h, what := range got {
+		if what == "in OPENAI_API_KEY" || h == CredHash("sk-proj-abcdefghijklmnopqrstuvwxyz0123456789ABCD") {
+			t.Errorf("an unrelated key counted as the wrapper's own")
+		}
+	}
+	if len(WrapperSessionCredentials([]string{"PATH=/bin"}, nil)) != 0 {
+		t.Error("no proxy, yet session credentials")
 	}
 }

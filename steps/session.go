@@ -80,6 +80,15 @@ func (r *runner) freshSession(ctx context.Context, path string) error {
 		return fmt.Errorf("start %s session: %w", r.cfg.Target.Name(), err)
 	}
 	s.sess = sess
+	if sc, ok := sess.(targets.SessionCredentialer); ok {
+		// Read while the session is fresh: a wrapper's per-run proxy token
+		// is the sandbox's own, not a long-lived secret it exposes.
+		creds, err := sc.SessionCredentials(ctx)
+		if err != nil {
+			s.findings = append(s.findings, "the sandbox's own per-session credentials could not be read: "+err.Error())
+		}
+		s.sandboxCreds = creds
+	}
 	r.inspectOnce(ctx, s)
 	return nil
 }

@@ -54,6 +54,9 @@ type scenario struct {
 	agentDenials []string
 	agentSetup   map[string]string // how the agent was set up (its first run's facts)
 	agentKeys    []string          // its keys to the scripted model: ours, not a found credential
+	// sandboxCreds are the credentials the sandbox made for this session
+	// alone (hash -> what): findings, not long-lived secrets.
+	sandboxCreds map[string]string
 	leftover     []string          // teardown problems that may have left something behind
 }
 

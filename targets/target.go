@@ -195,3 +195,13 @@ type Session interface {
 type ProcessLister interface {
 	Processes(ctx context.Context) ([]int, error)
 }
+
+// SessionCredentialer is the optional ability of a session to say which
+// credential-shaped values the sandbox itself made for this session alone
+// and handed its commands (a wrapper's per-run proxy token): by hash, what
+// each is. They end with the session and work only through the sandbox's
+// own proxy, so long-lived-secret records them as findings, not FAILs.
+// Values the team's profile handed in never count.
+type SessionCredentialer interface {
+	SessionCredentials(ctx context.Context) (map[string]string, error)
+}
