@@ -57,7 +57,7 @@ type scenario struct {
 	// sandboxCreds are the credentials the sandbox made for this session
 	// alone (hash -> what): findings, not long-lived secrets.
 	sandboxCreds map[string]string
-	leftover     []string          // teardown problems that may have left something behind
+	leftover     []string // teardown problems that may have left something behind
 }
 
 func current(ctx context.Context) *scenario {
