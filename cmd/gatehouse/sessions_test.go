@@ -141,16 +141,18 @@ func leftovers() map[string]bool {
 // during the run outlived it (folders that were there before are others').
 func assertNoPlaces(t *testing.T, before map[string]bool, output string) {
 	t.Helper()
-	// Places folders carry their lab's name: only this run's count, so other
-	// runs on the machine at the same time do not.
+	// Places and staging folders carry their lab's name: only this run's
+	// count, so other runs on the machine at the same time do not.
 	labs := labLineRE.FindAllStringSubmatch(output, -1)
 	for p := range leftovers() {
 		if before[p] {
 			continue
 		}
-		mine := !strings.Contains(p, "gatehouse-places-")
+		// Staging folders carry their session's namespace name (with the
+		// lab's) when they have one; one without can't be told apart.
+		mine := !strings.Contains(p, "gatehouse-places-") && !strings.Contains(p, "gatehouse-bwrap-gh-")
 		for _, l := range labs {
-			if strings.Contains(p, "gatehouse-places-"+l[1]+"-") {
+			if strings.Contains(p, "gatehouse-places-"+l[1]+"-") || strings.Contains(p, "gatehouse-bwrap-"+l[1]+"-") {
 				mine = true
 			}
 		}

@@ -119,7 +119,7 @@ func (s *session) prepare(ctx context.Context, opts Options) error {
 	if root == "" {
 		root = os.TempDir()
 	}
-	st, err := newStage(root, s.spec.Name)
+	st, err := newStage(root, stageName(s.spec))
 	if err != nil {
 		return err
 	}

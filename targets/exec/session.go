@@ -71,7 +71,7 @@ func (s *session) prepare(ctx context.Context, opts Options) error {
 	if err := ensureMountPoint(); err != nil {
 		return err
 	}
-	st, err := newStage(root, s.spec.Name)
+	st, err := newStage(root, stageName(s.spec))
 	s.st = st
 	if err != nil {
 		return err

@@ -41,6 +41,16 @@ type stage struct {
 
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
 
+// stageName names a session's staging folder after its network namespace
+// when it has one (the lab's name is in it, so concurrent runs on one
+// machine can tell their folders apart), else after the session.
+func stageName(spec targets.Spec) string {
+	if spec.Network.NetnsName != "" {
+		return spec.Network.NetnsName
+	}
+	return spec.Name
+}
+
 func newStage(parent, name string) (*stage, error) {
 	b := make([]byte, 4)
 	if _, err := rand.Read(b); err != nil {
