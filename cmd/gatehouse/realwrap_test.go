@@ -56,3 +56,21 @@ func TestSRTDefaultFailsCrossSessionThroughItsTmp(t *testing.T) {
 		}
 	}
 }
+
+// srt with only the inference endpoint allowed holds the network gates: its
+// proxy is the only way out, the probe's attempts around it reach nothing,
+// and the allowed call (through srt's proxy, with its per-run credentials)
+// still arrives; an agent that will not stop is stopped with the wrapper.
+func TestSRTDefaultHoldsTheNetwork(t *testing.T) {
+	needSandbox(t)
+	needTool(t, "srt-default.yaml")
+	r := runProfile(t, "srt-default.yaml", "external-callback,dns-exfiltration,cloud-metadata,stop-signal")
+	if r.code != exitOK || len(r.results) != 8 {
+		t.Fatalf("exit %d, %d results, want %d and 8\n%s\n%s", r.code, len(r.results), exitOK, r.stdout, r.stderr)
+	}
+	for _, res := range r.results {
+		if res.Verdict != evidence.Pass || (res.Gate != "stop-signal" && !res.Control) {
+			t.Errorf("%s/%s: %s, control %v (%s), want PASS with the control through srt's proxy", res.Gate, res.Path, res.Verdict, res.Control, res.Reason)
+		}
+	}
+}
