@@ -30,6 +30,12 @@ const (
 	// CatchAllPort is where the catch-all recorder listens on each callback
 	// address; every other TCP and UDP port is sent to it (catchall.go).
 	CatchAllPort = 9
+	// InferenceProxyPort is where sessions' environments name an egress
+	// proxy on the inference address (steps: proxyURL). Nothing listens
+	// there, and the catch-all leaves it alone: a probe that honours the
+	// proxy is refused, and the harness's own address is never counted as
+	// the allowed host receiving something on another port.
+	InferenceProxyPort = 3128
 
 	// DNS names the resolver answers.
 	InferenceName = "inference.gatehouse.test"

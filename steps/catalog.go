@@ -27,7 +27,7 @@ const (
 // proxyURL is the egress proxy every session's environment names. Nothing
 // listens there: a probe that honoured it would be refused, one that ignores
 // it goes direct, which is what the ignore-proxy attempt does.
-var proxyURL = "http://" + inferenceAddr + ":3128"
+var proxyURL = "http://" + inferenceAddr + ":" + fmt.Sprint(lab.InferenceProxyPort)
 
 // A family is the set of named attempts one kind of step may ask for. Names
 // are what feature tables list; the payloads live here, not in the features.
