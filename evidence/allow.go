@@ -144,7 +144,7 @@ func listHits(hs []Hit) string {
 		if h.Method != "" {
 			out = append(out, fmt.Sprintf("%s %s on port %d with a %d-byte body", h.Method, h.Path, hitPort(h), h.BodyBytes))
 		} else {
-			out = append(out, h.Summary)
+			out = append(out, strings.TrimSpace(h.Summary))
 		}
 	}
 	sort.Strings(out)
