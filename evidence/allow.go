@@ -37,10 +37,10 @@ type Allow struct {
 	Ports   []int    // TCP/UDP ports of the host's address
 }
 
-// permits: a request (Method set) must fit the methods, paths, body size
+// Permits: a request (Method set) must fit the methods, paths, body size
 // and ports; any other contact (a connection or datagram on some port)
 // only the ports.
-func (a Allow) permits(h Hit) bool {
+func (a Allow) Permits(h Hit) bool {
 	if len(a.Ports) > 0 && !slices.Contains(a.Ports, hitPort(h)) {
 		return false
 	}
@@ -114,7 +114,7 @@ func checkAllowance(o Observation) (outside []Hit, finding string) {
 			continue // the positive control: what the policy must allow
 		}
 		seen = append(seen, h)
-		if len(al.Declared) > 0 && !slices.ContainsFunc(al.Declared, func(a Allow) bool { return a.permits(h) }) {
+		if len(al.Declared) > 0 && !slices.ContainsFunc(al.Declared, func(a Allow) bool { return a.Permits(h) }) {
 			outside = append(outside, h)
 		}
 	}

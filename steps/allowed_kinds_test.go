@@ -15,6 +15,7 @@ import (
 	"gatehouse/lab"
 	"gatehouse/lab/labproxy"
 	"gatehouse/probe"
+	"gatehouse/targets/profile"
 )
 
 // The attempts at the allowed destination itself, each in a real session
@@ -234,4 +235,15 @@ func allowedRun(t *testing.T, l *lab.Lab, bin, session, attempt string, cfg labp
 		Planned: []string{attempt}, Attempts: atts, Hits: mine, Allowed: allowedEndpoints,
 		Emitted: delta(before, after), Dests: map[string]string{attempt: destOf(steps[0], l.Addrs(), "resolver")},
 	}, px.Log()
+}
+
+// The positive control is what a profile's allow must permit (the profile
+// loader refuses a declaration that does not): keep the two in step.
+func TestControlFitsWhatAllowMustPermit(t *testing.T) {
+	st := controlStep("ghctl0000000000000000")
+	if st.Method != profile.ControlMethod || !strings.Contains(st.Target, inferenceAddr+profile.ControlPath+"?") ||
+		len(st.Body) > profile.ControlMaxBody || strings.Contains(st.Target, inferenceAddr+":") {
+		t.Errorf("control %s %s (%d-byte body) is not %s %s on port %d within %d bytes",
+			st.Method, st.Target, len(st.Body), profile.ControlMethod, profile.ControlPath, profile.ControlPort, profile.ControlMaxBody)
+	}
 }
