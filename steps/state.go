@@ -161,7 +161,7 @@ func (s *scenario) result(j evidence.Judgement) evidence.Result {
 		Control:    j.Control,
 		Attempts:   len(s.attempts),
 		Hits:       j.Violating,
-		Findings:   append(append([]string(nil), s.findings...), j.Findings...),
+		Findings:   s.findings,
 		Takedown:   s.takedown,
 		Start:      s.start,
 		DurationMS: float64(time.Since(s.start).Microseconds()) / 1000,

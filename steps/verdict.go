@@ -94,6 +94,9 @@ func (r *runner) labHits(ctx context.Context) ([]evidence.Hit, string) {
 // recordVerdict keeps a judgement for finish (after teardown) and tells
 // godog: PASS passes, FAIL is a Violation, anything else an error.
 func (r *runner) recordVerdict(s *scenario, j evidence.Judgement) error {
+	// The judgement's findings stay with the scenario's own: finish
+	// records them all, after the teardown's.
+	s.findings = append(s.findings, j.Findings...)
 	s.hold(s.result(j))
 	return verdictErr(j)
 }
