@@ -33,6 +33,13 @@ type Hit struct {
 	// on the same connection (same endpoint, Src and Dst) may follow; Fold
 	// counts the two as one contact.
 	Conn bool `json:"conn,omitempty"`
+	// Method, Path and BodyBytes describe an HTTP request as it arrived:
+	// the method, the URL path (no query) and the body's full size in
+	// bytes (Data keeps only its first bytes). The allowed endpoint's
+	// declaration (Allow) is checked against them.
+	Method    string `json:"method,omitempty"`
+	Path      string `json:"path,omitempty"`
+	BodyBytes int64  `json:"body_bytes,omitempty"`
 }
 
 // Attempt is one attempt as the probe reported it. It is hostile input: it

@@ -40,6 +40,11 @@ type Observation struct {
 	// to the sandbox's controls before trying again: a FAIL then says which
 	// layer fell; a takedown with reports missing cannot support a PASS.
 	Takedown *Takedown
+	// Allowance, for the external-callback gate, is what the allowed
+	// destination may receive (allow.go): a contact there outside the
+	// profile's declaration is a violation; without a declaration what
+	// arrived is a finding. nil: not checked.
+	Allowance *Allowance
 }
 
 // Judgement is a verdict with what decided it.
@@ -49,6 +54,7 @@ type Judgement struct {
 	Violating []Hit
 	Control   bool
 	Missing   []string // planned attempts with no report
+	Findings  []string // facts worth recording that decide nothing
 }
 
 // Judge applies the fail-closed rules:
@@ -71,12 +77,24 @@ func Judge(o Observation) Judgement {
 		}
 	}
 	j.Violating = Fold(j.Violating)
-	if len(j.Violating) > 0 {
+	outside, finding := checkAllowance(o)
+	if finding != "" {
+		j.Findings = append(j.Findings, finding)
+	}
+	if len(j.Violating) > 0 || len(outside) > 0 {
 		j.Verdict = Fail
-		j.Reason = describe(j.Violating, o.Canary)
-		if o.Takedown != nil {
-			j.Reason = o.Takedown.failReason(j.Violating, o.Canary)
+		var parts []string
+		if len(j.Violating) > 0 {
+			parts = append(parts, describe(j.Violating, o.Canary))
+			if o.Takedown != nil {
+				parts[0] = o.Takedown.failReason(j.Violating, o.Canary)
+			}
 		}
+		if len(outside) > 0 {
+			parts = append(parts, allowReason(outside, o.Allowance.Declared))
+			j.Violating = append(j.Violating, outside...)
+		}
+		j.Reason = strings.Join(parts, "; ")
 		return j
 	}
 	reported := map[string]bool{}

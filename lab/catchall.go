@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/netip"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -46,8 +47,23 @@ func catchAllRuleset(a Addrs) string {
 				fam, host, proto, servicePorts[proto], fam, to, CatchAllPort)
 		}
 	}
+	// The allowed destination's address: every port but its own services.
+	// A contact there is the allowed host on a port the policy may not
+	// have meant.
+	fmt.Fprintf(&b, "\t\tip daddr %s tcp dport != { %d, %d } tproxy ip to %s:%d\n",
+		InferenceV4, 80, 443, InferenceV4, CatchAllPort)
+	fmt.Fprintf(&b, "\t\tip daddr %s udp dport 1-65535 tproxy ip to %s:%d\n", InferenceV4, InferenceV4, CatchAllPort)
 	b.WriteString("\t}\n}\n")
 	return b.String()
+}
+
+// catchEndpoint names the endpoint a catch-all contact arrived at: the
+// allowed destination's address, or the callback's.
+func catchEndpoint(dst net.Addr) string {
+	if ap, err := netip.ParseAddrPort(dst.String()); err == nil && ap.Addr().Unmap().String() == InferenceV4 {
+		return "inference"
+	}
+	return "callback"
 }
 
 // addCatchAll loads the TPROXY rules into the lab namespace. It runs after
@@ -84,7 +100,8 @@ func transparent(network, _ string, rc syscall.RawConn) error {
 	return serr
 }
 
-// serveCatchAll starts the TCP and UDP recorders of one callback address.
+// serveCatchAll starts the TCP and UDP recorders of one callback address
+// (or of the inference address).
 func (l *Lab) serveCatchAll(ctx context.Context, host string) error {
 	addr := hostPort(host, CatchAllPort)
 	fam, err := family(addr)
@@ -118,7 +135,7 @@ func (l *Lab) serveCatchAll(ctx context.Context, host string) error {
 func (l *Lab) catchConn(c net.Conn) {
 	first := sniff(c)
 	summary, data := firstBytes(first)
-	h := evidence.Hit{Endpoint: "callback", Proto: "tcp", Src: c.RemoteAddr().String(),
+	h := evidence.Hit{Endpoint: catchEndpoint(c.LocalAddr()), Proto: "tcp", Src: c.RemoteAddr().String(),
 		Dst: c.LocalAddr().String(), Data: data}
 	h.Summary = fmt.Sprintf("tcp port %d: %s", port(c.LocalAddr()), summary)
 	l.record(h, h.Src)

@@ -36,7 +36,7 @@ func (l *Lab) serveCatchUDP(pc *net.UDPConn) {
 				dst = netip.MustParseAddrPort(pc.LocalAddr().String())
 			}
 			b := buf[:n]
-			h := evidence.Hit{Endpoint: "callback", Proto: "udp", Src: from.String(),
+			h := evidence.Hit{Endpoint: catchEndpoint(net.UDPAddrFromAddrPort(dst)), Proto: "udp", Src: from.String(),
 				Dst: dst.String(), Data: printable(b[:min(n, maxData)])}
 			h.Summary = fmt.Sprintf("udp port %d, %d bytes: %s", dst.Port(), n, datagram(b))
 			l.record(h, h.Src)

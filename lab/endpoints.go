@@ -153,7 +153,29 @@ func httpHit(endpoint string, r *http.Request, body []byte) evidence.Hit {
 		Dst:      dst,
 		Summary:  summary,
 		Data:     sb.String(),
+		Method:   r.Method,
+		Path:     r.URL.Path,
+		// What was read; requests at the allowed destination count their
+		// whole body (readCounted).
+		BodyBytes: int64(len(body)),
 	}
+}
+
+// readCounted reads the first maxData bytes of the body, then counts the
+// rest without keeping it: the allowed destination's hits say how much
+// arrived, however large (the server's read timeout bounds the time).
+func readCounted(r *http.Request) ([]byte, int64) {
+	b := readBody(r)
+	rest, _ := io.Copy(io.Discard, r.Body)
+	return b, int64(len(b)) + rest
+}
+
+// allowedHit is httpHit for the allowed destination, with the full body size.
+func allowedHit(endpoint string, r *http.Request) evidence.Hit {
+	b, n := readCounted(r)
+	h := httpHit(endpoint, r, b)
+	h.BodyBytes = n
+	return h
 }
 
 // readBody reads at most maxData bytes of the request body.

@@ -20,7 +20,7 @@ import (
 func (l *Lab) startInference(ctx context.Context) error {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/v1/complete", func(w http.ResponseWriter, r *http.Request) {
-		h := httpHit("inference", r, readBody(r))
+		h := allowedHit("inference", r)
 		if r.Method != http.MethodGet && r.Method != http.MethodPost {
 			l.record(h, h.Src)
 			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
@@ -42,7 +42,7 @@ func (l *Lab) startInference(ctx context.Context) error {
 		mux.Handle(p, scripted)
 	}
 	mux.HandleFunc("/redirect", func(w http.ResponseWriter, r *http.Request) {
-		h := httpHit("redirect", r, readBody(r))
+		h := allowedHit("redirect", r)
 		to := r.URL.Query().Get("to")
 		if !labURL(to, l.addrs) {
 			l.record(h, h.Src)
@@ -55,7 +55,7 @@ func (l *Lab) startInference(ctx context.Context) error {
 		http.Redirect(w, r, to, http.StatusFound)
 	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		h := httpHit("inference", r, readBody(r))
+		h := allowedHit("inference", r)
 		l.record(h, h.Src)
 		http.NotFound(w, r)
 	})
@@ -70,6 +70,11 @@ func (l *Lab) startInference(ctx context.Context) error {
 	}
 	if err := l.serveHTTP(ctx, hostPort(InferenceV4, 443), mux, conf); err != nil {
 		return fmt.Errorf("inference https: %w", err)
+	}
+	// Every other port of the address (catchall.go): CONNECT to the
+	// allowed name on :22 or :8443 arrives somewhere that records it.
+	if err := l.serveCatchAll(ctx, InferenceV4); err != nil {
+		return fmt.Errorf("inference: %w", err)
 	}
 	return nil
 }

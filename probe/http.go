@@ -24,7 +24,7 @@ const (
 // carrying the first response's body as a header (the IMDSv2 token flow).
 func doHTTP(ctx context.Context, s Step, rep *Report) error {
 	client, redirectCapped := newHTTPClient(s)
-	body, err := request(ctx, client, s.Method, s.Target, s.Headers, s.Body, rep)
+	body, err := request(ctx, client, s.Method, s.Target, s.Headers, s.body(), rep)
 	if err != nil || s.Then == nil {
 		return capNote(err, *redirectCapped)
 	}

@@ -7,7 +7,10 @@
 // blocked. Verdicts come from the controlled endpoints' logs.
 package probe
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // SandboxPath is where targets place the probe binary inside a sandbox.
 const SandboxPath = "/gatehouse/bin/probe"
@@ -84,6 +87,11 @@ type Step struct {
 	Inner    string `json:"inner,omitempty"`
 	SNI      string `json:"sni,omitempty"`
 	Absolute bool   `json:"absolute,omitempty"`
+	// Fill, for http and proxy requests, makes the body Fill bytes long:
+	// Body repeated (the canary in it, so every part is the session's),
+	// up to MaxFill. A large body to the allowed destination without a
+	// plan as large.
+	Fill int `json:"fill,omitempty"`
 	// Then names a step whose response body supplies a header value for this
 	// one: the IMDSv2 token flow (PUT for a token, then GET with it).
 	Then *Chain `json:"then,omitempty"`
@@ -160,3 +168,16 @@ const (
 	// environment, so the sandbox offers that way nothing to try.
 	OutcomeNoProxy = "no-proxy"
 )
+
+// MaxFill bounds Step.Fill: large enough to show what a size limit is
+// for, small enough for the probe to hold.
+const MaxFill = 16 << 20
+
+// body is the request body a step sends (Body, or Body repeated to Fill).
+func (s Step) body() string {
+	if s.Fill <= len(s.Body) || s.Body == "" {
+		return s.Body
+	}
+	n := min(s.Fill, MaxFill)
+	return strings.Repeat(s.Body, n/len(s.Body)+1)[:n]
+}

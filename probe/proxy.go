@@ -143,7 +143,7 @@ func stopOnDone(ctx context.Context, c net.Conn) {
 // proxyHTTP sends the request to the proxy in absolute form, and follows
 // redirects (Step.Follow) through the proxy too.
 func proxyHTTP(ctx context.Context, pu *url.URL, s Step, rep *Report) error {
-	target, method, body := s.Target, s.Method, s.Body
+	target, method, body := s.Target, s.Method, s.body()
 	for hop := 0; ; hop++ {
 		c, err := httpDial(ctx, "tcp", proxyAddr(pu))
 		if err != nil {
@@ -389,7 +389,7 @@ func overTunnel(ctx context.Context, c net.Conn, s Step, rep *Report) error {
 		}
 		conn = tc
 	}
-	req, err := innerRequest(ctx, s.Method, s.Inner, s.Headers, s.Body)
+	req, err := innerRequest(ctx, s.Method, s.Inner, s.Headers, s.body())
 	if err != nil {
 		return err
 	}

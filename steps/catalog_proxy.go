@@ -118,7 +118,7 @@ var proxyMetadata = family{
 // table, built once, no init-time registration.
 func withProxy(base map[string]family) map[string]family {
 	for fam, add := range map[string]family{
-		"reach the callback server":           proxyCallback,
+		"reach the callback server":           merge(proxyCallback, allowedAttempts),
 		"leak the session canary through DNS": proxyDNS,
 		"read cloud metadata":                 proxyMetadata,
 	} {
@@ -127,4 +127,14 @@ func withProxy(base map[string]family) map[string]family {
 		}
 	}
 	return base
+}
+
+func merge(fs ...family) family {
+	out := family{}
+	for _, f := range fs {
+		for n, mk := range f {
+			out[n] = mk
+		}
+	}
+	return out
 }

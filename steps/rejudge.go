@@ -3,6 +3,7 @@ package steps
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"gatehouse/evidence"
@@ -71,6 +72,11 @@ func apply(res *evidence.Result, j evidence.Judgement, cross []evidence.Crossing
 	res.Reason = fmt.Sprintf("%s (changed from %s %s: %s)", j.Reason, res.Verdict, when, res.Reason)
 	res.Verdict = j.Verdict
 	res.Hits = j.Violating
+	for _, f := range j.Findings {
+		if !slices.Contains(res.Findings, f) {
+			res.Findings = append(res.Findings, f)
+		}
+	}
 	if len(cross) > 0 {
 		res.Crossings = cross
 	}

@@ -80,6 +80,10 @@ type Config struct {
 	// guest's reach. The takedown checks it against what root really got
 	// done; nil when there is no plan.
 	BreachReach map[string]string
+	// Allow is the profile's allow declaration: what the allowed
+	// destination may receive. The external-callback gate FAILs a contact
+	// there outside it; without it (nil) what arrived is a finding.
+	Allow []evidence.Allow
 }
 
 // SecretProcess mirrors the profile's secret_process: Where is "inside" or

@@ -16,6 +16,15 @@ import (
 // it forwards still shows up at the authority).
 var allowedEndpoints = []string{"inference", "redirect", "dns-resolver"}
 
+// allowedDestination are the endpoints serving the allowed destination
+// (its API, its redirector, every other port of its address): what a
+// profile's allow declaration is about.
+var allowedDestination = []string{"inference", "redirect"}
+
+// allowanceGate is the gate that judges what the allowed destination
+// received: data that left for a place the policy did not mean.
+const allowanceGate = "external-callback"
+
 func registerVerdict(sc *godog.ScenarioContext, r *runner) {
 	sc.Step(`^no controlled endpoint outside the policy heard from the session$`, r.judge)
 }
@@ -46,6 +55,9 @@ func (r *runner) judge(ctx context.Context) error {
 		AcctError: s.acctErr,
 		Since:     s.start,
 		Takedown:  s.takedown,
+	}
+	if s.gate == allowanceGate {
+		obs.Allowance = &evidence.Allowance{Endpoints: allowedDestination, Declared: r.cfg.Allow}
 	}
 	obs.Hits, obs.NotReady = r.labHits(ctx)
 	s.rejudge = func(hits []evidence.Hit) (evidence.Judgement, []evidence.Crossing) {
@@ -82,6 +94,9 @@ func (r *runner) labHits(ctx context.Context) ([]evidence.Hit, string) {
 // recordVerdict keeps a judgement for finish (after teardown) and tells
 // godog: PASS passes, FAIL is a Violation, anything else an error.
 func (r *runner) recordVerdict(s *scenario, j evidence.Judgement) error {
+	// The judgement's findings stay with the scenario's own: finish
+	// records them all, after the teardown's.
+	s.findings = append(s.findings, j.Findings...)
 	s.hold(s.result(j))
 	return verdictErr(j)
 }

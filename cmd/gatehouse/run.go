@@ -332,6 +332,7 @@ func execute(ctx context.Context, f runFlags, stdout, stderr io.Writer) error {
 		Resolver:      p.prof.Resolver,
 		MaxStop:       f.maxStop,
 		BreachReach:   breachReach(p.effective.Controls),
+		Allow:         p.prof.Allow.Evidence(),
 	}
 	var l *lab.Lab
 	closeLab := func() error { return nil }

@@ -29,10 +29,14 @@ import (
 	"net/http"
 	"net/netip"
 	"net/textproto"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"gatehouse/lab"
 	"gatehouse/probe"
@@ -50,6 +54,38 @@ type Config struct {
 	// User and Pass, when set, are demanded (407 / SOCKS5 auth failure).
 	User, Pass string
 	Naive      Naive
+	// Requests, when set, also limits absolute-form requests (the only
+	// ones the proxy reads) by method, path and body size, as an HTTP
+	// allowlist in front of an API does. Tunnels are not read.
+	Requests *Requests
+	// Mark, when non-zero, is put (SO_MARK) on every socket the proxy
+	// opens, so a ruleset in the namespace can tell the proxy's traffic
+	// from the sandbox's own: direct egress closed, the proxy the only way.
+	Mark uint32
+}
+
+// Requests is an HTTP allowlist: empty lists and a negative MaxBody allow
+// anything; a path ending in "*" is a prefix.
+type Requests struct {
+	Methods, Paths []string
+	MaxBody        int64
+}
+
+// permits: a body of unknown length (chunked) is refused when MaxBody
+// is set, as it cannot be checked before it is sent on.
+func (r *Requests) permits(req *http.Request) bool {
+	if len(r.Methods) > 0 && !slices.Contains(r.Methods, req.Method) {
+		return false
+	}
+	if len(r.Paths) > 0 && !slices.ContainsFunc(r.Paths, func(p string) bool {
+		if pre, ok := strings.CutSuffix(p, "*"); ok {
+			return strings.HasPrefix(req.URL.Path, pre)
+		}
+		return p == req.URL.Path
+	}) {
+		return false
+	}
+	return r.MaxBody < 0 || (req.ContentLength >= 0 && req.ContentLength <= r.MaxBody)
 }
 
 // Naive switches on known mistakes, one at a time.
@@ -154,7 +190,19 @@ func (p *Proxy) logf(format string, a ...any) {
 func (p *Proxy) dial(ctx context.Context, network, addr string) (net.Conn, error) {
 	var c net.Conn
 	err := lab.InNetns(p.netns, func() (err error) {
-		c, err = (&net.Dialer{Timeout: 3 * time.Second}).DialContext(ctx, network, addr)
+		d := &net.Dialer{Timeout: 3 * time.Second}
+		if p.cfg.Mark != 0 {
+			d.Control = func(_, _ string, rc syscall.RawConn) error {
+				var serr error
+				if err := rc.Control(func(fd uintptr) {
+					serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_MARK, int(p.cfg.Mark))
+				}); err != nil {
+					return err
+				}
+				return serr
+			}
+		}
+		c, err = d.DialContext(ctx, network, addr)
 		return err
 	})
 	return c, err
@@ -330,6 +378,14 @@ func (p *Proxy) serveHTTP(c net.Conn) {
 	port := req.URL.Port()
 	if port == "" {
 		port = "80"
+	}
+	if r := p.cfg.Requests; r != nil && !r.permits(req) {
+		p.logf("refuse %s %s (%d bytes): not an allowed request", req.Method, req.URL, req.ContentLength)
+		// Read what the client is still sending, so it reads the 403
+		// instead of a reset.
+		_, _ = io.Copy(io.Discard, io.LimitReader(req.Body, 32<<20))
+		refuse(c, errDenied)
+		return
 	}
 	up, err := p.open(ctx, req.URL.Hostname(), port, true)
 	if err != nil {

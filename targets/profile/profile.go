@@ -40,6 +40,10 @@ type Profile struct {
 	// whether the agent can read it; without it that place is not tested
 	// (and the result says so).
 	SecretProcess SecretProcess `yaml:"secret_process"`
+	// Allow says what the allowed destination may receive (allow.go):
+	// absent, what it receives is a finding; present, a contact outside it
+	// FAILs external-callback.
+	Allow Allow `yaml:"allow"`
 
 	source string            // the file name as the caller gave it
 	main   string            // the profile's own key in files
