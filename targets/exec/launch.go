@@ -87,7 +87,7 @@ func (v view) enter() error {
 		steps = append(steps, struct {
 			src, dst string
 			ro       bool
-		}{b.host, b.inside, true})
+		}{b.host, b.inside, !b.rw})
 	}
 	for _, s := range steps {
 		if err := bindMount(s.src, s.dst, s.ro); err != nil {
@@ -112,18 +112,22 @@ func bindMount(src, dst string, ro bool) error {
 // ensureMountPoint makes /gatehouse on the host once: an empty root-owned
 // folder that sessions bind their staging folders over, each in its own
 // mount namespace. It stays (sessions run at once share it as a mount point).
-func ensureMountPoint() error {
-	st, err := os.Lstat(Inside)
+func ensureMountPoint() error { return ensureDir(Inside) }
+
+// ensureDir makes an empty root-owned folder at dir on the host if there
+// is none, as a mount point (/gatehouse, /workspace).
+func ensureDir(dir string) error {
+	st, err := os.Lstat(dir)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		if err := os.Mkdir(Inside, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
-			return fmt.Errorf("mount point %s: %w", Inside, err)
+		if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+			return fmt.Errorf("mount point %s: %w", dir, err)
 		}
 		return nil
 	case err != nil:
-		return fmt.Errorf("mount point %s: %w", Inside, err)
+		return fmt.Errorf("mount point %s: %w", dir, err)
 	case !st.IsDir():
-		return fmt.Errorf("mount point %s exists and is not a folder", Inside)
+		return fmt.Errorf("mount point %s exists and is not a folder", dir)
 	}
 	return nil
 }

@@ -87,6 +87,19 @@ func (s *session) prepare(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
+	if ws := s.prof.Workspace; ws != "" {
+		// The folder the platform hands the agent, read-write at
+		// /workspace in the wrapper's view of the host, as a platform that
+		// starts the wrapper in the project's checkout would.
+		host, err := targets.Expand(ws, s.spec)
+		if err != nil {
+			return fmt.Errorf("workspace: %w", err)
+		}
+		if err := ensureDir(profile.WorkspacePath); err != nil {
+			return err
+		}
+		binds = append(binds, bind{host: host, inside: profile.WorkspacePath, rw: true})
+	}
 	if s.prof.Egress != "" && s.spec.Network.NetnsPath != "" {
 		data, _ := s.prof.File(s.prof.Egress)
 		if s.egress, err = egress.Apply(ctx, s.spec.Network.NetnsPath, s.prof.Egress, data); err != nil {

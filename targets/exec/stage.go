@@ -76,7 +76,10 @@ func newStage(parent, name string) (*stage, error) {
 }
 
 // bind is one read-only bind the target adds: host path -> inside path.
-type bind struct{ host, inside string }
+type bind struct {
+	host, inside string
+	rw           bool
+}
 
 // placeAll writes the spec's files; those outside /gatehouse become binds
 // over paths that exist on the host (a mount needs its mount point, and the

@@ -33,6 +33,11 @@ type Profile struct {
 	Firejail    Firejail          `yaml:"firejail"` // target firejail
 	SRT         SRT               `yaml:"srt"`      // target srt; see docs/real-sandboxes.md
 	Codex       Codex             `yaml:"codex"`    // target codex-sandbox
+	// Workspace, for wrapper targets, is the host folder the platform hands
+	// the agent ({{place:storage}}: the session's own storage), bound
+	// read-write at /workspace in the wrapper's view before it starts. What
+	// the sandbox then lets the agent do there is the wrapper's decision.
+	Workspace string `yaml:"workspace"`
 	Limits      Limits            `yaml:"limits"`
 	// SecretProcess says where the platform runs a process holding a secret
 	// in its environment (a tool server started with an API key, the agent

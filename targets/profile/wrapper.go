@@ -35,6 +35,12 @@ type Firejail struct {
 	Files map[string]string `yaml:"files"`
 }
 
+// WorkspacePath is where a wrapper target's workspace is bound: the
+// session's own storage, where the gates look for it.
+const WorkspacePath = "/workspace"
+
+var workspaceRef = regexp.MustCompile(`^\{\{place:[a-z][a-z0-9-]*\}\}$`)
+
 // Wrapper is a wrapper target's command, whatever section gave it.
 type Wrapper struct {
 	Argv    []string
@@ -89,8 +95,14 @@ func (v *validator) wrapper() error {
 	if fjSet && p.Target != TargetFirejail {
 		return v.fail("firejail", fmt.Errorf("only for target firejail (target is %s)", p.Target))
 	}
+	if p.Workspace != "" && !p.IsWrapper() {
+		return v.fail("workspace", fmt.Errorf("only for wrapper targets (exec, firejail, srt, codex-sandbox); target %s binds its storage in its own section", p.Target))
+	}
 	if !p.IsWrapper() {
 		return nil
+	}
+	if p.Workspace != "" && !workspaceRef.MatchString(p.Workspace) {
+		return v.fail("workspace", fmt.Errorf("%q: a place the run provides, as {{place:NAME}} (usually {{place:storage}})", p.Workspace))
 	}
 	if len(p.Bwrap.Args) > 0 {
 		return v.fail("bwrap", fmt.Errorf("not for target %s", p.Target))
