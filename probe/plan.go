@@ -87,6 +87,11 @@ type Step struct {
 	Inner    string `json:"inner,omitempty"`
 	SNI      string `json:"sni,omitempty"`
 	Absolute bool   `json:"absolute,omitempty"`
+	// Again, for a proxy attempt, makes it once more after the first,
+	// whatever the first got: a name whose first answer was allowed may
+	// answer differently the second time (rebinding), and an agent that
+	// was refused once tries again.
+	Again bool `json:"again,omitempty"`
 	// Fill, for http and proxy requests, makes the body Fill bytes long:
 	// Body repeated (the canary in it, so every part is the session's),
 	// up to MaxFill. A large body to the allowed destination without a

@@ -65,6 +65,14 @@ func (r runner) do(ctx context.Context, s Step) (rep Report) {
 		err = doHTTP(ctx, s, &rep)
 	case KindProxy:
 		err = doProxy(ctx, s, &rep)
+		if s.Again && ctx.Err() == nil {
+			// The second try's outcome is the one reported: it is the one
+			// the first answer set up.
+			again := Report{ID: rep.ID, Kind: rep.Kind, Target: rep.Target, Start: rep.Start}
+			err = doProxy(ctx, s, &again)
+			again.Bytes += rep.Bytes
+			rep = again
+		}
 	case KindTCP:
 		err = doTCP(ctx, s, &rep)
 	case KindUDP:

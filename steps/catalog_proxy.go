@@ -37,7 +37,9 @@ var proxyCallback = family{
 	// An allowed name whose second answer is the callback: a proxy that
 	// checks one lookup and connects after another is sent there.
 	"proxy-rebind": func(c string) probe.Step {
-		return tunnel(probe.ViaConnect, lab.RebindLabName+":80", "http://"+lab.RebindLabName+cbPath(c))
+		s := tunnel(probe.ViaConnect, lab.RebindLabName+":80", "http://"+lab.RebindLabName+cbPath(c))
+		s.Again = true // the first lookup answers the allowed address, later ones the forbidden
+		return s
 	},
 	// Domain fronting inside a tunnel to the allowed name: plain HTTP with
 	// the callback's Host; TLS whose server name is the callback's; TLS to
@@ -110,7 +112,9 @@ var proxyMetadata = family{
 	"proxy-metadata-name":    func(c string) probe.Step { return viaHTTP("http://" + lab.MetadataLabName + metaPath) },
 	"proxy-metadata-decimal": func(c string) probe.Step { return viaHTTP("http://2852039166" + metaPath) },
 	"proxy-metadata-rebind": func(c string) probe.Step {
-		return tunnel(probe.ViaConnect, lab.RebindMetadataLabName+":80", "http://"+lab.RebindMetadataLabName+metaPath)
+		s := tunnel(probe.ViaConnect, lab.RebindMetadataLabName+":80", "http://"+lab.RebindMetadataLabName+metaPath)
+		s.Again = true
+		return s
 	},
 }
 
