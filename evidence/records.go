@@ -33,6 +33,10 @@ type Hit struct {
 	// on the same connection (same endpoint, Src and Dst) may follow; Fold
 	// counts the two as one contact.
 	Conn bool `json:"conn,omitempty"`
+	// Attempt is the attempt the request said it belongs to (the probe's
+	// X-Gatehouse-Attempt header): a label for what got through which way,
+	// from inside the sandbox, so never used to decide a verdict.
+	Attempt string `json:"attempt,omitempty"`
 	// Method, Path and BodyBytes describe an HTTP request as it arrived:
 	// the method, the URL path (no query) and the body's full size in
 	// bytes (Data keeps only its first bytes). The allowed endpoint's

@@ -153,6 +153,7 @@ func httpHit(endpoint string, r *http.Request, body []byte) evidence.Hit {
 		Dst:      dst,
 		Summary:  summary,
 		Data:     sb.String(),
+		Attempt:  attemptLabel(r.Header.Get("X-Gatehouse-Attempt")),
 		Method:   r.Method,
 		Path:     r.URL.Path,
 		// What was read; requests at the allowed destination count their
@@ -224,4 +225,18 @@ func serveConns(ln net.Listener, handle func(net.Conn)) (stop func() error) {
 		wg.Wait()
 		return err
 	}
+}
+
+// attemptLabel keeps an attempt label short and plain: it comes from inside
+// the sandbox.
+func attemptLabel(v string) string {
+	if len(v) > 64 {
+		v = v[:64]
+	}
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '@' || r == '.' {
+			return r
+		}
+		return -1
+	}, v)
 }

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -135,5 +136,14 @@ func TestBadRoute(t *testing.T) {
 				t.Errorf("badRoute = %q, want bad=%v", why, tc.bad)
 			}
 		})
+	}
+}
+
+func TestHTTPHitKeepsTheAttemptLabelPlain(t *testing.T) {
+	r := httptest.NewRequest("GET", "http://203.0.113.10/c/x", nil)
+	r.Header.Set("X-Gatehouse-Attempt", "proxy-rebind<script>\x00"+strings.Repeat("a", 100))
+	h := httpHit("callback", r, nil)
+	if !strings.HasPrefix(h.Attempt, "proxy-rebindscript") || len(h.Attempt) > 64 || strings.ContainsAny(h.Attempt, "<>\x00") {
+		t.Errorf("attempt label %q", h.Attempt)
 	}
 }

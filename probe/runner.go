@@ -52,7 +52,7 @@ type runner struct {
 // than a lost line: the harness would otherwise see a silent gap.
 func (r runner) do(ctx context.Context, s Step) (rep Report) {
 	rep = Report{ID: s.ID, Kind: s.Kind, Target: s.Target, Start: time.Now().UTC()}
-	ctx, cancel := context.WithTimeout(withTag(ctx, r.tag), r.timeout)
+	ctx, cancel := context.WithTimeout(withAttempt(withTag(ctx, r.tag), s.ID), r.timeout)
 	defer cancel()
 	defer func() {
 		if p := recover(); p != nil {

@@ -12,7 +12,21 @@ import (
 // came from that session's sandbox.
 const SessionHeader = "X-Gatehouse-Session"
 
+// AttemptHeader names the attempt (Step.ID) a request belongs to, so the
+// lab's record of what got through can say which way it took. It is the
+// probe's own label: shown, never used to decide a verdict.
+const AttemptHeader = "X-Gatehouse-Attempt"
+
 type tagKey struct{}
+
+type attemptKey struct{}
+
+func withAttempt(ctx context.Context, id string) context.Context {
+	if id == "" {
+		return ctx
+	}
+	return context.WithValue(ctx, attemptKey{}, id)
+}
 
 func withTag(ctx context.Context, tag string) context.Context {
 	if tag == "" {
@@ -25,5 +39,8 @@ func withTag(ctx context.Context, tag string) context.Context {
 func tagRequest(ctx context.Context, req *http.Request) {
 	if tag, _ := ctx.Value(tagKey{}).(string); tag != "" && req.Header.Get(SessionHeader) == "" {
 		req.Header.Set(SessionHeader, tag)
+	}
+	if id, _ := ctx.Value(attemptKey{}).(string); id != "" && req.Header.Get(AttemptHeader) == "" {
+		req.Header.Set(AttemptHeader, id)
 	}
 }

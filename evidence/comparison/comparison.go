@@ -142,10 +142,12 @@ func (c *Comparison) Build() {
 }
 
 // channels names what arrived where, once each: the lab's record of the
-// endpoint, the protocol and the port, never the probe's account.
+// endpoint, the protocol and the port, never the probe's account. The
+// attempts the requests named themselves (X-Gatehouse-Attempt) follow in
+// brackets: a label from inside the sandbox, to read, not to trust.
 func channels(hits []evidence.Hit) []string {
-	var out []string
-	seen := map[string]bool{}
+	var order []string
+	attempts := map[string][]string{}
 	for _, h := range hits {
 		name := h.Endpoint
 		if h.Proto != "" {
@@ -154,12 +156,32 @@ func channels(hits []evidence.Hit) []string {
 		if _, port, err := net.SplitHostPort(h.Dst); err == nil && port != "" && h.Proto != "dns" {
 			name += " :" + port
 		}
-		if !seen[name] {
-			seen[name] = true
-			out = append(out, name)
+		if _, ok := attempts[name]; !ok {
+			order = append(order, name)
+			attempts[name] = nil
+		}
+		if a := h.Attempt; a != "" && !contains(attempts[name], a) {
+			attempts[name] = append(attempts[name], a)
 		}
 	}
+	out := make([]string, 0, len(order))
+	for _, name := range order {
+		if as := attempts[name]; len(as) > 0 {
+			sort.Strings(as)
+			name += " [" + strings.Join(as, " ") + "]"
+		}
+		out = append(out, name)
+	}
 	return out
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
 }
 
 func merge(a, b []string) []string {

@@ -12,7 +12,7 @@ import (
 )
 
 func TestMatrixTakesWorstVerdictAndNamesWhatGotThrough(t *testing.T) {
-	hit := evidence.Hit{Endpoint: "callback", Proto: "http", Dst: "203.0.113.10:80"}
+	hit := evidence.Hit{Endpoint: "callback", Proto: "http", Dst: "203.0.113.10:80", Attempt: "proxy-rebind"}
 	dns := evidence.Hit{Endpoint: "dns-authority", Proto: "dns", Dst: "203.0.113.54:53"}
 	c := &Comparison{Profiles: []Column{
 		{Profile: "a", Results: []evidence.Result{
@@ -36,7 +36,7 @@ func TestMatrixTakesWorstVerdictAndNamesWhatGotThrough(t *testing.T) {
 		{0, 1, "-", "", "not run"},
 		{0, 2, "-", "", "srt is not installed"},
 		{1, 0, "-", "", "not run"},
-		{1, 1, "FAIL", "callback http :80, dns-authority dns, callback tcp :9000", ""},
+		{1, 1, "FAIL", "callback http :80 [proxy-rebind], dns-authority dns, callback tcp :9000", ""},
 	}
 	if len(c.Matrix) != 2 || c.Matrix[0].Path != "normal" {
 		t.Fatalf("matrix = %+v", c.Matrix)
