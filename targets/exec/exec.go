@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"os"
 	osexec "os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -136,8 +137,13 @@ func (t *Target) runtimeVersion(ctx context.Context, netns string) (string, erro
 		}
 		line, _, _ := strings.Cut(strings.TrimSpace(out.String()), "\n")
 		t.version = strings.TrimSpace(line)
-		if t.version == "" {
-			t.version = w.Argv[0] + " (its version command printed nothing)"
+		name := filepath.Base(t.opts.Profile.Wrapper().Argv[0])
+		switch {
+		case t.version == "":
+			t.version = name + " (its version command printed nothing)"
+		case !strings.Contains(strings.ToLower(t.version), strings.ToLower(name)):
+			// A bare number ("0.0.83") says nothing on its own in a matrix.
+			t.version = name + " " + t.version
 		}
 	})
 	return t.version, t.versionErr
