@@ -79,10 +79,11 @@ type Cell struct {
 	Reason  string `json:"reason,omitempty"`
 	// Control is whether the allowed call worked in the deciding session.
 	Control bool `json:"positive_control"`
-	// Through names what got through, from the hits that decided a FAIL:
-	// "endpoint proto :port" as the lab recorded them, each once.
+	// Through names what got through, from what decided a FAIL: "endpoint
+	// proto :port" as the lab recorded the hits, each once, and "value via
+	// ATTEMPT" for values that crossed between sessions.
 	Through []string `json:"through,omitempty"`
-	// Hits counts the forbidden hits behind Through.
+	// Hits counts the forbidden hits and crossings behind Through.
 	Hits int `json:"hits,omitempty"`
 }
 
@@ -113,7 +114,8 @@ func (c *Comparison) Build() {
 			}
 			if r.Verdict == evidence.Fail {
 				cur.Through = merge(cur.Through, channels(r.Hits))
-				cur.Hits += len(r.Hits)
+				cur.Through = merge(cur.Through, crossings(r.Crossings))
+				cur.Hits += len(r.Hits) + len(r.Crossings)
 			}
 		}
 	}
@@ -171,6 +173,20 @@ func channels(hits []evidence.Hit) []string {
 			name += " [" + strings.Join(as, " ") + "]"
 		}
 		out = append(out, name)
+	}
+	return out
+}
+
+// crossings names the ways a value crossed between sessions (or from the
+// host's storage): the attempt that got it, as the FAIL's proof recorded it
+// (the value is random and the other session's, so the report cannot be
+// invented).
+func crossings(cs []evidence.Crossing) []string {
+	var out []string
+	for _, c := range cs {
+		if c.Attempt != "" && !contains(out, "value via "+c.Attempt) {
+			out = append(out, "value via "+c.Attempt)
+		}
 	}
 	return out
 }

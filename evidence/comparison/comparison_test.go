@@ -21,7 +21,8 @@ func TestMatrixTakesWorstVerdictAndNamesWhatGotThrough(t *testing.T) {
 		}},
 		{Profile: "b", Results: []evidence.Result{
 			{Gate: "g", Path: "assume-breach", Verdict: evidence.Fail, Hits: []evidence.Hit{hit, hit, dns}},
-			{Gate: "g", Path: "assume-breach", Verdict: evidence.Fail, Hits: []evidence.Hit{{Endpoint: "callback", Proto: "tcp", Dst: "[2001:db8::10]:9000"}}},
+			{Gate: "g", Path: "assume-breach", Verdict: evidence.Fail, Hits: []evidence.Hit{{Endpoint: "callback", Proto: "tcp", Dst: "[2001:db8::10]:9000"}},
+				Crossings: []evidence.Crossing{{Attempt: "receive-sysv-shm"}, {Attempt: "receive-sysv-shm"}}},
 		}},
 		{Profile: "c", Error: "srt is not installed here"},
 	}}
@@ -36,7 +37,7 @@ func TestMatrixTakesWorstVerdictAndNamesWhatGotThrough(t *testing.T) {
 		{0, 1, "-", "", "not run"},
 		{0, 2, "-", "", "srt is not installed"},
 		{1, 0, "-", "", "not run"},
-		{1, 1, "FAIL", "callback http :80 [proxy-rebind], dns-authority dns, callback tcp :9000", ""},
+		{1, 1, "FAIL", "callback http :80 [proxy-rebind], dns-authority dns, callback tcp :9000, value via receive-sysv-shm", ""},
 	}
 	if len(c.Matrix) != 2 || c.Matrix[0].Path != "normal" {
 		t.Fatalf("matrix = %+v", c.Matrix)
@@ -50,8 +51,8 @@ func TestMatrixTakesWorstVerdictAndNamesWhatGotThrough(t *testing.T) {
 			t.Errorf("verdicts %d,%d = %v", tt.row, tt.col, c.Matrix[tt.row].Verdicts)
 		}
 	}
-	if got := c.Matrix[1].Cells[1].Hits; got != 4 {
-		t.Errorf("hits = %d, want 4", got)
+	if got := c.Matrix[1].Cells[1].Hits; got != 6 {
+		t.Errorf("hits and crossings = %d, want 6", got)
 	}
 }
 
