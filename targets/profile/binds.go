@@ -36,6 +36,9 @@ func (p *Profile) Binds() []Bind {
 	for i, m := range p.Docker.Mounts {
 		out = append(out, Bind{Type: m.Type, Source: m.Source, Target: m.Target, ReadOnly: m.ReadOnly, Field: fmt.Sprintf("docker.mounts[%d]", i)})
 	}
+	if p.Workspace != "" && p.IsWrapper() {
+		out = append(out, Bind{Type: "bind", Source: p.Workspace, Target: WorkspacePath, Field: "workspace"})
+	}
 	return out
 }
 
