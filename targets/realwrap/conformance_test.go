@@ -24,7 +24,7 @@ func TestConformance(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: joins network namespaces, mounts, cgroups")
 	}
-	for _, name := range []string{"srt-default.yaml", "codex-network-proxy.yaml"} {
+	for _, name := range []string{"srt-default.yaml", "codex-network-proxy.yaml", "codex-workspace-write.yaml"} {
 		for _, path := range []targets.Path{targets.PathNormal, targets.PathBreach} {
 			t.Run(name+"/"+string(path), func(t *testing.T) {
 				if name == "srt-default.yaml" && path == targets.PathBreach {
