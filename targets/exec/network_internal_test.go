@@ -40,7 +40,9 @@ func mainThreadMoved(ns string) int {
 		return 2
 	}
 	done := make(chan error)
-	go func() { done <- checkNetwork(&profile.Profile{Network: profile.NetworkLab}, targets.Network{NetnsPath: ns}) }()
+	go func() {
+		done <- checkNetwork(&profile.Profile{Network: profile.NetworkLab}, targets.Network{NetnsPath: ns})
+	}()
 	if err := <-done; err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

@@ -70,3 +70,20 @@ func startProfile(t *testing.T, name string, path targets.Path) targets.Session 
 	})
 	return s
 }
+
+// srt keeps its proxy sockets in the session's own folder, not the host's
+// /tmp: srt leaves them when it is killed at Stop, and in /tmp a later srt
+// that got the same pid failed at start with EADDRINUSE.
+func TestSRTSocketsStayInTheSession(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: joins network namespaces, mounts, cgroups")
+	}
+	s := startProfile(t, "srt-default.yaml", targets.PathNormal)
+	var out bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := s.Exec(ctx, targets.Command{Args: []string{"/bin/sh", "-c", "ls " + profile.SRTWrapperTmp}, Stdout: &out, Stderr: &out})
+	if err != nil || res.ExitCode != 0 || !strings.Contains(out.String(), "srt-mux-") {
+		t.Fatalf("srt's sockets not in %s: %v %+v: %q", profile.SRTWrapperTmp, err, res, out.String())
+	}
+}
