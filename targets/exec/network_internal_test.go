@@ -8,6 +8,7 @@ import (
 	"os"
 	osexec "os/exec"
 	"runtime"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -78,5 +79,57 @@ func TestCheckNetworkAfterMainThreadJoinedSession(t *testing.T) {
 	// The machine's own namespace is still refused.
 	if err := checkNetwork(&profile.Profile{Network: profile.NetworkLab}, targets.Network{NetnsPath: "/proc/thread-self/ns/net"}); !errors.Is(err, ErrSharedNetwork) {
 		t.Fatalf("own namespace: %v, want ErrSharedNetwork", err)
+	}
+}
+
+// The wrapper's mount namespace keeps the session's own namespace handle
+// and none of the others: another session's namespace deleted while bwrap
+// (srt, codex) bound / made it die at start.
+func TestWrapperViewDropsOtherNetnsHandles(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: makes network and mount namespaces")
+	}
+	var names []string
+	for i := 0; i < 2; i++ {
+		b := make([]byte, 4)
+		_, _ = rand.Read(b)
+		name := "gh-mv" + hex.EncodeToString(b)
+		if out, err := osexec.Command("ip", "netns", "add", name).CombinedOutput(); err != nil {
+			t.Skipf("ip netns add: %v: %s", err, out)
+		}
+		t.Cleanup(func() { _ = osexec.Command("ip", "netns", "del", name).Run() })
+		names = append(names, "/run/netns/"+name)
+	}
+	done := make(chan string, 1)
+	go func() {
+		// Never unlocked: the thread ends with its private mount namespace.
+		runtime.LockOSThread()
+		if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
+			done <- "unshare: " + err.Error()
+			return
+		}
+		if err := unix.Mount("none", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+			done <- "private: " + err.Error()
+			return
+		}
+		detachNetns(names[0])
+		data, err := os.ReadFile("/proc/thread-self/mountinfo")
+		if err != nil {
+			done <- err.Error()
+			return
+		}
+		done <- string(data)
+	}()
+	info := <-done
+	if !strings.Contains(info, " "+names[0]+" ") {
+		t.Fatalf("the session's own handle %s is gone:\n%s", names[0], info)
+	}
+	if strings.Contains(info, " "+names[1]+" ") {
+		t.Fatalf("another namespace's handle %s is still mounted", names[1])
+	}
+	// The host keeps both.
+	host, _ := os.ReadFile("/proc/thread-self/mountinfo")
+	if !strings.Contains(string(host), " "+names[1]+" ") {
+		t.Fatalf("the host lost %s", names[1])
 	}
 }
