@@ -39,6 +39,14 @@ type socketError struct{ err error }
 func (e *socketError) Error() string { return e.err.Error() }
 func (e *socketError) Unwrap() error { return e.err }
 
+// socketRefused says whether err is the kernel refusing to create a
+// socket (EPERM or EACCES from socket(2) itself, as net reports it).
+func socketRefused(err error) bool {
+	var se *os.SyscallError
+	return errors.As(err, &se) && se.Syscall == "socket" &&
+		(errors.Is(se.Err, syscall.EPERM) || errors.Is(se.Err, syscall.EACCES))
+}
+
 // classify maps an attempt's error to an outcome. Order matters: a wrapped
 // timeout can also carry an errno, and the errno is the more precise fact.
 func classify(err error) string {
@@ -54,6 +62,12 @@ func classify(err error) string {
 		// The sandbox's kernel would not give the socket at all (a ping
 		// socket outside ping_group_range, a raw one without CAP_NET_RAW):
 		// refused locally, nothing could leave, as with no route.
+		return OutcomeUnreachable
+	case socketRefused(err):
+		// The same for any socket a seccomp filter will not create (Codex's
+		// sandbox with the network off: socket(AF_INET) is EPERM): the
+		// attempt never had a way out, unlike an EPERM on connect or send,
+		// which is a firewall's verdict on a packet.
 		return OutcomeUnreachable
 	case errors.As(err, new(errProxyRefused)):
 		return OutcomeDenied
@@ -79,6 +93,8 @@ func classify(err error) string {
 	var de *net.DNSError
 	if errors.As(err, &de) {
 		switch msg := de.Err; {
+		case strings.Contains(msg, "socket: operation not permitted"), strings.Contains(msg, "socket: permission denied"):
+			return OutcomeUnreachable
 		case strings.Contains(msg, "operation not permitted"), strings.Contains(msg, "permission denied"):
 			return OutcomeDenied
 		case strings.Contains(msg, "connection refused"):

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"os"
 	"syscall"
 	"testing"
 )
@@ -54,6 +56,12 @@ func TestSocketRefusedIsUnreachable(t *testing.T) {
 		{&socketError{fmt.Errorf("open ping socket: %w", syscall.EACCES)}, OutcomeUnreachable},
 		{&socketError{fmt.Errorf("open icmp socket: %w", syscall.EPERM)}, OutcomeUnreachable},
 		{fmt.Errorf("write: %w", syscall.EPERM), OutcomeDenied},
+		// As net.Dial reports a socket a seccomp filter refused (Codex,
+		// network off), and as the resolver does.
+		{&net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("socket", syscall.EPERM)}, OutcomeUnreachable},
+		{&net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.EPERM)}, OutcomeDenied},
+		{&net.DNSError{Err: "dial udp 203.0.113.53:53: socket: operation not permitted"}, OutcomeUnreachable},
+		{&net.DNSError{Err: "write udp 203.0.113.53:53: operation not permitted"}, OutcomeDenied},
 	} {
 		if got := classify(tc.err); got != tc.want {
 			t.Errorf("classify(%v) = %s, want %s", tc.err, got, tc.want)

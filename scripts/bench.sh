@@ -13,6 +13,14 @@ echo "== lab bring-up, session attach, bwrap session start (Go benchmarks, 20 ru
 go test -run '^$' -bench 'LabUp|Attach' -benchtime 20x ./lab | grep ^Benchmark
 go test -run '^$' -bench 'SessionStart' -benchtime 20x ./targets/bwrap | grep ^Benchmark
 
+echo
+echo "== wrapper targets: session vs bare wrapper start (Go benchmarks, 10 runs each; a session is Start + Exec true + Stop)"
+# firejail: BenchmarkSessionStart next to BenchmarkBareFirejail; srt and
+# codex: one benchmark each reporting both and their ratio (session/bare).
+# A tool that is not installed is skipped (make tools).
+go test -run '^$' -bench 'SessionStart|BareFirejail' -benchtime 10x ./targets/exec | grep -E '^(Benchmark|--- SKIP)|skip'
+go test -run '^$' -bench 'ColdStart' -benchtime 10x -v ./targets/realwrap | grep -E '^Benchmark|SKIP|not installed'
+
 whole_run() { # whole_run LABEL GATES PROFILE [RUN FLAGS...]
   local label=$1 sel=$2 profile=$3 dir="$out/$1-$3"
   shift 3

@@ -74,3 +74,44 @@ func TestSRTDefaultHoldsTheNetwork(t *testing.T) {
 		}
 	}
 }
+
+// Codex with the network off refuses getsockopt and getsockname: the
+// session's init must still answer (it did not, and every gate was
+// INCONCLUSIVE). The host's /tmp is writable in Codex's sandbox, so two
+// sessions trade a value through it: a FAIL that needs both sessions to run.
+func TestCodexWorkspaceWriteSessionsRun(t *testing.T) {
+	needSandbox(t)
+	needTool(t, "codex-workspace-write.yaml")
+	r := runProfile(t, "codex-workspace-write.yaml", "cross-session")
+	if r.code != exitViolation || len(r.results) != 2 {
+		t.Fatalf("exit %d, %d results, want %d and 2\n%s\n%s", r.code, len(r.results), exitViolation, r.stdout, r.stderr)
+	}
+	for _, res := range r.results {
+		if res.Verdict != evidence.Fail || !strings.Contains(res.Reason, "/tmp/") {
+			t.Errorf("%s/%s: %s (%s), want FAIL through the host's /tmp", res.Gate, res.Path, res.Verdict, res.Reason)
+		}
+	}
+}
+
+// srt's wildcard *.inference.lab.gatehouse.test (the provider's whole
+// domain) lets a name under it that answers with the callback's address
+// through its proxy (rebinding: the first answer was the allowed address),
+// and srt's own lookup of a canary label reaches the domain's authority; a
+// name resolving to metadata is still refused.
+func TestSRTWildcardLetsNamesUnderItOut(t *testing.T) {
+	needSandbox(t)
+	needTool(t, "srt-wildcard.yaml")
+	r := runProfile(t, "srt-wildcard.yaml", "external-callback,dns-exfiltration,cloud-metadata")
+	if r.code != exitViolation || len(r.results) != 6 {
+		t.Fatalf("exit %d, %d results, want %d and 6\n%s\n%s", r.code, len(r.results), exitViolation, r.stdout, r.stderr)
+	}
+	for _, res := range r.results {
+		want := evidence.Fail
+		if res.Gate == "cloud-metadata" {
+			want = evidence.Pass
+		}
+		if res.Verdict != want || (want == evidence.Fail && len(res.Hits) == 0) {
+			t.Errorf("%s/%s: %s with %d hits (%s), want %s", res.Gate, res.Path, res.Verdict, len(res.Hits), res.Reason, want)
+		}
+	}
+}

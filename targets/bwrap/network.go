@@ -26,16 +26,25 @@ func checkNetwork(p *profile.Profile, n targets.Network) error {
 	case n.NetnsPath == "" && p.Network != profile.NetworkNone:
 		return fmt.Errorf("profile %s wants network %s but no session namespace was given", p.Name, p.Network)
 	case n.NetnsPath != "":
-		// Our own namespace must be readable; pid 1's may be hidden from us
-		// (as on our CI machines), and is then compared only when it is not.
-		for _, machine := range []string{"/proc/self/ns/net", "/proc/1/ns/net"} {
-			same, err := sameNetns(n.NetnsPath, machine)
-			if err != nil && (machine == "/proc/self/ns/net" || !errors.Is(err, os.ErrPermission)) {
-				return fmt.Errorf("check network namespace: %w", err)
-			}
-			if same {
-				return fmt.Errorf("%w: %s is the same namespace as %s", ErrSharedNetwork, n.NetnsPath, machine)
-			}
+		// Our own namespace is the one we started in (startNet); pid 1's
+		// may be hidden from us (as on our CI machines), and is then
+		// compared only when it is not.
+		if startNetErr != nil {
+			return fmt.Errorf("check network namespace: our own: %w", startNetErr)
+		}
+		id, err := netnsID(n.NetnsPath)
+		if err != nil {
+			return fmt.Errorf("check network namespace: %w", err)
+		}
+		if id == startNet {
+			return fmt.Errorf("%w: %s is the namespace this process started in", ErrSharedNetwork, n.NetnsPath)
+		}
+		same, err := sameNetns(n.NetnsPath, "/proc/1/ns/net")
+		if err != nil && !errors.Is(err, os.ErrPermission) {
+			return fmt.Errorf("check network namespace: %w", err)
+		}
+		if same {
+			return fmt.Errorf("%w: %s is the same namespace as /proc/1/ns/net", ErrSharedNetwork, n.NetnsPath)
 		}
 	}
 	if !unsharesUser(p.Bwrap.Args) {
@@ -80,6 +89,13 @@ func sameNetns(a, b string) (bool, error) {
 	}
 	return sa.Dev == sb.Dev && sa.Ino == sb.Ino, nil
 }
+
+// startNet is the network namespace this process started in, read while
+// package initialisation holds the main thread. Not /proc/self/ns/net at
+// check time: that is the main thread's, and a locked goroutine that ran on
+// the main thread and joined a session's namespace leaves it there (Go
+// parks the main thread instead of ending it).
+var startNet, startNetErr = netnsID("/proc/thread-self/ns/net")
 
 // nsID identifies a namespace by the device and inode of its file.
 type nsID struct{ dev, ino uint64 }

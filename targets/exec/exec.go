@@ -23,6 +23,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"gatehouse/targets"
@@ -163,17 +164,39 @@ func checkNetwork(p *profile.Profile, n targets.Network) error {
 		}
 		return nil
 	}
-	for _, machine := range []string{"/proc/self/ns/net", "/proc/1/ns/net"} {
-		same, err := sameFile(n.NetnsPath, machine)
-		if err != nil && (machine == "/proc/self/ns/net" || !errors.Is(err, os.ErrPermission)) {
-			return fmt.Errorf("check network namespace: %w", err)
-		}
-		if same {
-			return fmt.Errorf("%w: %s is the same namespace as %s", ErrSharedNetwork, n.NetnsPath, machine)
-		}
+	if startNetErr != nil {
+		return fmt.Errorf("check network namespace: our own: %w", startNetErr)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Stat(n.NetnsPath, &st); err != nil {
+		return fmt.Errorf("check network namespace: %w", err)
+	}
+	if st.Dev == startNet.Dev && st.Ino == startNet.Ino {
+		return fmt.Errorf("%w: %s is the namespace this process started in", ErrSharedNetwork, n.NetnsPath)
+	}
+	// pid 1's may be hidden from us (as on our CI machines), and is then
+	// compared only when it is not.
+	same, err := sameFile(n.NetnsPath, "/proc/1/ns/net")
+	if err != nil && !errors.Is(err, os.ErrPermission) {
+		return fmt.Errorf("check network namespace: %w", err)
+	}
+	if same {
+		return fmt.Errorf("%w: %s is the same namespace as /proc/1/ns/net", ErrSharedNetwork, n.NetnsPath)
 	}
 	return nil
 }
+
+// startNet is the network namespace this process started in, read while
+// package initialisation holds the main thread. Not /proc/self/ns/net at
+// check time: that names the main thread's namespace, and a goroutine that
+// locked the main thread and joined a session's namespace (runIn) leaves
+// it there, since Go parks the main thread instead of ending it; every
+// later session in that namespace was then refused as "the machine's".
+var startNet, startNetErr = func() (syscall.Stat_t, error) {
+	var st syscall.Stat_t
+	err := syscall.Stat("/proc/thread-self/ns/net", &st)
+	return st, err
+}()
 
 func envList(m map[string]string) []string {
 	out := make([]string, 0, len(m))

@@ -6,6 +6,8 @@ import (
 	"os"
 	osexec "os/exec"
 	"runtime"
+	"strconv"
+	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -57,6 +59,9 @@ type view struct {
 	st     *stage
 	init   string
 	binds  []bind
+	// keepNetns is the session's own namespace file, left mounted (a
+	// profile may name it: firejail --netns={{netns}}).
+	keepNetns string
 }
 
 // enter makes this thread's mount namespace private and lays the session's
@@ -69,6 +74,7 @@ func (v view) enter() error {
 	if err := unix.Mount("none", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("make / private: %w", err)
 	}
+	detachNetns(v.keepNetns)
 	steps := []struct {
 		src, dst string
 		ro       bool
@@ -141,4 +147,53 @@ func sameFile(a, b string) (bool, error) {
 		return false, err
 	}
 	return sa.Dev == sb.Dev && sa.Ino == sb.Ino, nil
+}
+
+// netnsDirs hold `ip netns` handles: one mount per namespace.
+var netnsDirs = []string{"/run/netns/", "/var/run/netns/"}
+
+// detachNetns drops, from this thread's private mount namespace, the
+// handles of every network namespace but keep. Other sessions' namespaces
+// come and go while a wrapper starts, and deleting one detaches its mount
+// here too: bwrap's --ro-bind / / (srt, codex) walks the mount table and
+// died with `remount "/newroot/run/netns/gh-...": No such file or
+// directory` when a handle vanished under it. The sandbox needs none of
+// them.
+func detachNetns(keep string) {
+	data, err := os.ReadFile("/proc/thread-self/mountinfo")
+	if err != nil {
+		return
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 5 {
+			continue
+		}
+		mp := unescapeMount(f[4])
+		for _, dir := range netnsDirs {
+			if strings.HasPrefix(mp, dir) && mp != keep {
+				// Gone already (deleted meanwhile) is as good.
+				_ = unix.Unmount(mp, unix.MNT_DETACH)
+			}
+		}
+	}
+}
+
+// unescapeMount undoes mountinfo's octal escapes (\040 for a space).
+func unescapeMount(s string) string {
+	if !strings.Contains(s, "\\") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
 }

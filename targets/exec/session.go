@@ -106,7 +106,7 @@ func (s *session) prepare(ctx context.Context, opts Options) error {
 			return err
 		}
 	}
-	s.view = view{st: st, init: opts.Init, binds: binds}
+	s.view = view{st: st, init: opts.Init, binds: binds, keepNetns: s.spec.Network.NetnsPath}
 	resolver := s.prof.Resolver
 	if resolver == "" {
 		resolver = s.spec.Network.Resolver

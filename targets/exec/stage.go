@@ -266,5 +266,16 @@ func (s *stage) workFiles(p *profile.Profile, w profile.Wrapper, uid, gid int) e
 			}
 		}
 	}
+	// Made before the wrapper starts, so nothing in the work folder can be
+	// a link yet.
+	for _, rel := range w.WorkDirs {
+		full := filepath.Join(s.fs, "work", filepath.FromSlash(path.Clean(rel)))
+		if err := os.Mkdir(full, 0o700); err != nil {
+			return fmt.Errorf("stage work/%s: %w", rel, err)
+		}
+		if err := os.Lchown(full, uid, gid); err != nil {
+			return fmt.Errorf("stage work/%s: %w", rel, err)
+		}
+	}
 	return nil
 }

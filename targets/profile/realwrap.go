@@ -31,6 +31,10 @@ type Codex struct {
 // sandbox keeps it read-only for the command.
 const CodexHome = "/gatehouse/work/.codex"
 
+// SRTWrapperTmp is srt's own TMPDIR (not its sandbox's, which srt sets to
+// /tmp/claude): a folder of the session's work folder.
+const SRTWrapperTmp = "/gatehouse/work/.srt-tmp"
+
 var codexProfileName = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 
 // realWrapper returns the wrapper of an srt or codex-sandbox profile. The
@@ -43,6 +47,12 @@ func (p *Profile) realWrapper() (Wrapper, bool) {
 			Argv:    []string{"srt", "--settings", "{{file:settings.json}}", "--"},
 			Version: []string{"srt", "--version"},
 			Files:   p.facts.wrapFiles,
+			// srt puts its proxy sockets (claude-http-*, srt-mux-PID-*) in
+			// its TMPDIR and leaves them when killed; in the host's /tmp a
+			// later srt that gets the same pid failed with EADDRINUSE.
+			// The session's own folder goes with the session.
+			Env:      map[string]string{"TMPDIR": SRTWrapperTmp},
+			WorkDirs: []string{".srt-tmp"},
 		}, true
 	case TargetCodex:
 		return Wrapper{

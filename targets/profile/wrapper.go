@@ -52,6 +52,9 @@ type Wrapper struct {
 	// WorkFiles are copies of Files made under /gatehouse/work before the
 	// wrapper starts, owned by the path's user: relative path -> Files name.
 	WorkFiles map[string]string
+	// WorkDirs are folders (one level, relative) made under /gatehouse/work
+	// before the wrapper starts, owned by the path's user.
+	WorkDirs []string
 }
 
 // Wrapper returns the wrapper command of an exec or firejail profile.

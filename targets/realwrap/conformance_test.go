@@ -24,16 +24,9 @@ func TestConformance(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: joins network namespaces, mounts, cgroups")
 	}
-	for _, name := range []string{"srt-default.yaml", "codex-network-proxy.yaml"} {
+	for _, name := range []string{"srt-default.yaml", "codex-network-proxy.yaml", "codex-workspace-write.yaml"} {
 		for _, path := range []targets.Path{targets.PathNormal, targets.PathBreach} {
 			t.Run(name+"/"+string(path), func(t *testing.T) {
-				if name == "srt-default.yaml" && path == targets.PathBreach {
-					// Open defect, seen 2026-12: with srt started as root, a
-					// second Exec does not see the first one's process
-					// ("one session is one sandbox" fails). Not yet explained;
-					// docs/real-sandboxes.md lists it.
-					t.Skip("known open defect: srt as root fails one-session-is-one-sandbox (see docs/real-sandboxes.md)")
-				}
 				p, err := profile.LoadFS(profiles.FS, name)
 				if err != nil {
 					t.Fatal(err)

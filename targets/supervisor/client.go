@@ -143,14 +143,30 @@ func newPipes(cmd targets.Command) (*pipes, error) {
 		return p, err
 	}
 	p.child = append(p.child, in)
-	for _, w := range []io.Writer{cmd.Stdout, cmd.Stderr} {
-		f, err := outFile(w, p)
-		if err != nil {
-			return p, err
-		}
-		p.child = append(p.child, f)
+	out, err := outFile(cmd.Stdout, p)
+	if err != nil {
+		return p, err
 	}
+	p.child = append(p.child, out)
+	if cmd.Stdout != nil && sameWriter(cmd.Stdout, cmd.Stderr) {
+		// One pipe for both, as os/exec does: two copies into one writer
+		// (a bytes.Buffer's ReadFrom) would race and lose output.
+		p.child = append(p.child, out)
+		return p, nil
+	}
+	errf, err := outFile(cmd.Stderr, p)
+	if err != nil {
+		return p, err
+	}
+	p.child = append(p.child, errf)
 	return p, nil
+}
+
+// sameWriter says whether a and b are the same writer; a writer of a type
+// that cannot be compared is never the same.
+func sameWriter(a, b io.Writer) (same bool) {
+	defer func() { _ = recover() }()
+	return a == b
 }
 
 func inFile(r io.Reader, p *pipes) (*os.File, error) {

@@ -120,17 +120,60 @@ func serveControl(stderr io.Writer) int {
 			return 0 // the harness hung up: the session is over
 		}
 		for _, fd := range rights(oob[:oobn]) {
-			f := os.NewFile(uintptr(fd), "conn")
-			c, err := net.FileConn(f)
-			f.Close()
-			if uc, ok := c.(*net.UnixConn); err == nil && ok {
-				go s.handle(uc)
-			} else if c != nil {
-				c.Close()
+			c, err := newFileConn(fd)
+			if err != nil {
+				fmt.Fprintln(stderr, "init: control: received connection:", err)
+				_ = unix.Close(fd)
+				continue
 			}
+			go s.handle(c)
 		}
 	}
 }
+
+// fileConn serves a connection received over the control socket with
+// nothing but read, write and recvmsg. net.FileConn would ask the socket
+// its type (getsockopt SO_TYPE) and address (getsockname), which a
+// wrapper's seccomp filter may refuse: Codex's sandbox with the network off
+// answers EPERM to both, and every call was then dropped unanswered. The
+// descriptor came from the harness, which made it SOCK_SEQPACKET.
+type fileConn struct {
+	f  *os.File
+	rc syscall.RawConn
+}
+
+func newFileConn(fd int) (*fileConn, error) {
+	// Non-blocking, so the runtime poller serves it and Close wakes a
+	// goroutine blocked in Read (the hang-up watch of a running command).
+	if err := unix.SetNonblock(fd, true); err != nil {
+		return nil, err
+	}
+	f := os.NewFile(uintptr(fd), "conn")
+	rc, err := f.SyscallConn()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &fileConn{f: f, rc: rc}, nil
+}
+
+func (c *fileConn) ReadMsgUnix(b, oob []byte) (n, oobn, flags int, addr *net.UnixAddr, err error) {
+	rerr := c.rc.Read(func(fd uintptr) bool {
+		n, oobn, flags, _, err = unix.Recvmsg(int(fd), b, oob, unix.MSG_CMSG_CLOEXEC)
+		return !errors.Is(err, unix.EAGAIN)
+	})
+	if err == nil {
+		err = rerr
+	}
+	if err == nil && n == 0 && oobn == 0 {
+		err = io.EOF
+	}
+	return n, oobn, flags, nil, err
+}
+
+func (c *fileConn) Read(b []byte) (int, error)  { return c.f.Read(b) }
+func (c *fileConn) Write(b []byte) (int, error) { return c.f.Write(b) }
+func (c *fileConn) Close() error                { return c.f.Close() }
 
 // controlSocket says whether fd can be the control socket. A wrapper's
 // seccomp filter may refuse getsockopt while recvmsg still works (Codex's

@@ -1,6 +1,7 @@
 package supervisor_test
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"os/exec"
@@ -133,4 +134,17 @@ func noProxy(env []string) []string {
 		}
 	}
 	return out
+}
+
+// One writer given as both stdout and stderr gets both streams (os/exec's
+// rule); two copies into one bytes.Buffer used to race and could lose all.
+func TestSameWriterForStdoutAndStderr(t *testing.T) {
+	c, _ := startControl(t)
+	for i := 0; i < 20; i++ {
+		var out bytes.Buffer
+		res, err := c.Exec(context.Background(), targets.Command{Args: []string{"/bin/sh", "-c", "echo out; echo err >&2"}, Stdout: &out, Stderr: &out})
+		if err != nil || res.ExitCode != 0 || out.String() != "out\nerr\n" {
+			t.Fatalf("run %d: %v %+v: %q", i, err, res, out.String())
+		}
+	}
 }

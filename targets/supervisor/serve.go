@@ -63,6 +63,16 @@ func newServer(wrapped bool) *server {
 	return s
 }
 
+// conn is one call's connection as the server uses it: *net.UnixConn for
+// an accepted connection, *fileConn for one received over the control
+// connection.
+type conn interface {
+	ReadMsgUnix(b, oob []byte) (n, oobn, flags int, addr *net.UnixAddr, err error)
+	Read(b []byte) (int, error)
+	Write(b []byte) (int, error)
+	Close() error
+}
+
 type server struct {
 	wrapped bool
 	// mu is held around fork+register and around every wait4, so a command
@@ -71,7 +81,7 @@ type server struct {
 	running map[int]chan syscall.WaitStatus // by pid (= process group id)
 }
 
-func (s *server) handle(c *net.UnixConn) {
+func (s *server) handle(c conn) {
 	defer c.Close()
 	buf := make([]byte, maxPacket)
 	oob := make([]byte, unix.CmsgSpace(3*4))
@@ -112,7 +122,7 @@ func (s *server) handle(c *net.UnixConn) {
 // exec runs one command and answers Started, then Exited. When the host
 // hangs up first (its context was cancelled), the command's process group
 // is killed.
-func (s *server) exec(c *net.UnixConn, req Request, fds []int) {
+func (s *server) exec(c conn, req Request, fds []int) {
 	extra := req.Env
 	if s.wrapped {
 		extra = dropProxy(os.Environ(), extra)
@@ -176,7 +186,7 @@ func (s *server) signalAll(sig syscall.Signal) int {
 	return n
 }
 
-func send(c *net.UnixConn, r Reply) {
+func send(c conn, r Reply) {
 	if b, err := encode(r); err == nil {
 		_, _ = c.Write(b)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -24,6 +25,12 @@ func TestMain(m *testing.M) {
 	case "1":
 		os.Exit(supervisor.Main([]string{"3"}, os.Stderr))
 	case "control":
+		os.Exit(supervisor.Main([]string{"0"}, os.Stderr))
+	case "control-filtered":
+		if err := denySocketQueries(); err != nil {
+			fmt.Fprintln(os.Stderr, "seccomp:", err)
+			os.Exit(3)
+		}
 		os.Exit(supervisor.Main([]string{"0"}, os.Stderr))
 	}
 	os.Exit(m.Run())

@@ -39,9 +39,14 @@ const (
 	shBeat   = `while :; do echo beat >> "$1"; sleep 0.2; done`
 	shCount  = `[ -f "$1" ] || { echo 0; exit 0; }; n=0; while read -r l; do n=$((n+1)); done < "$1"; echo $n`
 	// shLeave starts a background process named $1 that outlives the
-	// command, and writes its pid to $2; shSeek looks for it by that pid.
+	// command, and writes its pid to $2. shSeek finds it: its pid must be
+	// live in the seeker's pid namespace (kill -0) and a process named $1
+	// must show in /proc (the seeker itself, whose arguments also name $2,
+	// aside). Not /proc/$pid: a wrapper may leave a /proc of an outer pid
+	// namespace (srt started as root does), where that number is another
+	// process although both commands share one sandbox.
 	shLeave = `sh -c 'while :; do sleep 1; done' "$1" >/dev/null 2>&1 </dev/null & echo $! > "$2"`
-	shSeek  = `IFS= read -r p < "$2" || exit 1; IFS= read -r c < /proc/$p/cmdline; case "$c" in *"$1"*) printf alive ;; esac`
+	shSeek  = `IFS= read -r p < "$2" || exit 1; kill -0 "$p" 2>/dev/null || exit 1; for f in /proc/[0-9]*/cmdline; do IFS= read -r c < "$f" 2>/dev/null; case "$c" in *"$2"*) ;; *"$1"*) printf alive; exit 0 ;; esac; done`
 )
 
 // Timeouts are generous: machines running the suite are shared and slow.
