@@ -71,7 +71,11 @@ func classify(err error) string {
 		return OutcomeUnreachable
 	case errors.As(err, new(errProxyRefused)):
 		return OutcomeDenied
-	case errors.Is(err, syscall.ECONNREFUSED):
+	case errors.Is(err, syscall.ECONNREFUSED),
+		// The other end (a proxy that refused a request before reading
+		// all of it) closed or reset the connection under the attempt:
+		// something answered, and it said no.
+		errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
 		return OutcomeRefused
 	case errors.Is(err, syscall.ENETUNREACH), errors.Is(err, syscall.EHOSTUNREACH),
 		errors.Is(err, syscall.ENETDOWN), errors.Is(err, syscall.EHOSTDOWN),

@@ -56,6 +56,9 @@ func TestSocketRefusedIsUnreachable(t *testing.T) {
 		{&socketError{fmt.Errorf("open ping socket: %w", syscall.EACCES)}, OutcomeUnreachable},
 		{&socketError{fmt.Errorf("open icmp socket: %w", syscall.EPERM)}, OutcomeUnreachable},
 		{fmt.Errorf("write: %w", syscall.EPERM), OutcomeDenied},
+		// A proxy that refused a large body before reading it all.
+		{&net.OpError{Op: "write", Net: "tcp", Err: os.NewSyscallError("write", syscall.EPIPE)}, OutcomeRefused},
+		{&net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ECONNRESET)}, OutcomeRefused},
 		// As net.Dial reports a socket a seccomp filter refused (Codex,
 		// network off), and as the resolver does.
 		{&net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("socket", syscall.EPERM)}, OutcomeUnreachable},
