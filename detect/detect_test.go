@@ -1,0 +1,37 @@
+package detect
+
+import (
+	"testing"
+	"time"
+)
+
+func TestMatchNeedsSessionKindObjectAndWindow(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	a := Attempt{ID: "http", Keys: []SessionKey{{CgroupID: 7, LoginUID: 4242}}, Kind: KindConnect, Object: "203.0.113.10:80", From: t0, To: t0.Add(time.Second)}
+	ok := Event{Kind: KindConnect, Object: "203.0.113.10:80", Key: SessionKey{CgroupID: 7}, Received: t0.Add(100 * time.Millisecond)}
+	tests := []struct {
+		name string
+		mod  func(e *Event)
+		want bool
+	}{
+		{"same session, kind, object, in window", func(e *Event) {}, true},
+		{"by loginuid", func(e *Event) { e.Key = SessionKey{LoginUID: 4242} }, true},
+		{"another session", func(e *Event) { e.Key = SessionKey{CgroupID: 8} }, false},
+		{"no session key: never by time alone", func(e *Event) { e.Key = SessionKey{} }, false},
+		{"unset loginuid is no key", func(e *Event) { e.Key = SessionKey{LoginUID: 4294967295} }, false},
+		{"other kind", func(e *Event) { e.Kind = KindDNS }, false},
+		{"other object", func(e *Event) { e.Object = "203.0.113.100:80" }, false},
+		{"before the attempt", func(e *Event) { e.Received = t0.Add(-time.Millisecond) }, false},
+		{"within grace after", func(e *Event) { e.Received = t0.Add(1500 * time.Millisecond) }, true},
+		{"after grace", func(e *Event) { e.Received = t0.Add(3 * time.Second) }, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := ok
+			tt.mod(&e)
+			if got := Match(e, a, time.Second); got != tt.want {
+				t.Errorf("Match = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
