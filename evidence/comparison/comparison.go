@@ -166,6 +166,18 @@ func channels(hits []evidence.Hit) []string {
 			attempts[name] = append(attempts[name], a)
 		}
 	}
+	// An attempt that got through both before and after root's takedown is
+	// named once; one that got through only after it keeps its suffix.
+	for name, as := range attempts {
+		var kept []string
+		for _, a := range as {
+			if base, ok := strings.CutSuffix(a, "@after-takedown"); ok && contains(as, base) {
+				continue
+			}
+			kept = append(kept, a)
+		}
+		attempts[name] = kept
+	}
 	out := make([]string, 0, len(order))
 	for _, name := range order {
 		if as := attempts[name]; len(as) > 0 {

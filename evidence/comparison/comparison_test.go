@@ -13,6 +13,10 @@ import (
 
 func TestMatrixTakesWorstVerdictAndNamesWhatGotThrough(t *testing.T) {
 	hit := evidence.Hit{Endpoint: "callback", Proto: "http", Dst: "203.0.113.10:80", Attempt: "proxy-rebind"}
+	again := hit
+	again.Attempt = "proxy-rebind@after-takedown" // named once with its base
+	late := hit
+	late.Attempt = "http@after-takedown" // only after the takedown: kept
 	dns := evidence.Hit{Endpoint: "dns-authority", Proto: "dns", Dst: "203.0.113.54:53"}
 	c := &Comparison{Profiles: []Column{
 		{Profile: "a", Results: []evidence.Result{
@@ -20,7 +24,7 @@ func TestMatrixTakesWorstVerdictAndNamesWhatGotThrough(t *testing.T) {
 			{Gate: "g", Path: "normal", Verdict: evidence.Inconclusive, Reason: "control failed"},
 		}},
 		{Profile: "b", Results: []evidence.Result{
-			{Gate: "g", Path: "assume-breach", Verdict: evidence.Fail, Hits: []evidence.Hit{hit, hit, dns}},
+			{Gate: "g", Path: "assume-breach", Verdict: evidence.Fail, Hits: []evidence.Hit{hit, hit, again, late, dns}},
 			{Gate: "g", Path: "assume-breach", Verdict: evidence.Fail, Hits: []evidence.Hit{{Endpoint: "callback", Proto: "tcp", Dst: "[2001:db8::10]:9000"}},
 				Crossings: []evidence.Crossing{{Attempt: "receive-sysv-shm"}, {Attempt: "receive-sysv-shm"}}},
 		}},
@@ -37,7 +41,7 @@ func TestMatrixTakesWorstVerdictAndNamesWhatGotThrough(t *testing.T) {
 		{0, 1, "-", "", "not run"},
 		{0, 2, "-", "", "srt is not installed"},
 		{1, 0, "-", "", "not run"},
-		{1, 1, "FAIL", "callback http :80 [proxy-rebind], dns-authority dns, callback tcp :9000, value via receive-sysv-shm", ""},
+		{1, 1, "FAIL", "callback http :80 [http@after-takedown proxy-rebind], dns-authority dns, callback tcp :9000, value via receive-sysv-shm", ""},
 	}
 	if len(c.Matrix) != 2 || c.Matrix[0].Path != "normal" {
 		t.Fatalf("matrix = %+v", c.Matrix)
@@ -51,8 +55,8 @@ func TestMatrixTakesWorstVerdictAndNamesWhatGotThrough(t *testing.T) {
 			t.Errorf("verdicts %d,%d = %v", tt.row, tt.col, c.Matrix[tt.row].Verdicts)
 		}
 	}
-	if got := c.Matrix[1].Cells[1].Hits; got != 6 {
-		t.Errorf("hits and crossings = %d, want 6", got)
+	if got := c.Matrix[1].Cells[1].Hits; got != 8 {
+		t.Errorf("hits and crossings = %d, want 8", got)
 	}
 }
 
@@ -118,5 +122,27 @@ func TestReadRun(t *testing.T) {
 	}
 	if err := ReadRun(&Column{}, t.TempDir()); err == nil {
 		t.Error("an empty folder read without error")
+	}
+}
+
+// A cell shows at most four channels, without their attempt lists; the
+// table below the matrix keeps everything.
+func TestCellIsBriefTableIsWhole(t *testing.T) {
+	var hits []evidence.Hit
+	for _, port := range []string{"80", "22", "25", "853", "8080", "8443"} {
+		hits = append(hits, evidence.Hit{Endpoint: "callback", Proto: "tcp", Dst: "192.88.99.10:" + port, Attempt: "tcp-" + port})
+	}
+	c := &Comparison{Profiles: []Column{{Profile: "leaky", Results: []evidence.Result{{Gate: "external-callback", Path: "normal", Verdict: evidence.Fail, Hits: hits}}}}}
+	c.Build()
+	var buf bytes.Buffer
+	if err := c.WriteHTML(&buf); err != nil {
+		t.Fatal(err)
+	}
+	page := buf.String()
+	if !strings.Contains(page, "through: callback tcp :80, callback tcp :22, callback tcp :25, callback tcp :853, +2 more") {
+		t.Errorf("cell not brief")
+	}
+	if !strings.Contains(page, "callback tcp :8443 [tcp-8443]") {
+		t.Errorf("table lost a channel or its attempt")
 	}
 }

@@ -16,6 +16,20 @@ var pageSource string
 // escapes each for its context and the page's CSP forbids scripts.
 var page = template.Must(template.New("compare").Funcs(template.FuncMap{
 	"join": strings.Join,
+	// brief is a cell's view of what got through: the channels without
+	// their attempt lists, at most four; the table below has everything.
+	"brief": func(through []string) string {
+		var out []string
+		for i, t := range through {
+			if i == 4 {
+				out = append(out, fmt.Sprintf("+%d more", len(through)-4))
+				break
+			}
+			name, _, _ := strings.Cut(t, " [")
+			out = append(out, name)
+		}
+		return strings.Join(out, ", ")
+	},
 	"cellClass": func(v string) string {
 		switch v {
 		case "PASS", "FAIL", "INCONCLUSIVE", "SKIPPED":
