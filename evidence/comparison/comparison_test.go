@@ -139,7 +139,7 @@ func TestCellIsBriefTableIsWhole(t *testing.T) {
 		t.Fatal(err)
 	}
 	page := buf.String()
-	if !strings.Contains(page, "through: callback tcp :80, callback tcp :22, callback tcp :25, callback tcp :853, +2 more") {
+	if !strings.Contains(page, "through: callback tcp :80, callback tcp :22, callback tcp :25, callback tcp :853, &#43;2 more") {
 		t.Errorf("cell not brief")
 	}
 	if !strings.Contains(page, "callback tcp :8443 [tcp-8443]") {
