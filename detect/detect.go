@@ -101,3 +101,12 @@ func sameSession(a, b SessionKey) bool {
 	}
 	return false
 }
+
+// Registrar is the optional ability of a source to be told which sessions
+// to watch (the builtin monitor filters in the kernel by cgroup): the
+// harness registers each session's keys when it starts and unregisters
+// them once its verdict is made.
+type Registrar interface {
+	Register(k SessionKey) error
+	Unregister(k SessionKey)
+}
