@@ -84,11 +84,16 @@ func runGate(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return &usageError{fmt.Errorf("gate: --policy: %w", err)}
 	}
+	reqDetection, maxDetectionLatency, err := detectionRequest(*requireDetection, *maxDetection)
+	if err != nil {
+		return err
+	}
 	v, err := loadVerifierFor("gate", vf)
 	if err != nil {
 		return err
 	}
-	req := gate.Request{PolicyDigest: prof.Digest(), ImageDigest: *image, Now: time.Now().UTC(), MaxStop: *maxStop}
+	req := gate.Request{PolicyDigest: prof.Digest(), ImageDigest: *image, Now: time.Now().UTC(), MaxStop: *maxStop,
+		RequireDetection: reqDetection, MaxDetectionLatency: maxDetectionLatency}
 	if req.MaxAge, err = parseAge(*maxAge); err != nil {
 		return err
 	}
@@ -102,9 +107,6 @@ func runGate(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		if req.Require, err = features.Gates(features.FS); err != nil {
 			return err
 		}
-	}
-	if req.RequireDetection, req.MaxDetectionLatency, err = detectionRequest(*requireDetection, *maxDetection); err != nil {
-		return err
 	}
 	rows, err := candidates(ctx, *db, req.PolicyDigest)
 	if err != nil {
