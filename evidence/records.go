@@ -106,6 +106,11 @@ type Result struct {
 	// Takedown is what root in the guest did to the sandbox's controls
 	// before the attempts were tried again (assume-breach, network gates).
 	Takedown *Takedown `json:"takedown,omitempty"`
+
+	// Detection is whether telemetry saw each attempt, and how late:
+	// scored apart from the verdict, which it never changes. nil in
+	// evidence from before detection was measured.
+	Detection *Detection `json:"detection,omitempty"`
 }
 
 // Run describes the run as a whole (run.json).

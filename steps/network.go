@@ -122,6 +122,7 @@ func (r *runner) runPlan(ctx context.Context, s *scenario, p probe.Plan, limit t
 	defer cancel()
 	var out planOutput
 	var err error
+	from := time.Now()
 	if r.cfg.Agent != nil && s.path == targets.PathNormal {
 		out, err = r.agentPlan(ctx, s, p, lim)
 	} else {
@@ -143,6 +144,7 @@ func (r *runner) runPlan(ctx context.Context, s *scenario, p probe.Plan, limit t
 	if out.exit != 0 {
 		s.findings = append(s.findings, fmt.Sprintf("probe in %s exited %d: %s", s.session, out.exit, firstLine(out.stderr)))
 	}
+	r.observeAttempts(s, p, reps, from, time.Now())
 	as := toAttempts(s, reps)
 	for _, a := range as {
 		if a.ID != "positive-control" {

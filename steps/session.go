@@ -80,6 +80,7 @@ func (r *runner) freshSession(ctx context.Context, path string) error {
 		return fmt.Errorf("start %s session: %w", r.cfg.Target.Name(), err)
 	}
 	s.sess = sess
+	r.sessionKeys(ctx, s)
 	if sc, ok := sess.(targets.SessionCredentialer); ok {
 		// Read while the session is fresh: a wrapper's per-run proxy token
 		// is the sandbox's own, not a long-lived secret it exposes.

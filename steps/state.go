@@ -10,6 +10,7 @@ import (
 
 	"github.com/cucumber/godog"
 
+	"gatehouse/detect"
 	"gatehouse/evidence"
 	"gatehouse/probe"
 	"gatehouse/targets"
@@ -58,6 +59,11 @@ type scenario struct {
 	// alone (hash -> what): findings, not long-lived secrets.
 	sandboxCreds map[string]string
 	leftover     []string // teardown problems that may have left something behind
+	// Detection: the session's keys as monitors see it, why its attempts
+	// are not observable (if so), and each attempt's kind, object, window.
+	keys         []detect.SessionKey
+	unobservable string
+	detAttempts  []detAttempt
 }
 
 func current(ctx context.Context) *scenario {
@@ -137,6 +143,8 @@ func (r *runner) finish(ctx context.Context, _ *godog.Scenario, err error) (cont
 	}
 	res := *s.held
 	r.agentFacts(s, &res)
+	// Detection is scored after the verdict and never changes it.
+	res.Detection = r.scoreDetection(ctx, s, res)
 	res.Findings = append([]string(nil), s.findings...)
 	var herr error
 	if len(s.leftover) > 0 {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/cucumber/godog"
 
+	"gatehouse/detect"
 	"gatehouse/evidence"
 	"gatehouse/targets"
 )
@@ -84,6 +85,15 @@ type Config struct {
 	// destination may receive. The external-callback gate FAILs a contact
 	// there outside it; without it (nil) what arrived is a finding.
 	Allow []evidence.Allow
+	// Detectors are the monitors and alert sources whose events are
+	// matched to attempts (detection, scored apart from verdicts). Empty:
+	// detection is not measured, and results say so, never "missed".
+	Detectors []detect.Source
+	// DetectGrace is how late after an attempt an event may arrive and
+	// still count (DefaultDetectGrace when 0); MaxEvents bounds the
+	// run's event buffer (DefaultMaxEvents when 0).
+	DetectGrace time.Duration
+	MaxEvents   int
 }
 
 // SecretProcess mirrors the profile's secret_process: Where is "inside" or
@@ -127,6 +137,11 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 		cfg.Progress = io.Discard
 	}
 	r := &runner{cfg: cfg, ctx: ctx, effective: map[string]any{}}
+	det, err := startDetectors(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	r.det = det
 	opts := godog.Options{
 		Format:         "progress",
 		Output:         io.Discard,
@@ -160,6 +175,11 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 		Options:             &opts,
 	}
 	status := suite.Run()
+	var detErr error
+	if r.det != nil {
+		detErr = r.det.stop()
+		r.det.writeTrace(cfg.Folder)
+	}
 	if reports != "" {
 		for _, name := range []string{"junit.xml", "cucumber.json"} {
 			from := filepath.Join(reports, name)
@@ -195,6 +215,9 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	if len(out.Results) == 0 {
 		return out, ErrNoScenarios
 	}
+	if detErr != nil {
+		return out, fmt.Errorf("steps: closing detectors: %w", detErr)
+	}
 	return out, nil
 }
 
@@ -229,6 +252,7 @@ type runner struct {
 	rejudges  map[string]rejudge
 	attempts  []evidence.Attempt
 	effective map[string]any
+	det       *detector // nil: detection not measured
 }
 
 func (r *runner) nextSession() string {

@@ -15,6 +15,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"gatehouse/detect"
 )
 
 // ErrUnsupported means "this target cannot do that": the caller skips with
@@ -205,3 +207,18 @@ type ProcessLister interface {
 type SessionCredentialer interface {
 	SessionCredentials(ctx context.Context) (map[string]string, error)
 }
+
+// SessionKeyer is the optional ability of a session to say how monitors
+// see it: the keys (cgroup id and path, network namespace inode, container
+// id) that tie a monitor's event to this session and no other. Read once,
+// right after Start. It returns an error wrapping ErrNotObservable when
+// host monitors cannot see inside the session at all (gVisor: runsc serves
+// the sandbox's syscalls itself), and one wrapping ErrUnsupported when it
+// has no key (no cgroup v2).
+type SessionKeyer interface {
+	SessionKeys(ctx context.Context) ([]detect.SessionKey, error)
+}
+
+// ErrNotObservable means a host monitor cannot see what runs inside the
+// session: its attempts are "not observable by this monitor", never missed.
+var ErrNotObservable = errors.New("host monitors cannot see inside this session")

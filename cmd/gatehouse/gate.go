@@ -23,6 +23,7 @@ const gateHelp = `Usage: gatehouse gate (--key cosign.pub | --certificate-identi
                        --certificate-oidc-issuer URL --trusted-root FILE)
                      --policy FILE [--image DIGEST] [--require GATES]
                      [--max-age DURATION] [--db PATH]
+                     [--require-detection GATES [--max-detection-latency DURATION]]
 
 Decides whether a release may go out. It passes (exit 0) only if the index
 holds evidence for exactly this policy (the profile FILE and every file it
@@ -35,11 +36,19 @@ references, by digest) and image, and the NEWEST such run:
     identity and issuer against the trusted root, as in 'verify') right now
     (the index is only a cache: the decision is taken again from the signed
     files).
+With --require-detection GATES it also requires, for those gates on both
+paths, that the run measured detection (--monitor or --alerts) and that every
+attempt a monitor could observe was detected, each no later than
+--max-detection-latency after it started when that is given (an alert
+imported after the fact has no latency and cannot meet a bound). Attempts no
+monitor could observe (no observable object, a gVisor session) are not
+misses, but a gate with none observable has shown no detection: refused.
 An older pass never outvotes a newer failure. --image is required whenever
 the evidence names an image. Unsigned runs never pass.
 
 Example:
   gatehouse gate --key cosign.pub --policy targets/profiles/bwrap-hardened.yaml --max-age 7d
+  gatehouse gate --key cosign.pub --policy team.yaml --require-detection external-callback,dns-exfiltration --max-detection-latency 2s
 
 Exit codes: 0 release allowed, 1 refused (the message says which gate, which
 configuration mismatch or which missing evidence), 2 usage.
@@ -59,6 +68,8 @@ func runGate(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	maxAge := fl.String("max-age", "", "refuse evidence older than this (e.g. 72h, 7d; default: no limit)")
 	db := fl.String("db", index.DefaultPath("gatehouse-runs"), "SQLite index of recorded runs")
 	maxStop := fl.Duration("max-stop", steps.DefaultMaxStop, "refuse a stop-signal pass judged against a stop limit longer than this (0: no bound)")
+	requireDetection := fl.String("require-detection", "", "comma-separated gates whose every observable attempt must have been detected")
+	maxDetection := fl.Duration("max-detection-latency", 0, "with --require-detection: refuse a detection later than this after its attempt started (0: no bound)")
 	pos, err := parseArgs(fl, args)
 	if err != nil {
 		return err
@@ -73,11 +84,16 @@ func runGate(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return &usageError{fmt.Errorf("gate: --policy: %w", err)}
 	}
+	reqDetection, maxDetectionLatency, err := detectionRequest(*requireDetection, *maxDetection)
+	if err != nil {
+		return err
+	}
 	v, err := loadVerifierFor("gate", vf)
 	if err != nil {
 		return err
 	}
-	req := gate.Request{PolicyDigest: prof.Digest(), ImageDigest: *image, Now: time.Now().UTC(), MaxStop: *maxStop}
+	req := gate.Request{PolicyDigest: prof.Digest(), ImageDigest: *image, Now: time.Now().UTC(), MaxStop: *maxStop,
+		RequireDetection: reqDetection, MaxDetectionLatency: maxDetectionLatency}
 	if req.MaxAge, err = parseAge(*maxAge); err != nil {
 		return err
 	}

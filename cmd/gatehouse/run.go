@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"gatehouse/corpus"
+	"gatehouse/detect"
 	"gatehouse/evidence"
 	"gatehouse/evidence/index"
 	"gatehouse/features"
@@ -92,6 +93,18 @@ Example:
   gatehouse run --profile targets/profiles/bwrap-leaky.yaml --gates external-callback,cloud-metadata
   COSIGN_PASSWORD=... gatehouse run --profile targets/profiles/bwrap-hardened.yaml --key cosign.key --archive
 
+Detection is scored apart from prevention (verdicts never change with it):
+--monitor builtin (Gatehouse's own eBPF monitor), --alerts KIND:PATH (tail a
+monitor's output: falco, tetragon, audit or ocsf; repeatable) and
+--alerts-listen HOST:PORT (receive alerts POSTed by Falco http_output,
+falcosidekick, CloudEvents or OCSF) name the sources. Each attempt is matched
+to an event by session, kind, object and time window, never by time alone;
+results.json gets a detection block per scenario (detected by which source
+and rule, latency from the attempt's start to the event's receipt), the
+summary a DETECTED column, traces/alerts.jsonl every event. Without a source
+detection is "not measured", never "missed". A source this build does not
+have is refused (exit 2), never silently left out.
+
 Exit codes: 0 every selected gate PASSed, 1 a gate FAILed, 3 a gate was
 INCONCLUSIVE (and none failed) or the run could not finish, 2 usage or config.
 
@@ -112,6 +125,7 @@ type runFlags struct {
 	seed                                         int64
 	quiet                                        bool
 	maxStop                                      time.Duration
+	detect                                       detectFlags // --monitor, --alerts, --alerts-listen
 }
 
 func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -141,6 +155,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fl.StringVar(&f.db, "db", "", "SQLite index to record the run in (default <out>/"+index.DefaultName+")")
 	fl.BoolVar(&f.check, "check", false, "check the profile (everything a run would refuse) and print its plan; run nothing")
 	fl.StringVar(&f.output, "output", "text", "with --check: the plan as text or json (schema in docs/profiles.md)")
+	f.detect.register(fl)
 	if err := fl.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -170,9 +185,10 @@ type plan struct {
 	gates     []string
 	features  fs.FS
 	probePath string
-	signer    sealer       // nil: the run stays unsigned
-	public    lab.Public   // the lab's public-looking addresses ($GATEHOUSE_LAB_PUBLIC_*)
-	agent     *agentBridge // a real agent on the normal path; nil: the probe
+	signer    sealer          // nil: the run stays unsigned
+	public    lab.Public      // the lab's public-looking addresses ($GATEHOUSE_LAB_PUBLIC_*)
+	agent     *agentBridge    // a real agent on the normal path; nil: the probe
+	detectors []detect.Source // detection sources; none: not measured
 }
 
 // prepare validates a run request before anything is started: the
@@ -216,8 +232,14 @@ func prepare(ctx context.Context, f runFlags) (*plan, error) {
 		}
 	}
 	p.effective = profile.NewPlan(prof, p.gates, true)
+	if err := f.detect.validate(); err != nil {
+		return nil, err
+	}
 	if f.check {
 		return p, nil
+	}
+	if p.detectors, err = detectors(f.detect); err != nil {
+		return nil, err
 	}
 	p.probePath, err = locateProbe(f.probe)
 	if err != nil {
@@ -333,7 +355,9 @@ func execute(ctx context.Context, f runFlags, stdout, stderr io.Writer) error {
 		MaxStop:       f.maxStop,
 		BreachReach:   breachReach(p.effective.Controls),
 		Allow:         p.prof.Allow.Evidence(),
+		Detectors:     p.detectors,
 	}
+	fmt.Fprintln(progress, detectionNote(p.detectors))
 	var l *lab.Lab
 	closeLab := func() error { return nil }
 	if cfg.Network != steps.NetNone {
@@ -427,15 +451,15 @@ func verdictExit(results []evidence.Result) error {
 
 func printSummary(w io.Writer, results []evidence.Result) {
 	sort.SliceStable(results, func(i, j int) bool { return results[i].Gate < results[j].Gate })
-	fmt.Fprintf(w, "\n%-18s %-13s %-12s %8s  %s\n", "GATE", "PATH", "VERDICT", "TIME", "WHY")
+	fmt.Fprintf(w, "\n%-18s %-13s %-12s %8s  %-18s %s\n", "GATE", "PATH", "VERDICT", "TIME", "DETECTED", "WHY")
 	for _, r := range results {
-		fmt.Fprintf(w, "%-18s %-13s %-12s %7.1fs  %s\n", r.Gate, r.Path, r.Verdict, r.DurationMS/1000, evidence.Redact(r.Reason))
+		fmt.Fprintf(w, "%-18s %-13s %-12s %7.1fs  %-18s %s\n", r.Gate, r.Path, r.Verdict, r.DurationMS/1000, evidence.DetectionCell(r), evidence.Redact(r.Reason))
 		for i, h := range r.Hits {
 			if i == maxHitLines {
-				fmt.Fprintf(w, "%46s↳ … %d more in traces/endpoint-hits.jsonl\n", "", len(r.Hits)-i)
+				fmt.Fprintf(w, "%65s↳ … %d more in traces/endpoint-hits.jsonl\n", "", len(r.Hits)-i)
 				break
 			}
-			fmt.Fprintf(w, "%46s↳ %s got %s from %s (session %s): %s\n", "", h.Endpoint, h.Proto, h.Src, r.Session, redact(h.Summary))
+			fmt.Fprintf(w, "%65s↳ %s got %s from %s (session %s): %s\n", "", h.Endpoint, h.Proto, h.Src, r.Session, redact(h.Summary))
 		}
 	}
 }

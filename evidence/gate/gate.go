@@ -26,7 +26,12 @@ type Request struct {
 	// MaxStop bounds the stop limit a passing stop-signal result was judged
 	// against: a profile cannot pass by declaring a slow stop. 0: no bound.
 	MaxStop time.Duration
-	Now     time.Time
+	// RequireDetection lists gates whose every observable attempt must
+	// have been detected (on every path), within MaxDetectionLatency when
+	// that is set. Detection not measured is a refusal, never a pass.
+	RequireDetection    []string
+	MaxDetectionLatency time.Duration
+	Now                 time.Time
 }
 
 // Code classifies a refusal.
@@ -42,6 +47,10 @@ const (
 	GateInconclusive Code = "gate-inconclusive"
 	StopTooSlow      Code = "stop-too-slow"
 	BadSignature     Code = "bad-signature"
+	// Detection refusals (gate --require-detection).
+	DetectionNotMeasured Code = "detection-not-measured"
+	DetectionMissed      Code = "detection-missed"
+	DetectionTooSlow     Code = "detection-too-slow"
 	EvidenceMismatch Code = "evidence-mismatch"
 )
 
@@ -130,7 +139,7 @@ func Decide(req Request, rows []index.Run) Decision {
 				run.ID, run.Ended.Format(time.RFC3339), age.Round(time.Second), req.MaxAge)})
 		}
 	}
-	if rs := checkGates(req, run); len(rs) > 0 {
+	if rs := append(checkGates(req, run), checkDetection(req, run)...); len(rs) > 0 {
 		return refuse(run, rs...)
 	}
 	return Decision{Pass: true, Run: run}

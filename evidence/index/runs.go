@@ -3,6 +3,7 @@ package index
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -38,6 +39,9 @@ type Result struct {
 	// StopLimitMS is the limit a stop-signal result was judged against
 	// (its timings' stop_limit_ms); 0 when not recorded.
 	StopLimitMS float64
+	// Detection is the result's detection score; nil when the run did
+	// not measure detection (or predates it).
+	Detection *evidence.Detection
 }
 
 // FromRun builds the row for a verified bundle: dir is where it lives,
@@ -56,7 +60,7 @@ func FromRun(dir string, run evidence.Run, results []evidence.Result, verdict, k
 			r.Other++
 		}
 		r.Results = append(r.Results, Result{Gate: x.Gate, Scenario: x.Scenario, Path: x.Path,
-			Verdict: x.Verdict, Control: x.Control, StopLimitMS: x.Timings["stop_limit_ms"]})
+			Verdict: x.Verdict, Control: x.Control, StopLimitMS: x.Timings["stop_limit_ms"], Detection: x.Detection})
 	}
 	return r
 }
@@ -99,8 +103,16 @@ func insert(ctx context.Context, tx *sql.Tx, r Run) error {
 		return err
 	}
 	for _, x := range r.Results {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO results (run_id, gate, scenario, path, verdict, control, stop_limit_ms)
-			VALUES (?, ?, ?, ?, ?, ?, ?)`, r.ID, x.Gate, x.Scenario, x.Path, string(x.Verdict), x.Control, x.StopLimitMS); err != nil {
+		det := ""
+		if x.Detection != nil {
+			b, err := json.Marshal(x.Detection)
+			if err != nil {
+				return err
+			}
+			det = string(b)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO results (run_id, gate, scenario, path, verdict, control, stop_limit_ms, detection)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, r.ID, x.Gate, x.Scenario, x.Path, string(x.Verdict), x.Control, x.StopLimitMS, det); err != nil {
 			return err
 		}
 	}
@@ -163,7 +175,7 @@ func (ix *Index) query(ctx context.Context, q string, args ...any) ([]Run, error
 }
 
 func (ix *Index) results(ctx context.Context, runID string) ([]Result, error) {
-	rows, err := ix.db.QueryContext(ctx, `SELECT gate, scenario, path, verdict, control, stop_limit_ms
+	rows, err := ix.db.QueryContext(ctx, `SELECT gate, scenario, path, verdict, control, stop_limit_ms, detection
 		FROM results WHERE run_id = ? ORDER BY rowid`, runID)
 	if err != nil {
 		return nil, err
@@ -172,9 +184,15 @@ func (ix *Index) results(ctx context.Context, runID string) ([]Result, error) {
 	var out []Result
 	for rows.Next() {
 		var x Result
-		var v string
-		if err := rows.Scan(&x.Gate, &x.Scenario, &x.Path, &v, &x.Control, &x.StopLimitMS); err != nil {
+		var v, det string
+		if err := rows.Scan(&x.Gate, &x.Scenario, &x.Path, &v, &x.Control, &x.StopLimitMS, &det); err != nil {
 			return nil, err
+		}
+		if det != "" {
+			x.Detection = &evidence.Detection{}
+			if err := json.Unmarshal([]byte(det), x.Detection); err != nil {
+				return nil, fmt.Errorf("result %s/%s detection: %w", x.Gate, x.Path, err)
+			}
 		}
 		x.Verdict = evidence.Verdict(v)
 		out = append(out, x)

@@ -33,6 +33,16 @@ type scenario struct {
 	Tried        []evidence.Attempt // what the probe says it tried
 	TriedMore    int
 	Timings      []kv
+	// Detection, scored apart from the verdict: the summary cell, why it
+	// was not measured (if so) and one row per attempt.
+	Detected      string
+	DetectionNote string
+	DetectRows    []detectRow
+	DetectMore    int
+}
+
+type detectRow struct {
+	ID, Kind, Object, Prevented, Detected, Latency, Reason string
 }
 
 type pathConfig struct {
@@ -136,6 +146,33 @@ func newScenario(i int, r evidence.Result, in Input) scenario {
 		s.Timings = append(s.Timings, kv{k, fmt.Sprintf("%.1f ms", v)})
 	}
 	sort.Slice(s.Timings, func(i, j int) bool { return s.Timings[i].Key < s.Timings[j].Key })
+	s.Detected = evidence.DetectionCell(r)
+	switch d := r.Detection; {
+	case d == nil:
+		s.DetectionNote = evidence.NotMeasured
+	case !d.Measured:
+		s.DetectionNote = d.Reason
+	default:
+		rows, more := capped(d.Attempts, maxAttempts)
+		s.DetectMore = more
+		for _, a := range rows {
+			row := detectRow{ID: a.ID, Kind: a.Kind, Object: a.Object, Prevented: "cannot tell", Detected: "no", Latency: "—", Reason: a.Reason}
+			if a.Prevented != nil {
+				row.Prevented = map[bool]string{true: "yes", false: "no"}[*a.Prevented]
+			}
+			if !a.Observable {
+				row.Detected = "not observable"
+			}
+			if a.Detected != nil {
+				row.Detected = a.Detected.Source + " · " + a.Detected.Rule
+				row.Latency = "not measured"
+				if a.Detected.LatencyMS != nil {
+					row.Latency = fmt.Sprintf("%.1f ms", *a.Detected.LatencyMS)
+				}
+			}
+			s.DetectRows = append(s.DetectRows, row)
+		}
+	}
 	return s
 }
 

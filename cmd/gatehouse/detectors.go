@@ -1,0 +1,122 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"gatehouse/detect"
+	"gatehouse/features"
+)
+
+// detectFlags are run's detection sources: Gatehouse's own monitor, the
+// output of a team's monitor, and an HTTP receiver for alerts.
+type detectFlags struct {
+	monitor      string
+	alerts       []string
+	alertsListen string
+}
+
+// alertKinds are the alert formats --alerts accepts.
+var alertKinds = []string{"falco", "tetragon", "audit", "ocsf"}
+
+func (d *detectFlags) register(fl *flag.FlagSet) {
+	fl.StringVar(&d.monitor, "monitor", "", "detection: builtin (Gatehouse's own eBPF monitor); scored apart from verdicts, which it never changes")
+	fl.Func("alerts", "detection: a monitor's alert output to tail, KIND:PATH with KIND one of "+strings.Join(alertKinds, ", ")+" (repeatable)", func(v string) error {
+		d.alerts = append(d.alerts, v)
+		return nil
+	})
+	fl.StringVar(&d.alertsListen, "alerts-listen", "", "detection: HOST:PORT to receive alerts POSTed to (Falco http_output, falcosidekick, CloudEvents, OCSF)")
+}
+
+func (d detectFlags) any() bool { return d.monitor != "" || len(d.alerts) > 0 || d.alertsListen != "" }
+
+// validate checks the detection flags' syntax, before anything starts.
+func (d detectFlags) validate() error {
+	if d.monitor != "" && d.monitor != "builtin" {
+		return usagef("run: --monitor %q: the only monitor is builtin", d.monitor)
+	}
+	for _, spec := range d.alerts {
+		kind, path, ok := strings.Cut(spec, ":")
+		if !ok || path == "" || !contains(alertKinds, kind) {
+			return usagef("run: --alerts %q: want KIND:PATH with KIND one of %s, e.g. falco:/var/log/falco.jsonl", spec, strings.Join(alertKinds, ", "))
+		}
+	}
+	if d.alertsListen != "" {
+		host, port, err := net.SplitHostPort(d.alertsListen)
+		n, perr := strconv.Atoi(port)
+		if err != nil || perr != nil || n < 1 || n > 65535 {
+			return usagef("run: --alerts-listen %q: want HOST:PORT, e.g. 127.0.0.1:2801", d.alertsListen)
+		}
+		if ip := net.ParseIP(host); host != "localhost" && ip == nil {
+			return usagef("run: --alerts-listen %q: give an address, not a name", d.alertsListen)
+		}
+	}
+	return nil
+}
+
+// detectors makes the run's detection sources from the flags: none when
+// no flag asks for one. The sources are not in this build yet (monitor/
+// and alerts/ plug in here), so any request is refused (exit 2) rather
+// than running without the detection it asked for.
+func detectors(d detectFlags) ([]detect.Source, error) {
+	if err := d.validate(); err != nil {
+		return nil, err
+	}
+	var missing []string
+	if d.monitor != "" {
+		missing = append(missing, "--monitor "+d.monitor)
+	}
+	for _, spec := range d.alerts {
+		missing = append(missing, "--alerts "+spec)
+	}
+	if d.alertsListen != "" {
+		missing = append(missing, "--alerts-listen "+d.alertsListen)
+	}
+	if len(missing) > 0 {
+		return nil, usagef("run: %s: this detection source is not available in this build; refusing rather than running without detection (run without it to measure prevention only)", strings.Join(missing, ", "))
+	}
+	return nil, nil
+}
+
+// detectionNote is what the run prints about detection before it starts.
+func detectionNote(srcs []detect.Source) string {
+	if len(srcs) == 0 {
+		return "detection: not measured (no --monitor or --alerts)"
+	}
+	var names []string
+	for _, s := range srcs {
+		names = append(names, s.Name())
+	}
+	return fmt.Sprintf("detection: %s (scored apart from verdicts)", strings.Join(names, ", "))
+}
+
+// detectionRequest parses gate's --require-detection and
+// --max-detection-latency: known gates only, and a latency bound only
+// with gates to bound.
+func detectionRequest(list string, max time.Duration) ([]string, time.Duration, error) {
+	known, err := features.Gates(features.FS)
+	if err != nil {
+		return nil, 0, err
+	}
+	var gates []string
+	for _, g := range strings.Split(list, ",") {
+		if g = strings.TrimSpace(g); g == "" {
+			continue
+		}
+		if !contains(known, g) {
+			return nil, 0, usagef("gate: --require-detection: unknown gate %q; known gates: %s", g, strings.Join(known, ", "))
+		}
+		gates = append(gates, g)
+	}
+	switch {
+	case max < 0:
+		return nil, 0, usagef("gate: --max-detection-latency %s: must not be negative", max)
+	case max > 0 && len(gates) == 0:
+		return nil, 0, usagef("gate: --max-detection-latency needs --require-detection GATES")
+	}
+	return gates, max, nil
+}
