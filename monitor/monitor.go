@@ -187,22 +187,39 @@ func (mo *Monitor) Start(ctx context.Context) error {
 	return nil
 }
 
-// ProgramID is the kernel's id of the loaded program (for leftover checks).
-func (mo *Monitor) ProgramID() (ebpf.ProgramID, error) {
+// KernelIDs are the kernel's ids of what the monitor loaded, for leftover
+// checks: after Close or the process's death none of them may exist.
+type KernelIDs struct {
+	Program ebpf.ProgramID
+	Maps    []ebpf.MapID
+}
+
+// IDs returns the ids of the loaded program and maps.
+func (mo *Monitor) IDs() (KernelIDs, error) {
 	mo.mu.Lock()
 	defer mo.mu.Unlock()
 	if mo.prog == nil {
-		return 0, ErrClosed
+		return KernelIDs{}, ErrClosed
 	}
+	var ids KernelIDs
 	info, err := mo.prog.Info()
 	if err != nil {
-		return 0, err
+		return ids, err
 	}
-	id, ok := info.ID()
-	if !ok {
-		return 0, ErrUnsupported
+	var ok bool
+	if ids.Program, ok = info.ID(); !ok {
+		return ids, fmt.Errorf("%w: program id not reported", ErrUnsupported)
 	}
-	return id, nil
+	for _, mp := range []*ebpf.Map{mo.m.events, mo.m.config, mo.m.cgroups, mo.m.dnsfd, mo.m.drops} {
+		mi, err := mp.Info()
+		if err != nil {
+			return ids, err
+		}
+		if id, ok := mi.ID(); ok {
+			ids.Maps = append(ids.Maps, id)
+		}
+	}
+	return ids, nil
 }
 
 func (mo *Monitor) read() {
