@@ -47,6 +47,13 @@ func child(mode string) error {
 	n, _ := strconv.Atoi(os.Getenv("GH_MONITOR_N"))
 	switch mode {
 	case "actions":
+		// A session's launcher sets a unique loginuid the sandbox cannot
+		// change; the monitor reads it from task_struct.
+		if lu := os.Getenv("GH_MONITOR_LOGINUID"); lu != "" {
+			if err := os.WriteFile("/proc/self/loginuid", []byte(lu), 0); err != nil {
+				return fmt.Errorf("set loginuid: %w", err)
+			}
+		}
 		if err := loUp(); err != nil {
 			return err
 		}

@@ -37,7 +37,8 @@ func TestMonitorSeesSessionActivity(t *testing.T) {
 	}
 	c := collect(m)
 
-	marks, pid := runChild(t, "actions", a, "GH_MONITOR_FILE="+secret)
+	const loginuid = 424242
+	marks, pid := runChild(t, "actions", a, "GH_MONITOR_FILE="+secret, "GH_MONITOR_LOGINUID=424242")
 	marksB, _ := runChild(t, "actions", b, "GH_MONITOR_FILE="+secret)
 
 	want := []struct {
@@ -79,6 +80,9 @@ func TestMonitorSeesSessionActivity(t *testing.T) {
 		}
 		if e.Source != "builtin" || len(e.Raw) == 0 {
 			t.Errorf("%s %s: source %q, %d raw bytes", w.kind, w.object, e.Source, len(e.Raw))
+		}
+		if e.Key.LoginUID != loginuid { // set by the child, read from task_struct via BTF
+			t.Errorf("%s %s: loginuid %d, want %d", w.kind, w.object, e.Key.LoginUID, loginuid)
 		}
 		if w.kind != detect.KindExec && e.Key.PID != pid { // exec happens in a forked child
 			t.Errorf("%s %s: pid %d, want %d", w.kind, w.object, e.Key.PID, pid)
