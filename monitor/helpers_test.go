@@ -9,12 +9,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/miekg/dns"
 	"golang.org/x/sys/unix"
@@ -91,6 +93,21 @@ func child(mode string) error {
 		}
 		mark("end")
 		return nil
+	case "seccomp":
+		if err := loUp(); err != nil {
+			return err
+		}
+		mark("control")
+		_ = tcpConnect(unix.AF_INET, &unix.SockaddrInet4{Port: 80, Addr: [4]byte{203, 0, 113, 10}})
+		runtime.LockOSThread() // the filter is installed on this thread only
+		if err := refuseConnect(); err != nil {
+			return err
+		}
+		mark("refused")
+		if err := tcpConnect(unix.AF_INET, &unix.SockaddrInet4{Port: 81, Addr: [4]byte{203, 0, 113, 10}}); !errors.Is(err, unix.EPERM) {
+			return fmt.Errorf("connect under seccomp: %v, want EPERM", err)
+		}
+		return nil
 	case "hold":
 		m, err := monitor.New(monitor.Options{})
 		if err != nil {
@@ -112,6 +129,23 @@ func child(mode string) error {
 		return errors.New("not killed")
 	}
 	return fmt.Errorf("unknown mode %q", mode)
+}
+
+// refuseConnect installs a seccomp filter on this thread that fails
+// connect(2) with EPERM (native arch only; anything else allowed).
+func refuseConnect() error {
+	nr := uint32(unix.SYS_CONNECT)
+	filter := []unix.SockFilter{
+		{Code: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, K: 0}, // seccomp_data.nr
+		{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, K: nr, Jt: 0, Jf: 1},
+		{Code: unix.BPF_RET | unix.BPF_K, K: unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)},
+		{Code: unix.BPF_RET | unix.BPF_K, K: unix.SECCOMP_RET_ALLOW},
+	}
+	prog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return err
+	}
+	return unix.Prctl(unix.PR_SET_SECCOMP, unix.SECCOMP_MODE_FILTER, uintptr(unsafe.Pointer(&prog)), 0, 0)
 }
 
 func loUp() error {

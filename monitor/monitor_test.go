@@ -129,6 +129,31 @@ func TestMonitorSeesSessionActivity(t *testing.T) {
 	}
 }
 
+// TestSeccompRefusedCallIsNotSeen records a fact about sys_enter: the
+// kernel runs seccomp before the tracepoint, so a connect a seccomp filter
+// refuses is never seen by this monitor ("prevented before observable"),
+// while the same child's earlier, unfiltered connect is.
+func TestSeccompRefusedCallIsNotSeen(t *testing.T) {
+	m := startMonitor(t, monitor.Options{All: true})
+	cg := newCgroup(t)
+	if err := m.Register(cg.id); err != nil {
+		t.Fatal(err)
+	}
+	c := collect(m)
+	runChild(t, "seccomp", cg)
+	seen := func(evs []detect.Event, obj string) bool {
+		return slices.ContainsFunc(evs, func(e detect.Event) bool { return e.Key.CgroupID == cg.id && e.Object == obj })
+	}
+	evs := c.waitFor(3*time.Second, func(evs []detect.Event) bool { return seen(evs, "203.0.113.10:80") })
+	if !seen(evs, "203.0.113.10:80") {
+		t.Fatal("the control connect was not seen")
+	}
+	time.Sleep(300 * time.Millisecond)
+	if seen(c.snapshot(), "203.0.113.10:81") {
+		t.Error("the seccomp-refused connect was seen at sys_enter: update docs/detection.md")
+	}
+}
+
 // TestOnlyRuleHitsByDefault: without All, an exec of /bin/true (no rule)
 // is not delivered while the shell is.
 func TestOnlyRuleHitsByDefault(t *testing.T) {
