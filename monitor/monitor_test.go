@@ -2,6 +2,7 @@ package monitor_test
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -310,4 +311,42 @@ func ours(t *testing.T) []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+// TestContextEndCloses: the ctx given to Start ending closes the monitor
+// (Events closes, nothing left loaded).
+func TestContextEndCloses(t *testing.T) {
+	needRoot(t)
+	m, err := monitor.New(monitor.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := m.Start(ctx); err != nil {
+		if errors.Is(err, monitor.ErrUnsupported) {
+			t.Skipf("BPF unavailable here: %v", err)
+		}
+		t.Fatal(err)
+	}
+	ids, err := m.IDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	select {
+	case _, ok := <-m.Events():
+		if ok {
+			t.Fatal("an event on an idle monitor with nothing registered")
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("Events not closed 2s after ctx ended")
+	}
+	assertGone(t, ids)
+	if err := m.Close(); err != nil {
+		t.Fatalf("Close after ctx end: %v", err)
+	}
+	if err := m.Register(1); !errors.Is(err, monitor.ErrClosed) {
+		t.Errorf("Register after close: %v, want ErrClosed", err)
+	}
 }
