@@ -3,6 +3,7 @@ module gatehouse
 go 1.26.8
 
 require (
+	github.com/cilium/ebpf v0.22.0
 	github.com/containerd/errdefs v1.0.0
 	github.com/cucumber/gherkin/go/v42 v42.0.0
 	github.com/cucumber/godog v0.16.0
