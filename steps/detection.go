@@ -202,6 +202,34 @@ func (r *runner) sessionKeys(ctx context.Context, s *scenario) {
 		}
 	}
 	s.keys = keys
+	// Sources that filter by session (the builtin monitor, in the kernel)
+	// are told to watch this one; a key a source cannot watch leaves the
+	// session unobservable by it, which is said, never scored as missed.
+	for _, src := range r.det.sources {
+		reg, ok := src.(detect.Registrar)
+		if !ok {
+			continue
+		}
+		for _, k := range keys {
+			if err := reg.Register(k); err != nil {
+				s.unobservable = src.Name() + " cannot watch this session: " + err.Error()
+			}
+		}
+	}
+}
+
+// unregisterKeys tells filtering sources to stop watching s.
+func (r *runner) unregisterKeys(s *scenario) {
+	if r.det == nil {
+		return
+	}
+	for _, src := range r.det.sources {
+		if reg, ok := src.(detect.Registrar); ok {
+			for _, k := range s.keys {
+				reg.Unregister(k)
+			}
+		}
+	}
 }
 
 // observeAttempts derives, for each report of a plan, what a monitor
@@ -323,7 +351,14 @@ func connectObject(host, port string) (string, string, string) {
 		}
 		a = netip.MustParseAddr(lit)
 	}
-	return detect.KindConnect, net.JoinHostPort(a.Unmap().WithZone("").String(), port), ""
+	obj := net.JoinHostPort(a.Unmap().WithZone("").String(), port)
+	if a.Unmap().String() == lab.InferenceV4 && (port == "80" || port == "443") {
+		// Its connection is the allowed one: what makes it forbidden (a
+		// redirect followed, a body, a method, a path) is above the socket,
+		// where a syscall monitor does not look.
+		return "", "", "no observable object: its connection goes to the allowed endpoint " + obj + "; what is forbidden about it is above the socket layer"
+	}
+	return detect.KindConnect, obj, ""
 }
 
 // scoreDetection matches the run's events to the scenario's attempts (its

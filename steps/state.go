@@ -145,6 +145,14 @@ func (r *runner) finish(ctx context.Context, _ *godog.Scenario, err error) (cont
 	r.agentFacts(s, &res)
 	// Detection is scored after the verdict and never changes it.
 	res.Detection = r.scoreDetection(ctx, s, res)
+	r.unregisterKeys(s)
+	if m := multiOf(ctx); m != nil {
+		m.mu.Lock()
+		for _, p := range m.peers {
+			r.unregisterKeys(p)
+		}
+		m.mu.Unlock()
+	}
 	res.Findings = append([]string(nil), s.findings...)
 	var herr error
 	if len(s.leftover) > 0 {

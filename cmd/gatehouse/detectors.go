@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"net"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"gatehouse/detect"
+	"gatehouse/monitor"
 	"gatehouse/features"
 )
 
@@ -59,17 +61,21 @@ func (d detectFlags) validate() error {
 }
 
 // detectors makes the run's detection sources from the flags: none when
-// no flag asks for one. The sources are not in this build yet (monitor/
-// and alerts/ plug in here), so any request is refused (exit 2) rather
-// than running without the detection it asked for.
+// no flag asks for one. A source this build does not have is refused
+// (exit 2) rather than running without the detection it asked for.
 func detectors(d detectFlags) ([]detect.Source, error) {
 	if err := d.validate(); err != nil {
 		return nil, err
 	}
-	var missing []string
-	if d.monitor != "" {
-		missing = append(missing, "--monitor "+d.monitor)
+	var srcs []detect.Source
+	if d.monitor == "builtin" {
+		m, err := monitor.New(monitor.Options{})
+		if err != nil {
+			return nil, fmt.Errorf("run: --monitor builtin: %w", err)
+		}
+		srcs = append(srcs, builtinMonitor{m})
 	}
+	var missing []string
 	for _, spec := range d.alerts {
 		missing = append(missing, "--alerts "+spec)
 	}
@@ -79,7 +85,24 @@ func detectors(d detectFlags) ([]detect.Source, error) {
 	if len(missing) > 0 {
 		return nil, usagef("run: %s: this detection source is not available in this build; refusing rather than running without detection (run without it to measure prevention only)", strings.Join(missing, ", "))
 	}
-	return nil, nil
+	return srcs, nil
+}
+
+// builtinMonitor lets the harness tell the monitor which sessions to watch:
+// it filters in the kernel by cgroup id.
+type builtinMonitor struct{ *monitor.Monitor }
+
+func (b builtinMonitor) Register(k detect.SessionKey) error {
+	if k.CgroupID == 0 {
+		return errors.New("the builtin monitor watches sessions by cgroup, and this one has none")
+	}
+	return b.Monitor.Register(k.CgroupID)
+}
+
+func (b builtinMonitor) Unregister(k detect.SessionKey) {
+	if k.CgroupID != 0 {
+		_ = b.Monitor.Unregister(k.CgroupID)
+	}
 }
 
 // detectionNote is what the run prints about detection before it starts.

@@ -19,7 +19,6 @@ func TestDetectionFlagsRefusedUntilBuilt(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"monitor", []string{"--monitor", "builtin"}, "not available in this build"},
 		{"alerts", []string{"--alerts", "falco:/var/log/falco.jsonl", "--alerts", "tetragon:/tmp/t.jsonl"}, "--alerts tetragon:/tmp/t.jsonl"},
 		{"listen", []string{"--alerts-listen", "127.0.0.1:2801"}, "not available in this build"},
 		{"unknown monitor", []string{"--monitor", "falco"}, "the only monitor is builtin"},
