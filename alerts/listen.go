@@ -136,6 +136,7 @@ func (l *Listener) Close() error {
 		if l.srv == nil {
 			return
 		}
+		// Close has no caller context (io.Closer): a fixed grace bounds the wait.
 		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		if err := l.srv.Shutdown(sctx); err != nil {
