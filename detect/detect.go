@@ -47,7 +47,12 @@ type Event struct {
 	// the harness's clock: latency is measured from it.
 	EventTime time.Time `json:"event_time"`
 	Received  time.Time `json:"received"`
-	Raw       []byte    `json:"raw,omitempty"`
+	// Imported marks an event read after the fact (a whole log imported
+	// once the run is over): Received is zero, the window is checked on
+	// EventTime instead, and the result says "detected, latency not
+	// measured".
+	Imported bool   `json:"imported,omitempty"`
+	Raw      []byte `json:"raw,omitempty"`
 }
 
 // Source delivers Events until ctx ends or Close. Events may be dropped
@@ -73,13 +78,18 @@ type Attempt struct {
 
 // Match reports whether e is an observation of a: the session agrees (one
 // non-empty key field equal), the kind and object agree, and the event
-// arrived inside the window (Received in [From, To+grace]). Never by time
-// alone: an event without a session key or object matches nothing.
+// arrived inside the window (Received in [From, To+grace]; for an Imported
+// event, which has no Received, its EventTime on the wall clock). Never by
+// time alone: an event without a session key or object matches nothing.
 func Match(e Event, a Attempt, grace time.Duration) bool {
 	if e.Kind == "" || e.Kind != a.Kind || e.Object == "" || e.Object != a.Object {
 		return false
 	}
-	if e.Received.Before(a.From) || e.Received.After(a.To.Add(grace)) {
+	at := e.Received
+	if e.Imported {
+		at = e.EventTime
+	}
+	if at.IsZero() || at.Before(a.From) || at.After(a.To.Add(grace)) {
 		return false
 	}
 	for _, k := range a.Keys {

@@ -24,6 +24,13 @@ func TestMatchNeedsSessionKindObjectAndWindow(t *testing.T) {
 		{"before the attempt", func(e *Event) { e.Received = t0.Add(-time.Millisecond) }, false},
 		{"within grace after", func(e *Event) { e.Received = t0.Add(1500 * time.Millisecond) }, true},
 		{"after grace", func(e *Event) { e.Received = t0.Add(3 * time.Second) }, false},
+		{"imported: window on its event time", func(e *Event) {
+			e.Imported, e.Received, e.EventTime = true, time.Time{}, t0.Add(200*time.Millisecond)
+		}, true},
+		{"imported: event time outside the window", func(e *Event) {
+			e.Imported, e.Received, e.EventTime = true, time.Time{}, t0.Add(-time.Second)
+		}, false},
+		{"imported without an event time", func(e *Event) { e.Imported, e.Received = true, time.Time{} }, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
