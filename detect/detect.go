@@ -12,6 +12,7 @@ package detect
 
 import (
 	"context"
+	"strings"
 	"time"
 )
 
@@ -82,7 +83,7 @@ type Attempt struct {
 // event, which has no Received, its EventTime on the wall clock). Never by
 // time alone: an event without a session key or object matches nothing.
 func Match(e Event, a Attempt, grace time.Duration) bool {
-	if e.Kind == "" || e.Kind != a.Kind || e.Object == "" || e.Object != a.Object {
+	if e.Kind == "" || e.Kind != a.Kind || e.Object == "" || !sameObject(e.Kind, e.Object, a.Object) {
 		return false
 	}
 	at := e.Received
@@ -119,4 +120,13 @@ func sameSession(a, b SessionKey) bool {
 type Registrar interface {
 	Register(k SessionKey) error
 	Unregister(k SessionKey)
+}
+
+// sameObject: equal, or for an open, the event's path at or under the
+// attempt's (a search of a folder is observed as the opens inside it).
+func sameObject(kind, got, want string) bool {
+	if got == want {
+		return true
+	}
+	return kind == KindOpen && want != "" && strings.HasPrefix(got, strings.TrimSuffix(want, "/")+"/")
 }

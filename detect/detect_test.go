@@ -42,3 +42,14 @@ func TestMatchNeedsSessionKindObjectAndWindow(t *testing.T) {
 		})
 	}
 }
+
+func TestOpenMatchesAtOrUnderTheSearchedFolder(t *testing.T) {
+	t0 := time.Now()
+	a := Attempt{Keys: []SessionKey{{CgroupID: 1}}, Kind: KindOpen, Object: "/home", From: t0, To: t0.Add(time.Second)}
+	for obj, want := range map[string]bool{"/home": true, "/home/agent/.aws/credentials": true, "/homework/x": false, "/etc/passwd": false} {
+		e := Event{Kind: KindOpen, Object: obj, Key: SessionKey{CgroupID: 1}, Received: t0.Add(time.Millisecond)}
+		if got := Match(e, a, 0); got != want {
+			t.Errorf("open %s for a search of /home: %v, want %v", obj, got, want)
+		}
+	}
+}

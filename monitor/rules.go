@@ -36,6 +36,8 @@ type Rule struct {
 	Object       []string `yaml:"object,omitempty"`        // object equals one
 	ObjectSuffix []string `yaml:"object_suffix,omitempty"` // object is a name at or under one
 	Basename     []string `yaml:"basename,omitempty"`      // last path element equals one
+	PathSuffix   []string `yaml:"path_suffix,omitempty"`   // path ends with "/" + one (".aws/credentials")
+	PathPrefix   []string `yaml:"path_prefix,omitempty"`   // path is one or under it ("/run/secrets")
 	DestHost     []string `yaml:"dest_host,omitempty"`     // destination address equals one
 	UnlessDest   []string `yaml:"unless_dest,omitempty"`   // destination address:port is none of these
 }
@@ -92,7 +94,7 @@ func ParseRules(b []byte) (*Rules, error) {
 		default:
 			return nil, fmt.Errorf("%w: rule %q: kind %q is not one the monitor observes", ErrRules, ru.Name, ru.Kind)
 		}
-		for _, list := range [][]string{ru.Object, ru.ObjectSuffix, ru.Basename, ru.DestHost, ru.UnlessDest} {
+		for _, list := range [][]string{ru.Object, ru.ObjectSuffix, ru.Basename, ru.PathSuffix, ru.PathPrefix, ru.DestHost, ru.UnlessDest} {
 			for _, v := range list {
 				if name, ok := strings.CutPrefix(v, "$"); ok {
 					if _, def := r.Defaults[name]; !def {
@@ -144,6 +146,17 @@ func (ru Rule) matches(o Observation, expand func([]string) []string) bool {
 	if ru.ObjectSuffix != nil && !slices.ContainsFunc(expand(ru.ObjectSuffix), func(z string) bool {
 		z = normName(z)
 		return o.Object == z || strings.HasSuffix(o.Object, "."+z)
+	}) {
+		return false
+	}
+	if ru.PathSuffix != nil && !slices.ContainsFunc(expand(ru.PathSuffix), func(z string) bool {
+		return strings.HasSuffix(o.Object, "/"+strings.TrimPrefix(z, "/"))
+	}) {
+		return false
+	}
+	if ru.PathPrefix != nil && !slices.ContainsFunc(expand(ru.PathPrefix), func(z string) bool {
+		z = strings.TrimSuffix(z, "/")
+		return o.Object == z || strings.HasPrefix(o.Object, z+"/")
 	}) {
 		return false
 	}

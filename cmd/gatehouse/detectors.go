@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"gatehouse/alerts"
 	"gatehouse/detect"
 	"gatehouse/monitor"
 	"gatehouse/features"
@@ -61,8 +62,9 @@ func (d detectFlags) validate() error {
 }
 
 // detectors makes the run's detection sources from the flags: none when
-// no flag asks for one. A source this build does not have is refused
-// (exit 2) rather than running without the detection it asked for.
+// no flag asks for one. A source that cannot be opened (a missing alert
+// file, a non-loopback listen address) is refused (exit 2) rather than
+// running without the detection it asked for.
 func detectors(d detectFlags) ([]detect.Source, error) {
 	if err := d.validate(); err != nil {
 		return nil, err
@@ -75,15 +77,19 @@ func detectors(d detectFlags) ([]detect.Source, error) {
 		}
 		srcs = append(srcs, builtinMonitor{m})
 	}
-	var missing []string
 	for _, spec := range d.alerts {
-		missing = append(missing, "--alerts "+spec)
+		f, err := alerts.Open(spec)
+		if err != nil {
+			return nil, usagef("run: --alerts %s: %v", spec, err)
+		}
+		srcs = append(srcs, f)
 	}
 	if d.alertsListen != "" {
-		missing = append(missing, "--alerts-listen "+d.alertsListen)
-	}
-	if len(missing) > 0 {
-		return nil, usagef("run: %s: this detection source is not available in this build; refusing rather than running without detection (run without it to measure prevention only)", strings.Join(missing, ", "))
+		l, err := alerts.Listen(d.alertsListen)
+		if err != nil {
+			return nil, usagef("run: --alerts-listen %s: %v", d.alertsListen, err)
+		}
+		srcs = append(srcs, l)
 	}
 	return srcs, nil
 }

@@ -11,7 +11,7 @@ import (
 // Detection sources are not in this build: asking for one is refused
 // (exit 2) before anything starts, never a run without detection. Bad
 // syntax is a usage error too; --help documents the flags.
-func TestDetectionFlagsRefusedUntilBuilt(t *testing.T) {
+func TestDetectionFlagsRefused(t *testing.T) {
 	dir := t.TempDir()
 	prof := profilePath("bwrap-hardened.yaml")
 	for _, c := range []struct {
@@ -19,8 +19,8 @@ func TestDetectionFlagsRefusedUntilBuilt(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"alerts", []string{"--alerts", "falco:/var/log/falco.jsonl", "--alerts", "tetragon:/tmp/t.jsonl"}, "--alerts tetragon:/tmp/t.jsonl"},
-		{"listen", []string{"--alerts-listen", "127.0.0.1:2801"}, "not available in this build"},
+		{"alerts file missing", []string{"--alerts", "falco:/nonexistent/falco.jsonl"}, "--alerts falco:/nonexistent/falco.jsonl"},
+		{"listen off loopback", []string{"--alerts-listen", "192.0.2.1:2801"}, "loopback"},
 		{"unknown monitor", []string{"--monitor", "falco"}, "the only monitor is builtin"},
 		{"bad alerts spec", []string{"--alerts", "splunk:/x"}, "want KIND:PATH"},
 		{"bad listen", []string{"--alerts-listen", "nowhere"}, "want HOST:PORT"},
