@@ -16,6 +16,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -428,4 +430,30 @@ func monotonicOffset() time.Duration {
 		}
 	}
 	return best
+}
+
+// Loaded lists the BPF programs of any Gatehouse monitor loaded on this
+// machine now (the gh_ prefix), as name#id: what a leftover check reports.
+// Programs are owned by file descriptors, so a process that is gone leaves
+// none; a non-empty list means a monitor is running somewhere.
+func Loaded() []string {
+	var names []string
+	var id ebpf.ProgramID
+	for {
+		next, err := ebpf.ProgramGetNextID(id)
+		if err != nil {
+			break
+		}
+		id = next
+		p, err := ebpf.NewProgramFromID(id)
+		if err != nil {
+			continue
+		}
+		if info, err := p.Info(); err == nil && strings.HasPrefix(info.Name, "gh_") {
+			names = append(names, fmt.Sprintf("%s#%d", info.Name, id))
+		}
+		p.Close()
+	}
+	sort.Strings(names)
+	return names
 }

@@ -394,8 +394,10 @@ func (r *runner) scoreDetection(ctx context.Context, s *scenario, res evidence.R
 	out := &evidence.Detection{Measured: true, Sources: d.names()}
 	// One event is the observation of one attempt: two attempts of the
 	// same session at the same object (run in parallel) need two events.
-	// Earlier attempts choose first.
-	sort.SliceStable(as, func(i, j int) bool { return as[i].from.Before(as[j].from) })
+	// Attempts whose window closes first choose first, each the earliest
+	// event it can take: for events (points) and windows (intervals) that
+	// order matches as many attempts as any order can.
+	sort.SliceStable(as, func(i, j int) bool { return as[i].to.Before(as[j].to) })
 	used := map[int]bool{}
 	d.mu.Lock()
 	for i := range as {
