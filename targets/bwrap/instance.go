@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	_ "gatehouse/internal/mainthread" // keep locked goroutines off the main thread
 	"net"
 	"os"
 	"os/exec"

@@ -112,7 +112,15 @@ func TestStopLeavesNothing(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			pids, err := s.(targets.ProcessLister).Processes(ctx)
+			// The background process may still be between setsid's fork
+			// and its exec when the command returns.
+			var pids []int
+			for end := time.Now().Add(2 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+				pids, err = s.(targets.ProcessLister).Processes(ctx)
+				if err != nil || len(pids) >= 3 || time.Now().After(end) {
+					break
+				}
+			}
 			if err != nil || len(pids) < 3 {
 				t.Fatalf("Processes = %v, %v; want the wrapper, the init and the background process", pids, err)
 			}
@@ -123,7 +131,18 @@ func TestStopLeavesNothing(t *testing.T) {
 				t.Fatalf("second Stop: %v", err)
 			}
 			if out, _ := exec.Command("ip", "netns", "pids", nw.NetnsName).Output(); strings.TrimSpace(string(out)) != "" {
-				t.Errorf("processes left in the session namespace: %s", out)
+				var what []string
+				for _, pid := range strings.Fields(string(out)) {
+					b, _ := os.ReadFile("/proc/" + pid + "/status")
+					var st []string
+					for _, l := range strings.Split(string(b), "\n") {
+						if strings.HasPrefix(l, "Name:") || strings.HasPrefix(l, "State:") || strings.HasPrefix(l, "PPid:") {
+							st = append(st, strings.Join(strings.Fields(l), " "))
+						}
+					}
+					what = append(what, pid+" ("+strings.Join(st, ", ")+")")
+				}
+				t.Errorf("processes left in the session namespace: %s", strings.Join(what, "; "))
 			}
 			for _, c := range cfg.Created {
 				if _, err := os.Stat(c); !os.IsNotExist(err) {

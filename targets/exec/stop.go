@@ -100,9 +100,11 @@ func (s *session) endInstance(ctx context.Context) {
 		keep[pid] = true
 	}
 	frozen := s.cg.freeze(ctx) == nil
+	var killed []int
 	for _, pid := range s.cg.procs() {
 		if !keep[pid] {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
+			killed = append(killed, pid)
 		}
 	}
 	kids, _ := filepath.Glob(filepath.Join(s.cg.dir, "*", "cgroup.procs"))
@@ -110,15 +112,25 @@ func (s *session) endInstance(ctx context.Context) {
 		for _, pid := range (&cgroup{dir: filepath.Dir(k)}).procs() {
 			if !keep[pid] {
 				_ = syscall.Kill(pid, syscall.SIGKILL)
+				killed = append(killed, pid)
 			}
 		}
 	}
 	if frozen {
 		_ = s.cg.thaw()
 	}
+	// Gone from the cgroup is not yet reaped: a dead process leaves
+	// cgroup.procs as it exits and stays a zombie until its parent (the
+	// init, a subreaper) waits for it. Killing the init first would hand
+	// those zombies to the machine's pid 1, which here never reaps.
 	waitUntil(ctx, 2*time.Second, func() bool {
 		for _, pid := range s.cg.procs() {
 			if !keep[pid] {
+				return false
+			}
+		}
+		for _, pid := range killed {
+			if _, err := os.Stat("/proc/" + strconv.Itoa(pid)); err == nil {
 				return false
 			}
 		}
