@@ -344,6 +344,11 @@ func connectObject(host, port string) (string, string, string) {
 		return "", "", "no observable object: no port"
 	}
 	a, err := netip.ParseAddr(host)
+	if legacy, ok := probe.LegacyIPv4(host); err != nil && ok {
+		// Decimal, hex and short forms: the probe dials them as the
+		// address they spell, as old resolvers do.
+		a, err = legacy, nil
+	}
 	if err != nil {
 		lit, ok := labLiterals[strings.ToLower(strings.TrimSuffix(host, "."))]
 		if !ok {
