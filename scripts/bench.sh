@@ -48,6 +48,14 @@ done
 # Real agents on the normal path, next to the probe (the runs above): the
 # per-gate normal-path times are the agent's; the assume-breach ones stay
 # the probe's.
+# Detection: the builtin eBPF monitor's cost on a whole run (the same gates
+# with and without it), then its own figures: detection latency p50/p95 per
+# event and the events per second it sustains (monitor/ benchmarks).
+whole_run "the three network gates, builtin monitor on" "$gates" bwrap-hardened --monitor builtin
+echo
+echo "== builtin monitor: detection latency and events per second (Go benchmarks)"
+go test -run '^$' -bench 'DetectionLatency|EventsPerSecond' -benchtime 500x ./monitor | grep -E '^Benchmark|SKIP'
+
 for agent in claude-code codex qwen-code; do
   if ! bin/gatehouse agents list 2>/dev/null | grep -Eq "^$agent +[^ ]+ +[^ ]+ +yes"; then
     echo; echo "== agent $agent: not installed (make tools), skipped"; continue
