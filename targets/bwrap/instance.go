@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"gatehouse/internal/auid"
 	_ "gatehouse/internal/mainthread" // keep locked goroutines off the main thread
 	"net"
 	"os"
@@ -66,6 +67,10 @@ func (s *session) startInstance(ctx context.Context) error {
 		// when the thread that forked exits: this thread is locked and
 		// lives exactly as long as bubblewrap.
 		runtime.LockOSThread()
+		// A login uid of the session's own: the key external monitors
+		// (audit, Falco, Tetragon) see. Without it they match by nothing
+		// here, which the results say; the session runs either way.
+		s.loginuid, s.loginuidErr = auid.Set()
 		if err := cmd.Start(); err != nil {
 			started <- err
 			close(s.gone)

@@ -25,6 +25,7 @@ func (s *session) SessionKeys(ctx context.Context) ([]detect.SessionKey, error) 
 	if s.netns != (nsID{}) {
 		k.NetnsInode = s.netns.ino
 	}
+	k.LoginUID = s.loginuid
 	if k == (detect.SessionKey{}) {
 		return nil, fmt.Errorf("bwrap: no cgroup v2 and no session namespace: %w", targets.ErrUnsupported)
 	}

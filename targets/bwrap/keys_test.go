@@ -40,6 +40,12 @@ func TestSessionKeysAreTheSessionsCgroupAndNetns(t *testing.T) {
 		if ino != k.CgroupID || rel != k.CgroupPath {
 			t.Errorf("pid %d is in cgroup %s (id %d); the key says %s (id %d)", pid, rel, ino, k.CgroupPath, k.CgroupID)
 		}
+		// Every process of the session carries the session's login uid,
+		// the key audit, Falco and Tetragon report.
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/loginuid")
+		if err != nil || k.LoginUID == 0 || strings.TrimSpace(string(b)) != strconv.FormatUint(uint64(k.LoginUID), 10) {
+			t.Errorf("pid %d has login uid %q (%v); the key says %d", pid, b, err, k.LoginUID)
+		}
 	}
 	var st syscall.Stat_t
 	if err := syscall.Stat(n.NetnsPath, &st); err != nil {

@@ -19,6 +19,11 @@ import (
 var errStopped = errors.New("session stopped")
 
 type session struct {
+	// loginuid is the session's own login uid (0: not set, loginuidErr
+	// says why), inherited by every process of the sandbox.
+	loginuid    uint32
+	loginuidErr error
+
 	prof     *profile.Profile
 	spec     targets.Spec
 	runtime  string

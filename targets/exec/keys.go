@@ -30,6 +30,7 @@ func (s *session) SessionKeys(ctx context.Context) ([]detect.SessionKey, error) 
 		}
 		k.NetnsInode = st.Ino
 	}
+	k.LoginUID = s.loginuid
 	if k == (detect.SessionKey{}) {
 		return nil, fmt.Errorf("%s: no cgroup v2 and no session namespace: %w", s.name, targets.ErrUnsupported)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"gatehouse/internal/auid"
 	"io"
 	"io/fs"
 	"os"
@@ -32,6 +33,11 @@ const startTimeout = 30 * time.Second
 const waitDelay = 5 * time.Second
 
 type session struct {
+	// loginuid is the session's own login uid (0: not set, loginuidErr
+	// says why), inherited by the wrapper and everything under it.
+	loginuid    uint32
+	loginuidErr error
+
 	name    string // "exec" or "firejail"
 	prof    *profile.Profile
 	spec    targets.Spec
@@ -182,6 +188,9 @@ func (s *session) startInstance(ctx context.Context) error {
 			err = s.view.enter()
 		}
 		if err == nil {
+			// The session's own login uid (see targets/bwrap): a key
+			// external monitors see; the session runs without it too.
+			s.loginuid, s.loginuidErr = auid.Set()
 			err = cmd.Start()
 		}
 		if err != nil {
