@@ -11,8 +11,8 @@ import (
 
 	"gatehouse/alerts"
 	"gatehouse/detect"
-	"gatehouse/monitor"
 	"gatehouse/features"
+	"gatehouse/monitor"
 )
 
 // detectFlags are run's detection sources: Gatehouse's own monitor, the

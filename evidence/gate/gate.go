@@ -51,7 +51,7 @@ const (
 	DetectionNotMeasured Code = "detection-not-measured"
 	DetectionMissed      Code = "detection-missed"
 	DetectionTooSlow     Code = "detection-too-slow"
-	EvidenceMismatch Code = "evidence-mismatch"
+	EvidenceMismatch     Code = "evidence-mismatch"
 )
 
 // Refusal is one reason the release is stopped.

@@ -38,7 +38,7 @@ type Profile struct {
 	// read-write at /workspace in the wrapper's view before it starts. What
 	// the sandbox then lets the agent do there is the wrapper's decision.
 	Workspace string `yaml:"workspace"`
-	Limits      Limits            `yaml:"limits"`
+	Limits    Limits `yaml:"limits"`
 	// SecretProcess says where the platform runs a process holding a secret
 	// in its environment (a tool server started with an API key, the agent
 	// runtime itself) and as whom. Gatehouse then plants one there and checks
