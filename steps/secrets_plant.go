@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -118,15 +119,30 @@ func (r *runner) recordPlanted(session string, p *plant) {
 	_ = r.cfg.Folder.AppendJSONL("traces/planted.jsonl", map[string]string{"session": session, "place": "host/nonce", "value": p.nonce})
 }
 
-// plantDirs guards the shared parent folders of every session's plants.
-var plantDirs sync.Mutex
+// plantDirs guards the shared parent folders of every session's plants,
+// and the ledger entries of the lab folders this process made (a run that
+// dies leaves its lab folder to the next sweep, not to nobody).
+var plantDirs struct {
+	sync.Mutex
+	release map[string]func()
+}
 
 func (r *runner) newPlant(ctx context.Context, s *scenario, spec *targets.Spec) (*plant, error) {
 	parent := filepath.Join(plantRoot, labName(r.cfg.LabNetns))
 	// Shared parents are made and removed under one lock: a concurrent
 	// scenario's teardown must not remove the parent between our two calls.
 	plantDirs.Lock()
-	err := os.MkdirAll(parent, 0o755)
+	err := os.MkdirAll(plantRoot, 0o755)
+	if err == nil {
+		if err = os.Mkdir(parent, 0o755); err == nil {
+			if plantDirs.release == nil {
+				plantDirs.release = map[string]func(){}
+			}
+			plantDirs.release[parent], _ = ledger.Record(ledger.Entry{Kind: ledger.Path, What: parent})
+		} else if errors.Is(err, fs.ErrExist) {
+			err = nil
+		}
+	}
 	var root string
 	if err == nil {
 		root, err = os.MkdirTemp(parent, s.session+"-")
@@ -243,7 +259,13 @@ func (p *plant) unplant(ctx context.Context) error {
 			p.release()
 		}
 		plantDirs.Lock()
-		_ = os.Remove(filepath.Dir(p.root)) // fails while another session still has one
+		parent := filepath.Dir(p.root)
+		if os.Remove(parent) == nil { // fails while another session still has one
+			if rel := plantDirs.release[parent]; rel != nil {
+				rel()
+				delete(plantDirs.release, parent)
+			}
+		}
 		_ = os.Remove(plantRoot)
 		plantDirs.Unlock()
 	}
