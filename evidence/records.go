@@ -111,6 +111,11 @@ type Result struct {
 	// scored apart from the verdict, which it never changes. nil in
 	// evidence from before detection was measured.
 	Detection *Detection `json:"detection,omitempty"`
+
+	// Responses are what Gatehouse did on each of the scenario's sessions'
+	// first detection (run --respond), with the effects observed from
+	// outside; scored apart from the verdict, which they never change.
+	Responses []Response `json:"responses,omitempty"`
 }
 
 // Run describes the run as a whole (run.json).
