@@ -94,14 +94,16 @@ func Match(e Event, a Attempt, grace time.Duration) bool {
 		return false
 	}
 	for _, k := range a.Keys {
-		if sameSession(e.Key, k) {
+		if SameSession(e.Key, k) {
 			return true
 		}
 	}
 	return false
 }
 
-func sameSession(a, b SessionKey) bool {
+// SameSession reports whether two keys name one session: one non-empty
+// field equal (an unset login uid, 4294967295, names none).
+func SameSession(a, b SessionKey) bool {
 	switch {
 	case a.CgroupID != 0 && a.CgroupID == b.CgroupID,
 		a.CgroupPath != "" && a.CgroupPath == b.CgroupPath,

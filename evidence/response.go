@@ -1,6 +1,10 @@
 package evidence
 
-import "time"
+import (
+	"fmt"
+	"strings"
+	"time"
+)
 
 // Response is what Gatehouse did about one session's first detection and
 // when each effect was observed from outside. Like Detection it is scored
@@ -62,4 +66,37 @@ type HookRun struct {
 	Exit   int      `json:"exit"`
 	Output string   `json:"output,omitempty"` // capped
 	Error  string   `json:"error,omitempty"`
+}
+
+// ResponseCell is the summary table's word on a result's responses: the
+// first session's effects ("gone 41ms, egress 12ms, token 0ms"; "no" for
+// one not observed, "-" for one not measured), "+N" for more sessions,
+// and "" when no response was made.
+func ResponseCell(r Result) string {
+	if len(r.Responses) == 0 {
+		return ""
+	}
+	short := map[string]string{EffectProcessesGone: "gone", EffectEgressRefused: "egress", EffectTokenRefused: "token"}
+	var parts []string
+	for _, e := range r.Responses[0].Effects {
+		v := "-"
+		switch {
+		case e.Observed && e.Before:
+			v = "before"
+		case e.Observed && e.LatencyMS != nil:
+			v = fmtMS(*e.LatencyMS)
+		case e.Observed:
+			v = "yes"
+		case strings.HasPrefix(e.Reason, "not measured"):
+			v = "-"
+		default:
+			v = "no"
+		}
+		parts = append(parts, short[e.Effect]+" "+v)
+	}
+	cell := strings.Join(parts, ", ")
+	if n := len(r.Responses) - 1; n > 0 {
+		cell += fmt.Sprintf(" (+%d)", n)
+	}
+	return cell
 }

@@ -48,6 +48,9 @@ type detector struct {
 
 	done chan struct{}
 	wg   sync.WaitGroup
+	// onEvent sees every event as it arrives (the responder), outside
+	// the buffer's lock; set before any source delivers.
+	onEvent func(detect.Event)
 }
 
 // startDetectors starts every source before any scenario runs. A source
@@ -96,12 +99,16 @@ func (d *detector) collect(src detect.Source) {
 
 func (d *detector) add(e detect.Event) {
 	d.mu.Lock()
-	defer d.mu.Unlock()
 	if len(d.events) >= d.max {
 		d.over++
+		d.mu.Unlock()
 		return
 	}
 	d.events = append(d.events, e)
+	d.mu.Unlock()
+	if d.onEvent != nil {
+		d.onEvent(e)
+	}
 }
 
 // stop closes every source and waits for the collectors.
@@ -202,6 +209,7 @@ func (r *runner) sessionKeys(ctx context.Context, s *scenario) {
 		}
 	}
 	s.keys = keys
+	defer r.resp.watch(s)
 	// Sources that filter by session (the builtin monitor, in the kernel)
 	// are told to watch this one; a key a source cannot watch leaves the
 	// session unobservable by it, which is said, never scored as missed.

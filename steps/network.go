@@ -128,6 +128,13 @@ func (r *runner) runPlan(ctx context.Context, s *scenario, p probe.Plan, limit t
 	} else {
 		out, err = r.probePlan(ctx, s, p, lim)
 	}
+	if err != nil && s.wasResponded() && out.stdout != nil {
+		// The response stopped the session while its attempts ran: what
+		// the probe reported before is kept, the rest was not tried to
+		// the end, and the verdict is made from outside as always.
+		s.findings = append(s.findings, "the response (--respond) acted on "+s.session+" while its attempts ran: "+err.Error())
+		err = nil
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -75,6 +75,7 @@ func (r *runner) freshSession(ctx context.Context, path string) error {
 		return err
 	}
 	s.places = spec.Places
+	s.netns = spec.Network.NetnsPath
 	sess, err := r.cfg.Target.Start(ctx, spec)
 	if err != nil {
 		return fmt.Errorf("start %s session: %w", r.cfg.Target.Name(), err)

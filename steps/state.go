@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cucumber/godog"
@@ -64,6 +65,14 @@ type scenario struct {
 	keys         []detect.SessionKey
 	unobservable string
 	detAttempts  []detAttempt
+	// netns is the session's network namespace path; responded is set
+	// once a response (run --respond) began acting on the session.
+	netns     string
+	respMu    sync.Mutex
+	responded bool
+	// egressOpenBefore is the egress check made when the session started
+	// (nil until it is done): what a response found already refused.
+	egressOpenBefore *bool
 }
 
 func current(ctx context.Context) *scenario {
@@ -87,6 +96,9 @@ func (r *runner) after(ctx context.Context, _ *godog.Scenario, _ error) (context
 }
 
 func (r *runner) teardown(ctx context.Context, s *scenario) {
+	// A response under way finishes its measurement first: the teardown's
+	// stop must not be taken for the response's.
+	r.resp.quiesce(s)
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if s.sess != nil {
@@ -146,12 +158,18 @@ func (r *runner) finish(ctx context.Context, _ *godog.Scenario, err error) (cont
 	// Detection is scored after the verdict and never changes it.
 	res.Detection = r.scoreDetection(ctx, s, res)
 	r.unregisterKeys(s)
+	sessions := []string{s.session}
 	if m := multiOf(ctx); m != nil {
 		m.mu.Lock()
 		for _, p := range m.peers {
 			r.unregisterKeys(p)
+			sessions = append(sessions, p.session)
 		}
 		m.mu.Unlock()
+	}
+	res.Responses = r.resp.take(sessions...)
+	if len(res.Responses) > 0 && res.Verdict == evidence.Inconclusive {
+		res.Reason = "the response (--respond) acted on the session before every attempt had been tried to the end: " + res.Reason
 	}
 	res.Findings = append([]string(nil), s.findings...)
 	var herr error

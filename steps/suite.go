@@ -94,6 +94,10 @@ type Config struct {
 	// run's event buffer (DefaultMaxEvents when 0).
 	DetectGrace time.Duration
 	MaxEvents   int
+	// Respond, when set, answers each session's first detection (a stop,
+	// or the team's hook) and measures its effects from outside. It needs
+	// a detector.
+	Respond *Response
 }
 
 // SecretProcess mirrors the profile's secret_process: Where is "inside" or
@@ -142,6 +146,16 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 		return nil, err
 	}
 	r.det = det
+	if cfg.Respond != nil {
+		if det == nil {
+			return nil, errors.New("steps: a response (--respond) needs a detector (--monitor or --alerts) to answer")
+		}
+		if !cfg.Respond.Stop && len(cfg.Respond.Hook) == 0 {
+			return nil, errors.New("steps: a response is either a stop or a hook command")
+		}
+		r.resp = newResponder(r, cfg.Respond)
+		det.onEvent = r.resp.consider
+	}
 	opts := godog.Options{
 		Format:         "progress",
 		Output:         io.Discard,
@@ -252,7 +266,8 @@ type runner struct {
 	rejudges  map[string]rejudge
 	attempts  []evidence.Attempt
 	effective map[string]any
-	det       *detector // nil: detection not measured
+	det       *detector  // nil: detection not measured
+	resp      *responder // nil: no response asked for
 }
 
 func (r *runner) nextSession() string {

@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"net"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -13,6 +15,7 @@ import (
 	"gatehouse/detect"
 	"gatehouse/features"
 	"gatehouse/monitor"
+	"gatehouse/steps"
 )
 
 // detectFlags are run's detection sources: Gatehouse's own monitor, the
@@ -21,6 +24,7 @@ type detectFlags struct {
 	monitor      string
 	alerts       []string
 	alertsListen string
+	respond      string
 }
 
 // alertKinds are the alert formats --alerts accepts.
@@ -33,6 +37,34 @@ func (d *detectFlags) register(fl *flag.FlagSet) {
 		return nil
 	})
 	fl.StringVar(&d.alertsListen, "alerts-listen", "", "detection: HOST:PORT to receive alerts POSTed to (Falco http_output, falcosidekick, CloudEvents, OCSF)")
+	fl.StringVar(&d.respond, "respond", "", "response: on a session's first detection, stop (revoke its broker token, cut its link, stop it) or exec:PATH (run your hook with GATEHOUSE_SESSION, _NETNS, _CGROUP, _PIDS); effects measured from outside")
+}
+
+// response parses --respond: nil without it. It needs a detection source
+// to answer, and a hook that exists and can be run.
+func (d detectFlags) response() (*steps.Response, error) {
+	if d.respond == "" {
+		return nil, nil
+	}
+	if !d.any() {
+		return nil, usagef("run: --respond %s answers detections: name a source too (--monitor builtin, --alerts KIND:PATH or --alerts-listen HOST:PORT)", d.respond)
+	}
+	if d.respond == "stop" {
+		return &steps.Response{Stop: true}, nil
+	}
+	hook, ok := strings.CutPrefix(d.respond, "exec:")
+	if !ok || strings.TrimSpace(hook) == "" {
+		return nil, usagef("run: --respond %q: say stop, or exec:PATH for your own hook (e.g. exec:./isolate.sh)", d.respond)
+	}
+	argv := strings.Fields(hook)
+	path, err := exec.LookPath(argv[0])
+	if err != nil {
+		return nil, usagef("run: --respond %s: %v (give a path to an executable hook)", d.respond, err)
+	}
+	if abs, err := filepath.Abs(path); err == nil {
+		argv[0] = abs
+	}
+	return &steps.Response{Hook: argv}, nil
 }
 
 func (d detectFlags) any() bool { return d.monitor != "" || len(d.alerts) > 0 || d.alertsListen != "" }

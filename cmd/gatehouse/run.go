@@ -105,6 +105,16 @@ summary a DETECTED column, traces/alerts.jsonl every event. Without a source
 detection is "not measured", never "missed". A source this build does not
 have is refused (exit 2), never silently left out.
 
+Response is scored apart too: --respond stop answers each session's first
+detection by revoking its broker token, cutting its link to the lab and
+stopping it; --respond exec:PATH runs your hook instead (GATEHOUSE_SESSION,
+GATEHOUSE_NETNS, GATEHOUSE_CGROUP, GATEHOUSE_PIDS in its environment). Either
+way Gatehouse measures from outside when the processes were gone, when egress
+was refused and when the token was refused, from the alert's receipt, at a
+10ms polling resolution; results.json gets a responses block, the summary a
+RESPONSE column. A forbidden thing that happened before the response still
+FAILs its gate.
+
 Exit codes: 0 every selected gate PASSed, 1 a gate FAILed, 3 a gate was
 INCONCLUSIVE (and none failed) or the run could not finish, 2 usage or config.
 
@@ -189,6 +199,7 @@ type plan struct {
 	public    lab.Public      // the lab's public-looking addresses ($GATEHOUSE_LAB_PUBLIC_*)
 	agent     *agentBridge    // a real agent on the normal path; nil: the probe
 	detectors []detect.Source // detection sources; none: not measured
+	respond   *steps.Response // --respond; nil: no response
 }
 
 // prepare validates a run request before anything is started: the
@@ -237,6 +248,9 @@ func prepare(ctx context.Context, f runFlags) (*plan, error) {
 	}
 	if f.check {
 		return p, nil
+	}
+	if p.respond, err = f.detect.response(); err != nil {
+		return nil, err
 	}
 	if p.detectors, err = detectors(f.detect); err != nil {
 		return nil, err
@@ -356,6 +370,7 @@ func execute(ctx context.Context, f runFlags, stdout, stderr io.Writer) error {
 		BreachReach:   breachReach(p.effective.Controls),
 		Allow:         p.prof.Allow.Evidence(),
 		Detectors:     p.detectors,
+		Respond:       p.respond,
 	}
 	fmt.Fprintln(progress, detectionNote(p.detectors))
 	var l *lab.Lab
@@ -451,9 +466,26 @@ func verdictExit(results []evidence.Result) error {
 
 func printSummary(w io.Writer, results []evidence.Result) {
 	sort.SliceStable(results, func(i, j int) bool { return results[i].Gate < results[j].Gate })
-	fmt.Fprintf(w, "\n%-18s %-13s %-12s %8s  %-18s %s\n", "GATE", "PATH", "VERDICT", "TIME", "DETECTED", "WHY")
+	// The RESPONSE column is there only when a response was asked for:
+	// most runs measure none, and the table stays as it was for them.
+	responded := false
 	for _, r := range results {
-		fmt.Fprintf(w, "%-18s %-13s %-12s %7.1fs  %-18s %s\n", r.Gate, r.Path, r.Verdict, r.DurationMS/1000, evidence.DetectionCell(r), evidence.Redact(r.Reason))
+		responded = responded || len(r.Responses) > 0
+	}
+	respHead, respCell := "", func(evidence.Result) string { return "" }
+	if responded {
+		respHead = fmt.Sprintf("%-34s ", "RESPONSE")
+		respCell = func(r evidence.Result) string {
+			c := evidence.ResponseCell(r)
+			if c == "" {
+				c = "none"
+			}
+			return fmt.Sprintf("%-34s ", c)
+		}
+	}
+	fmt.Fprintf(w, "\n%-18s %-13s %-12s %8s  %-18s %s%s\n", "GATE", "PATH", "VERDICT", "TIME", "DETECTED", respHead, "WHY")
+	for _, r := range results {
+		fmt.Fprintf(w, "%-18s %-13s %-12s %7.1fs  %-18s %s%s\n", r.Gate, r.Path, r.Verdict, r.DurationMS/1000, evidence.DetectionCell(r), respCell(r), evidence.Redact(r.Reason))
 		for i, h := range r.Hits {
 			if i == maxHitLines {
 				fmt.Fprintf(w, "%65s↳ … %d more in traces/endpoint-hits.jsonl\n", "", len(r.Hits)-i)
