@@ -178,6 +178,9 @@ func (d *detector) writeTrace(f *evidence.Folder) {
 type detAttempt struct {
 	evidence.DetectionAttempt
 	from, to time.Time
+	// unreported: planned, but the probe was ended (by a response) before
+	// it reported; counted only when a monitor saw it.
+	unreported bool
 }
 
 // sessionKeys reads, right after Start, the keys that tie a monitor's
@@ -252,12 +255,27 @@ func (r *runner) observeAttempts(s *scenario, p probe.Plan, reps []probe.Report,
 	for _, st := range p.Steps {
 		byID[st.ID] = st
 	}
-	for _, rep := range reps {
+	reported := len(reps)
+	if s.wasResponded() {
+		// A response that ended the probe leaves attempts it made but
+		// never reported: they are still attempts a monitor may have
+		// seen, in the whole outside window.
+		seen := map[string]bool{}
+		for _, rep := range reps {
+			seen[rep.ID] = true
+		}
+		for _, st := range p.Steps {
+			if !seen[st.ID] && st.ID != "positive-control" {
+				reps = append(reps, probe.Report{ID: st.ID})
+			}
+		}
+	}
+	for i, rep := range reps {
 		st, ok := byID[rep.ID]
 		if !ok || rep.ID == "positive-control" {
 			continue
 		}
-		a := detAttempt{DetectionAttempt: evidence.DetectionAttempt{ID: rep.ID, Session: s.session}}
+		a := detAttempt{DetectionAttempt: evidence.DetectionAttempt{ID: rep.ID, Session: s.session}, unreported: i >= reported}
 		a.from, a.to = attemptWindow(rep, from, to)
 		var why string
 		a.Kind, a.Object, why = observable(st)
@@ -444,6 +462,10 @@ func (r *runner) scoreDetection(ctx context.Context, s *scenario, res evidence.R
 		}
 		if best < 0 {
 			a.Reason = "no detector's event matched this session, kind, object and window"
+			if a.unreported {
+				a.Observable = false
+				a.Reason = "not reported: the response ended the probe first, and no monitor saw it made; not counted as missed"
+			}
 			continue
 		}
 		used[best] = true

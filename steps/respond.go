@@ -13,6 +13,7 @@ import (
 
 	"gatehouse/detect"
 	"gatehouse/evidence"
+	"gatehouse/internal/cgroupfs"
 	"gatehouse/targets"
 )
 
@@ -358,7 +359,11 @@ func (rp *responder) runHook(ctx context.Context, s *scenario) *evidence.HookRun
 	var cg []string
 	for _, k := range s.keys {
 		if k.CgroupPath != "" {
-			cg = append(cg, k.CgroupPath)
+			// Keys carry the path monitors report (from the cgroup
+			// root); a hook wants the folder it can write to.
+			if d := cgroupfs.Dir(k.CgroupPath); d != "" {
+				cg = append(cg, d)
+			}
 		}
 	}
 	env = append(env, "GATEHOUSE_CGROUP="+strings.Join(cg, " "))

@@ -1,10 +1,10 @@
 package exec
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"gatehouse/internal/cgroupfs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -50,25 +50,7 @@ func newCgroup(name string) (*cgroup, error) {
 	return &cgroup{dir: dir, release: release}, nil
 }
 
-func cgroup2Mount() string {
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		// ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTS ... - FSTYPE SOURCE SUPER
-		pre, post, ok := strings.Cut(sc.Text(), " - ")
-		if !ok || !strings.HasPrefix(post, "cgroup2 ") {
-			continue
-		}
-		if fields := strings.Fields(pre); len(fields) >= 5 && fields[3] == "/" {
-			return fields[4]
-		}
-	}
-	return ""
-}
+func cgroup2Mount() string { return cgroupfs.Mount() }
 
 func ownCgroup() (string, error) {
 	b, err := os.ReadFile("/proc/self/cgroup")
