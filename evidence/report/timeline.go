@@ -24,7 +24,7 @@ const (
 	maxEndpointLanes   = 6  // one lane per endpoint, the rest share one
 	maxAttemptRows     = 3  // overlapping attempts stack up to this many rows
 	maxSessionsPerCase = 4  // timelines per scenario (stop-signal runs many sessions)
-	maxLabel           = 28 // runes of a lane name or item label drawn
+	maxLabel           = 36 // runes of a lane name or item label drawn
 	maxTitle           = 400
 )
 
@@ -204,6 +204,11 @@ func buildTimeline(rec sessionRecords) timeline {
 			}
 		}
 		title := fmt.Sprintf("alert %s · %s: %s %s, for attempt %s", a.Source, a.Rule, a.Kind, a.Object, strings.Join(ids, ", "))
+		if a.Imported || a.Received.IsZero() {
+			add(point{lane: laneAlerts, mark: markAlertSrc, from: a.EventTime, to: a.EventTime, label: "imported",
+				title: title + "; imported after the fact: the source's own time, latency not measured"})
+			continue
+		}
 		label := ""
 		for _, id := range ids {
 			if lat, ok := rec.Detected[id]; ok && !labelled[id] {
@@ -212,11 +217,6 @@ func buildTimeline(rec sessionRecords) timeline {
 				title += fmt.Sprintf("; detected %s after the attempt started", fmtDur(lat))
 				break
 			}
-		}
-		if a.Imported || a.Received.IsZero() {
-			add(point{lane: laneAlerts, mark: markAlertSrc, from: a.EventTime, to: a.EventTime, label: "imported",
-				title: title + "; imported after the fact: the source's own time, latency not measured"})
-			continue
 		}
 		add(point{lane: laneAlerts, mark: markAlert, from: a.Received, to: a.Received, label: label,
 			title: title + "; received " + a.Received.UTC().Format("15:04:05.000")})

@@ -198,12 +198,12 @@ func renderSVG(tl timeline) (template.HTML, error) {
 
 func f1(x float64) string { return strconv.FormatFloat(x, 'f', 1, 64) }
 
-// ticks are round values from 0 to span, about eight of them.
+// ticks are round values from 0 to span, about ten of them.
 func ticks(span float64) []float64 {
 	if span <= 0 || math.IsNaN(span) || math.IsInf(span, 0) {
 		return []float64{0}
 	}
-	raw := span / 8
+	raw := span / 10
 	mag := math.Pow(10, math.Floor(math.Log10(raw)))
 	step := mag
 	for _, m := range []float64{1, 2, 5, 10} {
