@@ -157,7 +157,9 @@ type box struct {
 func (b box) cx() float64 { return float64(b.sx) / float64(b.n) }
 func (b box) cy() float64 { return float64(b.sy) / float64(b.n) }
 
-func (b box) String() string { return fmt.Sprintf("%d px in (%d,%d)-(%d,%d)", b.n, b.x0, b.y0, b.x1, b.y1) }
+func (b box) String() string {
+	return fmt.Sprintf("%d px in (%d,%d)-(%d,%d)", b.n, b.x0, b.y0, b.x1, b.y1)
+}
 
 // find counts the pixels within a small distance of rgb (anti-aliasing
 // and colour conversion may move a channel by a few steps).
