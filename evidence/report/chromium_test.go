@@ -61,7 +61,12 @@ func TestReportInChromium(t *testing.T) {
 		t.Fatal(err)
 	}
 	url := "file://" + filepath.Join(dir, report.FileName)
-	dom := chromium(t, "--dump-dom", url)
+	dom, log := chromiumLog(t, "--enable-logging=stderr", "--v=0", "--dump-dom", url)
+	for _, line := range strings.Split(log, "\n") {
+		if strings.Contains(line, ":CONSOLE") { // a CSP violation or an error
+			t.Errorf("the browser logged: %s", line)
+		}
+	}
 
 	if strings.Contains(dom, "data-pwned=") {
 		t.Error("an injected handler ran: body has data-pwned")
