@@ -437,11 +437,9 @@ func recordsFor(session string, r evidence.Result, in Input) sessionRecords {
 func sessionsOf(r evidence.Result) []string {
 	var out []string
 	seen := map[string]bool{}
-	for _, s := range []string{r.Session} {
-		if s != "" {
-			seen[s] = true
-			out = append(out, s)
-		}
+	if r.Session != "" {
+		seen[r.Session] = true
+		out = append(out, r.Session)
 	}
 	for _, s := range r.Stops {
 		if s.Session != "" && !seen[s.Session] {
