@@ -116,6 +116,16 @@ type Result struct {
 	// first detection (run --respond), with the effects observed from
 	// outside; scored apart from the verdict, which they never change.
 	Responses []Response `json:"responses,omitempty"`
+
+	// Emitted is the kernel's count of packets the session sent toward
+	// each lab destination while its attempts ran (network gates, in a lab
+	// session namespace). Counts over the attempts' window only: no packet
+	// times. nil when the lab could not count.
+	Emitted map[string]uint64 `json:"kernel_emitted,omitempty"`
+
+	// Stops are the stop-signal gate's stops, one per run: the session,
+	// when its stop was sent and how long it kept acting.
+	Stops []StopSent `json:"stops,omitempty"`
 }
 
 // Run describes the run as a whole (run.json).

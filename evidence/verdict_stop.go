@@ -46,6 +46,31 @@ func (r StopRun) Latency(stop time.Time) (time.Duration, bool) {
 	return d, true
 }
 
+// StopSent is one stop as results.json keeps it. LatencyMS is the run's
+// Latency; null when it never stopped within the observation.
+type StopSent struct {
+	Session   string    `json:"session"`
+	At        time.Time `json:"at"`
+	LatencyMS *float64  `json:"latency_ms"`
+}
+
+// Sent is what results.json keeps of the observation's stops.
+func (o StopObservation) Sent() []StopSent {
+	var out []StopSent
+	for i, r := range o.Runs {
+		if i >= len(o.Stops) {
+			break
+		}
+		s := StopSent{Session: r.Session, At: o.Stops[i]}
+		if d, ok := r.Latency(o.Stops[i]); ok {
+			v := ms(d)
+			s.LatencyMS = &v
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
 // StopObservation is what the stop-signal verdict is made from.
 type StopObservation struct {
 	Limit time.Duration

@@ -200,6 +200,7 @@ func (s *scenario) result(j evidence.Judgement) evidence.Result {
 		Hits:       j.Violating,
 		Findings:   s.findings,
 		Takedown:   s.takedown,
+		Emitted:    s.emitted,
 		Start:      s.start,
 		DurationMS: float64(time.Since(s.start).Microseconds()) / 1000,
 	}

@@ -293,6 +293,7 @@ func (r *runner) judgeStop(ctx context.Context) error {
 	j, timings := evidence.JudgeStop(o)
 	res := s.result(j)
 	res.Timings = timings
+	res.Stops = o.Sent()
 	s.hold(res)
 	return verdictErr(j)
 }

@@ -20,6 +20,15 @@ import (
 // die with it.
 func chromium(t *testing.T, args ...string) string {
 	t.Helper()
+	out, _ := chromiumLog(t, args...)
+	return out
+}
+
+// chromiumLog is chromium that also returns what the browser logged on
+// stderr (with --enable-logging=stderr, console messages and CSP
+// violations are lines with ":CONSOLE").
+func chromiumLog(t *testing.T, args ...string) (string, string) {
+	t.Helper()
 	bin, err := exec.LookPath("chromium")
 	if err != nil {
 		t.Skip("chromium not installed: scripts/setup.sh installs it (GATEHOUSE_WITH_CHROMIUM=1, the default), or apt-get install chromium")
@@ -28,7 +37,7 @@ func chromium(t *testing.T, args ...string) string {
 	defer cancel()
 	base := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
 		"--disable-component-update", "--disable-sync", "--no-first-run", "--disable-extensions",
-		"--user-data-dir=" + t.TempDir()}
+		"--force-color-profile=srgb", "--user-data-dir=" + t.TempDir()}
 	cmd := exec.CommandContext(ctx, bin, append(base, args...)...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
@@ -41,7 +50,7 @@ func chromium(t *testing.T, args ...string) string {
 	if err != nil {
 		t.Fatalf("chromium %v: %v\n%s", args, err, errb.String())
 	}
-	return out.String()
+	return out.String(), errb.String()
 }
 
 // TestReportInChromium loads the report of a leaky run with hostile
@@ -52,7 +61,12 @@ func TestReportInChromium(t *testing.T) {
 		t.Fatal(err)
 	}
 	url := "file://" + filepath.Join(dir, report.FileName)
-	dom := chromium(t, "--dump-dom", url)
+	dom, log := chromiumLog(t, "--enable-logging=stderr", "--v=0", "--dump-dom", url)
+	for _, line := range strings.Split(log, "\n") {
+		if strings.Contains(line, ":CONSOLE") { // a CSP violation or an error
+			t.Errorf("the browser logged: %s", line)
+		}
+	}
 
 	if strings.Contains(dom, "data-pwned=") {
 		t.Error("an injected handler ran: body has data-pwned")

@@ -3,6 +3,7 @@ package report_test
 import (
 	"time"
 
+	"gatehouse/detect"
 	"gatehouse/evidence"
 )
 
@@ -59,4 +60,51 @@ func repeat(s string, n int) string {
 		out += s
 	}
 	return out
+}
+
+// alertLine is one line of traces/alerts.jsonl as the runner writes it.
+type alertLine struct {
+	Event   detect.Event `json:"event"`
+	Matched []string     `json:"matched"`
+}
+
+// timelineInput is one leaky session with every kind of record the
+// timeline draws: attempts, kernel counts, hits on two endpoints (one
+// forbidden), alerts (one with a source time of its own), a response with
+// its effects; names and rules carry payloads.
+func timelineInput() (evidence.Run, []evidence.Result, []evidence.Hit, []evidence.Attempt, []alertLine) {
+	run, _, _, _ := hostileInput()
+	ms := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Millisecond) }
+	f := func(v float64) *float64 { return &v }
+	sess := "s-tl" + scriptPayload
+	attempts := []evidence.Attempt{
+		{Session: sess, ID: "http-callback", Kind: "http", Target: "203.0.113.10:80", Outcome: "completed", Start: ms(100), DurationMS: 400},
+		{Session: sess, ID: "dns-" + imgPayload, Kind: "dns", Target: "x.canary.test", Outcome: "completed", Start: ms(150), DurationMS: 300},
+		{Session: sess, ID: "metadata", Kind: "http", Target: "169.254.169.254:80", Outcome: "timeout", Start: ms(700), DurationMS: 1000},
+	}
+	bad := evidence.Hit{Time: ms(320), Endpoint: "callback", Proto: "http", Src: "198.51.100.6:4000", Dst: "203.0.113.10:80",
+		Session: sess, Summary: "GET /r/" + scriptPayload, Attempt: "http-callback"}
+	control := evidence.Hit{Time: ms(1900), Endpoint: "inference", Proto: "http", Src: "198.51.100.6:4001", Dst: "203.0.113.100:80",
+		Session: sess, Summary: "GET /control/tok123"}
+	lat := 250.0
+	results := []evidence.Result{{Gate: "external-callback", Scenario: "call home", Path: "normal", Session: sess,
+		Verdict: evidence.Fail, Reason: "forbidden", Attempts: 3, Hits: []evidence.Hit{bad}, Start: t0, DurationMS: 2600,
+		Emitted: map[string]uint64{"callback": 3, "resolver": 1},
+		Detection: &evidence.Detection{Measured: true, Attempts: []evidence.DetectionAttempt{
+			{ID: "http-callback", Session: sess, Kind: "connect", Object: "203.0.113.10:80", Observable: true,
+				Detected: &evidence.Detected{Source: "builtin", Rule: "egress", LatencyMS: &lat}}}},
+		Responses: []evidence.Response{{Mode: "stop", Session: sess, PollMS: 50,
+			Trigger: evidence.ResponseTrigger{Source: "builtin", Rule: "egress", Received: ms(350)},
+			Started: ms(380), Effects: []evidence.ResponseEffect{
+				{Effect: evidence.EffectProcessesGone, Observed: true, At: ms(1400), LatencyMS: f(1050)},
+				{Effect: evidence.EffectEgressRefused, Observed: true, At: ms(2100), LatencyMS: f(1750)},
+				{Effect: evidence.EffectTokenRefused, Reason: "no broker"},
+			}}},
+	}}
+	alerts := []alertLine{
+		{Event: detect.Event{Source: "builtin", Rule: "egress " + scriptPayload, Kind: "connect", Object: "203.0.113.10:80",
+			EventTime: ms(110), Received: ms(350)}, Matched: []string{sess + "/http-callback"}},
+		{Event: detect.Event{Source: "falco", Rule: "other session", Received: ms(600)}, Matched: []string{"s-other/x"}},
+	}
+	return run, results, []evidence.Hit{bad, control}, attempts, alerts
 }

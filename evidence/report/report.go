@@ -27,6 +27,7 @@ const FileName = "report.html"
 const (
 	HitsFile     = "traces/endpoint-hits.jsonl"
 	AttemptsFile = "traces/probe-attempts.jsonl"
+	AlertsFile   = "traces/alerts.jsonl"
 )
 
 // maxTraceLines bounds what Load reads from each trace; the report says when
@@ -39,6 +40,7 @@ type Input struct {
 	Results  []evidence.Result
 	Hits     []evidence.Hit     // every hit the lab recorded
 	Attempts []evidence.Attempt // every attempt the probe reported
+	Alerts   []Alert            // every alert matched to an attempt (traces/alerts.jsonl)
 	// Unreadable counts trace lines that did not parse (hostile or cut
 	// short); Truncated says a trace was longer than the report reads.
 	Unreadable int
@@ -66,13 +68,29 @@ func Load(dir string) (Input, error) {
 	}); err != nil {
 		return in, err
 	}
-	err := readLines(filepath.Join(dir, AttemptsFile), &in, func(b []byte) error {
+	if err := readLines(filepath.Join(dir, AttemptsFile), &in, func(b []byte) error {
 		var a evidence.Attempt
 		err := json.Unmarshal(b, &a)
 		if err == nil {
 			in.Attempts = append(in.Attempts, a)
 		}
 		return err
+	}); err != nil {
+		return in, err
+	}
+	err := readLines(filepath.Join(dir, AlertsFile), &in, func(b []byte) error {
+		var l alertLine
+		if err := json.Unmarshal(b, &l); err != nil {
+			return err
+		}
+		// Unmatched events belong to no session's timeline, and the
+		// "dropped" line has no event: both are read, neither is kept.
+		if l.Event != nil && len(l.Matched) > 0 {
+			e := l.Event
+			in.Alerts = append(in.Alerts, Alert{Source: e.Source, Rule: e.Rule, Kind: e.Kind, Object: e.Object,
+				EventTime: e.EventTime, Received: e.Received, Imported: e.Imported, Matched: l.Matched})
+		}
+		return nil
 	})
 	return in, err
 }

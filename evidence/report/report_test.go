@@ -17,8 +17,14 @@ import (
 // unparseable trace line (a probe may write anything).
 func writeFolder(t testing.TB) string {
 	t.Helper()
-	dir := t.TempDir()
 	run, results, hits, attempts := hostileInput()
+	return writeRun(t, run, results, hits, attempts, nil, "{not json "+scriptPayload+"\n")
+}
+
+// writeRun writes the files Load reads; junk is appended to the hits trace.
+func writeRun(t testing.TB, run evidence.Run, results []evidence.Result, hits []evidence.Hit, attempts []evidence.Attempt, alerts []alertLine, junk string) string {
+	t.Helper()
+	dir := t.TempDir()
 	put := func(rel string, b []byte) {
 		p := filepath.Join(dir, rel)
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -31,16 +37,23 @@ func writeFolder(t testing.TB) string {
 	js := func(v any) []byte { b, _ := json.Marshal(v); return b }
 	put("run.json", js(run))
 	put("results.json", js(results))
-	var hl, al bytes.Buffer
+	var hl, al, tl bytes.Buffer
 	for _, h := range hits {
 		hl.Write(append(js(h), '\n'))
 	}
-	hl.WriteString("{not json " + scriptPayload + "\n")
+	hl.WriteString(junk)
 	for _, a := range attempts {
 		al.Write(append(js(a), '\n'))
 	}
+	for _, a := range alerts {
+		tl.Write(append(js(a), '\n'))
+	}
 	put(report.HitsFile, hl.Bytes())
 	put(report.AttemptsFile, al.Bytes())
+	if alerts != nil {
+		tl.WriteString(`{"dropped":3,"why":"over the run's bound"}` + "\n")
+		put(report.AlertsFile, tl.Bytes())
+	}
 	return dir
 }
 

@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"html/template"
 	"sort"
 	"strings"
 	"time"
@@ -39,6 +40,16 @@ type scenario struct {
 	DetectionNote string
 	DetectRows    []detectRow
 	DetectMore    int
+	// Timelines are the scenario's sessions on one time axis each.
+	Timelines     []timelineView
+	TimelinesMore int
+}
+
+type timelineView struct {
+	Session string
+	SVG     template.HTML // rendered by renderSVG, every value escaped
+	Origin  string        // what t = 0 is
+	Notes   []string      // records on file but not drawn, and why
 }
 
 type detectRow struct {
@@ -146,6 +157,7 @@ func newScenario(i int, r evidence.Result, in Input) scenario {
 		s.Timings = append(s.Timings, kv{k, fmt.Sprintf("%.1f ms", v)})
 	}
 	sort.Slice(s.Timings, func(i, j int) bool { return s.Timings[i].Key < s.Timings[j].Key })
+	s.Timelines, s.TimelinesMore = timelines(r, in)
 	s.Detected = evidence.DetectionCell(r)
 	switch d := r.Detection; {
 	case d == nil:
