@@ -63,7 +63,7 @@ func (l *Lab) serveTCP(ctx context.Context, addr string) error {
 	if err != nil {
 		return err
 	}
-	stop := serveConns(ln, func(c net.Conn) {
+	stop := serveConns(l.conns.track(ln), func(c net.Conn) {
 		_ = c.SetDeadline(time.Now().Add(2 * time.Second))
 		buf := make([]byte, maxData)
 		n, _ := c.Read(buf)

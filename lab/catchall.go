@@ -123,7 +123,7 @@ func (l *Lab) serveCatchAll(ctx context.Context, host string) error {
 	if err != nil {
 		return fmt.Errorf("catch-all %s: %w", addr, err)
 	}
-	stop := serveConns(ln, l.catchConn)
+	stop := serveConns(l.conns.track(ln), l.catchConn)
 	l.stops = append(l.stops, func(context.Context) error { return stop() })
 	l.serveCatchUDP(pc.(*net.UDPConn))
 	return nil

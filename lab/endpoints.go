@@ -85,6 +85,7 @@ func (l *Lab) serveHTTP(ctx context.Context, addr string, h http.Handler, conf *
 // serveHTTPOn serves h on ln (TLS when conf is set) and registers a stop
 // that waits for requests in flight.
 func (l *Lab) serveHTTPOn(ln net.Listener, addr string, h http.Handler, conf *tls.Config) {
+	ln = l.conns.track(ln)
 	if conf != nil {
 		ln = tls.NewListener(ln, conf)
 	}

@@ -38,8 +38,14 @@ func (l *Lab) Cut(ctx context.Context, session string) error {
 	if err != nil {
 		return err
 	}
-	_, err = ip(ctx, "-n", l.name, "link", "set", a.labVeth, "down")
-	return err
+	if _, err := ip(ctx, "-n", l.name, "link", "set", a.labVeth, "down"); err != nil {
+		return err
+	}
+	// Its connections to the endpoints end now: nothing of the session
+	// can reach them to close them, and a handler waiting on one would
+	// hold the lab's shutdown.
+	l.conns.closeFrom(a.v4, a.v6)
+	return nil
 }
 
 // EgressOpen reports whether a TCP connection made inside the session's
