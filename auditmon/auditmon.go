@@ -14,6 +14,7 @@
 package auditmon
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -61,14 +62,16 @@ func (e *OwnedError) Error() string {
 type Source struct {
 	pid int
 
-	mu       sync.Mutex
-	started  bool
-	closed   bool
-	ctl      *libaudit.AuditClient // rules and status; never receives records
-	recv     *libaudit.AuditClient // the audit daemon's socket
-	asm      *libaudit.Reassembler
-	enabled0 bool                // audit was off before Start: turned back off at Close
-	sessions map[uint32][][]byte // login uid → its rules as added
+	mu         sync.Mutex
+	started    bool
+	closed     bool
+	ctl        *libaudit.AuditClient // rules and status; never receives records
+	recv       *libaudit.AuditClient // the audit daemon's socket
+	asm        *libaudit.Reassembler
+	enabled0   bool                // audit was off before Start: turned back off at Close
+	sessions   map[uint32][][]byte // login uid → its rules as added
+	lost0      uint32              // the kernel's lost counter at Start
+	kernelLost uint64              // records the kernel lost since, as last read
 
 	events   chan detect.Event
 	done     chan struct{}
@@ -157,6 +160,7 @@ func (s *Source) Start(ctx context.Context) error {
 		return fail(err)
 	}
 	s.ctl, s.recv, s.asm, s.started = ctl, recv, asm, true
+	s.lost0 = st.Lost
 	ctx, s.stop = context.WithCancel(ctx)
 	s.wg.Add(2)
 	go s.read()
@@ -226,9 +230,13 @@ func (s *Source) read() {
 			s.dropped.Add(1)
 			continue
 		}
-		// Syscall event records (1300–1399); acks and the status replies
-		// of our own requests, logins and config changes are not ours.
-		if msg.Type < auparse.AUDIT_SYSCALL || msg.Type > 1399 {
+		// Only the records of syscall events (1300–1399), which the kernel
+		// always ends with an EOE: a standalone record (a login, a config
+		// change) never completes, and the reassembler would hold every
+		// later event behind it until it expires. Acks and status replies
+		// to our own requests are not records at all.
+		if msg.Type < auparse.AUDIT_SYSCALL || msg.Type > 1399 || msg.Type == auparse.AUDIT_CONFIG_CHANGE ||
+			!bytes.HasPrefix(msg.Data, []byte("audit(")) {
 			continue
 		}
 		if err := s.asm.Push(msg.Type, msg.Data); err != nil {
@@ -258,7 +266,10 @@ func (st stream) ReassemblyComplete(msgs []*auparse.AuditMessage) {
 	}
 }
 
-func (st stream) EventsLost(n int) { st.s.dropped.Add(uint64(n)) }
+// EventsLost reports gaps in the serials, which are expected here (the
+// records not passed on above have serials too): the kernel's own lost
+// counter is what Dropped reads instead.
+func (st stream) EventsLost(int) {}
 
 // event turns one reassembled group into an Event: only groups of this
 // process's rules with an object give one.
@@ -298,8 +309,20 @@ func groupLines(msgs []*auparse.AuditMessage) []byte {
 func (s *Source) Events() <-chan detect.Event { return s.events }
 
 // Dropped counts events lost: unparseable groups, the Events channel
-// full, the socket overflowing, and gaps in the kernel's serials.
-func (s *Source) Dropped() uint64 { return s.dropped.Load() }
+// full, the socket overflowing, and the records the kernel itself lost
+// since Start (backlog full, rate limit): while the source is the daemon,
+// every record is meant for it.
+func (s *Source) Dropped() uint64 {
+	n := s.dropped.Load()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ctl != nil && !s.closed {
+		if st, err := s.ctl.GetStatus(); err == nil && st.Lost > s.lost0 {
+			s.kernelLost = uint64(st.Lost - s.lost0)
+		}
+	}
+	return n + s.kernelLost
+}
 
 // NoObject counts records of the source's rules with nothing to match
 // (a send on a connected socket has no SOCKADDR): seen, not deliverable.
