@@ -183,6 +183,21 @@ func (s *Source) Start(ctx context.Context) error {
 	return nil
 }
 
+// Preflight says, before a run starts anything, whether Start could
+// succeed: audit is there, not locked, and no other live daemon owns it
+// (*OwnedError). Start checks again.
+func Preflight() error {
+	ctl, st, err := control()
+	if err != nil {
+		return err
+	}
+	defer ctl.Close()
+	if st.Enabled == 2 {
+		return fmt.Errorf("%w: the audit configuration is locked (enabled=2) until reboot", ErrUnsupported)
+	}
+	return checkOwner(int(st.PID), os.Getpid())
+}
+
 // control opens a control socket and reads the audit status.
 func control() (*libaudit.AuditClient, *libaudit.AuditStatus, error) {
 	ctl, err := libaudit.NewAuditClient(nil)
