@@ -8,6 +8,7 @@ require (
 	github.com/cucumber/gherkin/go/v42 v42.0.0
 	github.com/cucumber/godog v0.16.0
 	github.com/docker/go-units v0.5.0
+	github.com/elastic/go-libaudit/v2 v2.6.1
 	github.com/google/go-cmp v0.7.0
 	github.com/klauspost/compress v1.18.7
 	github.com/miekg/dns v1.1.73
@@ -50,7 +51,6 @@ require (
 	github.com/docker/go-connections v0.8.2 // indirect
 	github.com/dustin/go-humanize v1.1.0 // indirect
 	github.com/ebitengine/purego v0.10.1 // indirect
-	github.com/elastic/go-libaudit/v2 v2.6.1 // indirect
 	github.com/elastic/go-licenser v0.4.1 // indirect
 	github.com/felixge/httpsnoop v1.1.0 // indirect
 	github.com/go-chi/chi/v5 v5.3.0 // indirect
