@@ -210,6 +210,15 @@ func ParseAudit(raw []byte, received time.Time) ([]detect.Event, error) {
 	return out, nil
 }
 
+// AuditGroup turns the records of one audit event (one serial, as log
+// lines) into an Event, with the same normalisation as ParseAudit: a live
+// audit source (package auditmon) builds the lines from netlink records
+// and calls it, so a record read live and the same record read from a log
+// give the same kind and object.
+func AuditGroup(group []byte, received time.Time) (detect.Event, error) {
+	return auditEvent(group, received)
+}
+
 // auditEvent turns one group (the records of one serial) into an Event.
 func auditEvent(group []byte, received time.Time) (detect.Event, error) {
 	e := detect.Event{Source: FormatAudit, Received: received, Raw: group}

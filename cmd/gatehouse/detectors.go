@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"gatehouse/alerts"
+	"gatehouse/auditmon"
 	"gatehouse/detect"
 	"gatehouse/features"
 	"gatehouse/monitor"
@@ -31,7 +32,7 @@ type detectFlags struct {
 var alertKinds = []string{"falco", "tetragon", "audit", "ocsf"}
 
 func (d *detectFlags) register(fl *flag.FlagSet) {
-	fl.StringVar(&d.monitor, "monitor", "", "detection: builtin (Gatehouse's own eBPF monitor); scored apart from verdicts, which it never changes")
+	fl.StringVar(&d.monitor, "monitor", "", "detection: builtin (Gatehouse's own eBPF monitor), audit (Linux audit: rules per session by login uid, removed at exit; refused while another audit daemon runs), or both as builtin,audit; scored apart from verdicts, which it never changes")
 	fl.Func("alerts", "detection: a monitor's alert output to tail, KIND:PATH with KIND one of "+strings.Join(alertKinds, ", ")+" (repeatable)", func(v string) error {
 		d.alerts = append(d.alerts, v)
 		return nil
@@ -71,8 +72,8 @@ func (d detectFlags) any() bool { return d.monitor != "" || len(d.alerts) > 0 ||
 
 // validate checks the detection flags' syntax, before anything starts.
 func (d detectFlags) validate() error {
-	if d.monitor != "" && d.monitor != "builtin" {
-		return usagef("run: --monitor %q: the only monitor is builtin", d.monitor)
+	if _, err := d.monitors(); err != nil {
+		return err
 	}
 	for _, spec := range d.alerts {
 		kind, path, ok := strings.Cut(spec, ":")
@@ -93,6 +94,28 @@ func (d detectFlags) validate() error {
 	return nil
 }
 
+// monitorKinds are the monitors --monitor names (comma-separated).
+var monitorKinds = []string{"builtin", "audit"}
+
+// monitors lists the monitors --monitor asks for, each once.
+func (d detectFlags) monitors() ([]string, error) {
+	if d.monitor == "" {
+		return nil, nil
+	}
+	var out []string
+	for _, m := range strings.Split(d.monitor, ",") {
+		m = strings.TrimSpace(m)
+		if !contains(monitorKinds, m) {
+			return nil, usagef("run: --monitor %q: the monitors are %s (comma-separated: builtin,audit)", d.monitor, strings.Join(monitorKinds, ", "))
+		}
+		if contains(out, m) {
+			return nil, usagef("run: --monitor %q: %s named twice", d.monitor, m)
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
 // detectors makes the run's detection sources from the flags: none when
 // no flag asks for one. A source that cannot be opened (a missing alert
 // file, a non-loopback listen address) is refused (exit 2) rather than
@@ -102,12 +125,23 @@ func detectors(d detectFlags) ([]detect.Source, error) {
 		return nil, err
 	}
 	var srcs []detect.Source
-	if d.monitor == "builtin" {
-		m, err := monitor.New(monitor.Options{})
-		if err != nil {
-			return nil, fmt.Errorf("run: --monitor builtin: %w", err)
+	mons, _ := d.monitors()
+	for _, kind := range mons {
+		switch kind {
+		case "builtin":
+			m, err := monitor.New(monitor.Options{})
+			if err != nil {
+				return nil, fmt.Errorf("run: --monitor builtin: %w", err)
+			}
+			srcs = append(srcs, builtinMonitor{m})
+		case "audit":
+			// Refused here, before the run starts anything, when audit is
+			// missing or another audit daemon owns it.
+			if err := auditmon.Preflight(); err != nil {
+				return nil, usagef("run: --monitor audit: %v", err)
+			}
+			srcs = append(srcs, auditmon.New(0))
 		}
-		srcs = append(srcs, builtinMonitor{m})
 	}
 	for _, spec := range d.alerts {
 		f, err := alerts.Open(spec)

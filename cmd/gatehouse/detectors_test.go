@@ -21,7 +21,9 @@ func TestDetectionFlagsRefused(t *testing.T) {
 	}{
 		{"alerts file missing", []string{"--alerts", "falco:/nonexistent/falco.jsonl"}, "--alerts falco:/nonexistent/falco.jsonl"},
 		{"listen off loopback", []string{"--alerts-listen", "192.0.2.1:2801"}, "loopback"},
-		{"unknown monitor", []string{"--monitor", "falco"}, "the only monitor is builtin"},
+		{"unknown monitor", []string{"--monitor", "falco"}, "the monitors are builtin, audit"},
+		{"unknown monitor in a list", []string{"--monitor", "builtin,falco"}, "the monitors are builtin, audit"},
+		{"a monitor twice", []string{"--monitor", "audit,audit"}, "audit named twice"},
 		{"bad alerts spec", []string{"--alerts", "splunk:/x"}, "want KIND:PATH"},
 		{"bad listen", []string{"--alerts-listen", "nowhere"}, "want HOST:PORT"},
 	} {

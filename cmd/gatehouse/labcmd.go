@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"gatehouse/auditmon"
 	"gatehouse/lab"
 	"gatehouse/ledger"
 	"gatehouse/targets/docker"
@@ -210,6 +211,13 @@ func sweepLeftovers(ctx context.Context, out io.Writer) error {
 		return err
 	} else if len(reaped) > 0 {
 		fmt.Fprintf(out, "removed lab Docker daemons left behind: %s\n", strings.Join(reaped, " "))
+	}
+	// Audit rules of an audit source that was killed are kernel state
+	// too, owned by the dead process's pid in their key.
+	if rules, err := auditmon.Sweep(ctx); err != nil && !errors.Is(err, auditmon.ErrUnsupported) {
+		return fmt.Errorf("remove audit rules of dead runs: %w", err)
+	} else if len(rules) > 0 {
+		fmt.Fprintf(out, "removed %d audit rule(s) of dead runs\n", len(rules))
 	}
 	sw, err := ledger.Sweep(ctx)
 	if len(sw.Removed) > 0 {
