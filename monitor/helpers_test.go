@@ -120,7 +120,12 @@ func child(mode string) error {
 		if err != nil {
 			return err
 		}
-		fmt.Printf("prog %d\n", ids.Program)
+		for _, id := range ids.Programs {
+			fmt.Printf("prog %d\n", id)
+		}
+		for _, id := range ids.Links {
+			fmt.Printf("link %d\n", id)
+		}
 		for _, id := range ids.Maps {
 			fmt.Printf("map %d\n", id)
 		}
