@@ -1,10 +1,29 @@
-// Package monitor is Gatehouse's own eBPF monitor: one raw tracepoint
-// program on sys_enter, assembled in Go (no clang, no committed object),
-// that ships connect, sendto/sendmsg (with destination and the first bytes
-// of the payload), writes on sockets connected to port 53, openat/openat2
-// and execve of the registered sessions' cgroups through a ring buffer. It
+// Package monitor is Gatehouse's own eBPF monitor: two raw tracepoint
+// programs assembled in Go (no clang, no committed object). The one on
+// sys_enter ships connect, sendto/sendmsg (with destination and the first
+// bytes of the payload), writes on sockets connected to port 53,
+// openat/openat2 and execve of the registered sessions' cgroups through a
+// ring buffer; the one on sched_process_exit ships their tasks' exits. It
 // is a detect.Source: each record becomes a detect.Event named by the rule
 // it fired (rules are data, see rules.go).
+//
+// After a session's stop (the response):
+//
+//   - MarkStopped(cgroupID, at): the first syscall of each of the cgroup's
+//     processes from at on is an event of kind detect.KindAliveAfter (rule
+//     process-alive-after-stop, Object the process's name), once per
+//     process; the cgroup stays registered until Unregister.
+//   - Exits: every task exit of a registered cgroup is counted; whole
+//     processes' exits are delivered as detect.KindExit events (Object the
+//     pid, never a rule hit, never matched to an attempt) for stopped
+//     cgroups, or for all with Options.Exits.
+//   - LastExit(ctx, cgroupID) answers "when were the session's processes
+//     gone, on the kernel's word": detect.Exits{Exits, Last, LastPID,
+//     Empty}; Gone() holds once the cgroup is empty (cgroup.events), Last
+//     being the kernel time of the final exit (the ring is read up to the
+//     moment of the question first: Sync).
+//
+// Lost records are counted by reason (DropCounts).
 //
 // Everything it loads is owned by file descriptors: Close, or the death of
 // the process, leaves nothing attached.
