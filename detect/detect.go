@@ -22,7 +22,11 @@ const (
 	KindDNS        = "dns"              // a DNS query for Object (a name), or a send to port 53
 	KindOpen       = "open"             // an open of the path Object
 	KindExec       = "exec"             // an execve of Object
-	KindAliveAfter = "alive-after-stop" // a process of the session still running after its stop
+	KindAliveAfter = "alive-after-stop" // a process of the session still running after its stop (Object: its name)
+	// KindExit is a life-cycle record, not an observation of an attempt: a
+	// process of the session exited (Object: its pid). Match never pairs
+	// it with an attempt; the response measurement reads it (see Exits).
+	KindExit = "exit"
 )
 
 // SessionKey is what a source saw of whose the event was. Any field may be
@@ -83,7 +87,7 @@ type Attempt struct {
 // event, which has no Received, its EventTime on the wall clock). Never by
 // time alone: an event without a session key or object matches nothing.
 func Match(e Event, a Attempt, grace time.Duration) bool {
-	if e.Kind == "" || e.Kind != a.Kind || e.Object == "" || !sameObject(e.Kind, e.Object, a.Object) {
+	if e.Kind == "" || e.Kind == KindExit || e.Kind != a.Kind || e.Object == "" || !sameObject(e.Kind, e.Object, a.Object) {
 		return false
 	}
 	at := e.Received
@@ -122,6 +126,30 @@ func SameSession(a, b SessionKey) bool {
 type Registrar interface {
 	Register(k SessionKey) error
 	Unregister(k SessionKey)
+}
+
+// Exits is what a source that sees the kernel's process exits says of one
+// session's cgroup: how many of its tasks exited since it was registered,
+// the source's time of the latest exit and its process id, and whether no
+// task was left in the cgroup when asked. Empty with Exits > 0: the
+// session's processes were gone at Last, on the kernel's word.
+type Exits struct {
+	Exits   int       `json:"exits"`
+	Last    time.Time `json:"last,omitzero"`
+	LastPID int       `json:"last_pid,omitempty"`
+	Empty   bool      `json:"empty"`
+}
+
+// Gone reports whether the session's processes are known gone, and when.
+func (e Exits) Gone() (time.Time, bool) { return e.Last, e.Empty && e.Exits > 0 }
+
+// StopWatcher is the optional ability of a source to watch a session past
+// its stop: after MarkStopped, a process of the session that still runs
+// shows as a KindAliveAfter event, and LastExit says when its processes
+// were gone. The session stays registered until Unregister.
+type StopWatcher interface {
+	MarkStopped(k SessionKey, at time.Time) error
+	LastExit(ctx context.Context, k SessionKey) (Exits, error)
 }
 
 // sameObject: equal, or for an open, the event's path at or under the

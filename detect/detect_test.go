@@ -53,3 +53,40 @@ func TestOpenMatchesAtOrUnderTheSearchedFolder(t *testing.T) {
 		}
 	}
 }
+
+// An exit is a life-cycle record: whatever its object, session and time, it
+// is never the observation of an attempt, not even one of its own kind.
+func TestExitIsNeverMatched(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	key := SessionKey{CgroupID: 7, LoginUID: 4242}
+	for _, kind := range []string{KindConnect, KindDNS, KindOpen, KindExec, KindExit} {
+		for _, obj := range []string{"203.0.113.10:80", "t1.oob.gatehouse.test", "/home/agent/.aws/credentials", "4242"} {
+			a := Attempt{ID: "a", Keys: []SessionKey{key}, Kind: kind, Object: obj, From: t0, To: t0.Add(time.Second)}
+			e := Event{Source: "builtin", Kind: KindExit, Object: obj, Key: key, EventTime: t0.Add(time.Millisecond), Received: t0.Add(time.Millisecond)}
+			if Match(e, a, time.Second) {
+				t.Errorf("an exit event (object %q) matched a %s attempt", obj, kind)
+			}
+			// The same event as an observation of that kind does match:
+			// the test would catch a Match that matches nothing.
+			if e.Kind = kind; kind != KindExit && !Match(e, a, time.Second) {
+				t.Errorf("control: a %s event for %q did not match", kind, obj)
+			}
+		}
+	}
+}
+
+func TestExitsGone(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	for _, tt := range []struct {
+		e    Exits
+		gone bool
+	}{
+		{Exits{Exits: 3, Last: t0, Empty: true}, true},
+		{Exits{Exits: 3, Last: t0}, false}, // a task is left
+		{Exits{Empty: true}, false},        // empty, but no exit seen: when is unknown
+	} {
+		if at, ok := tt.e.Gone(); ok != tt.gone || (ok && !at.Equal(t0)) {
+			t.Errorf("%+v: Gone %v %v, want %v", tt.e, at, ok, tt.gone)
+		}
+	}
+}

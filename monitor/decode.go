@@ -4,9 +4,15 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
+	"io"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/miekg/dns"
 
@@ -21,6 +27,18 @@ type record struct {
 }
 
 var errShort = errors.New("monitor: short record")
+
+func (r record) tgid() int { return int(r.pidTgid >> 32) }
+func (r record) pid() int  { return int(uint32(r.pidTgid)) }
+
+// comm is the task name a life-cycle record carries.
+func (r record) comm() string {
+	c := r.data[:commLen]
+	if i := bytes.IndexByte(c, 0); i >= 0 {
+		c = c[:i]
+	}
+	return string(c)
+}
 
 func parseRecord(b []byte) (record, error) {
 	if len(b) < recSize {
@@ -41,18 +59,28 @@ func parseRecord(b []byte) (record, error) {
 
 // Observation is what a record means, as rules see it.
 type Observation struct {
-	Kind   string // detect.KindConnect, KindDNS, KindOpen, KindExec
+	Kind   string // detect.KindConnect, KindDNS, KindOpen, KindExec, KindAliveAfter, KindExit
 	Object string // "203.0.113.10:80", "[2001:db8::1]:53", a query name, a path
 	Dest   string // for network kinds: the destination address:port
 	Call   string // the syscall: connect, sendto, sendmsg, write, openat, ...
 }
 
 func (r record) call() string {
+	switch r.nr {
+	case recExit:
+		return "exit"
+	case recAlive:
+		return "alive"
+	}
+	return syscallName(r.nr)
+}
+
+func syscallName(nr uint32) string {
 	a, err := nativeABI()
 	if err != nil {
 		return ""
 	}
-	switch int32(r.nr) {
+	switch int32(nr) {
 	case a.connect:
 		return "connect"
 	case a.sendto:
@@ -89,6 +117,21 @@ func (r record) unreadable() bool {
 func (r record) observation() (Observation, bool) {
 	o := Observation{Call: r.call()}
 	switch o.Call {
+	case "exit":
+		// Object: the thread group (the process); Call keeps the task.
+		o.Kind, o.Object = detect.KindExit, strconv.Itoa(r.tgid())
+		o.Call = "exit of " + r.comm() + " tid " + strconv.Itoa(r.pid())
+		return o, true
+	case "alive":
+		// The first syscall of a process of a stopped cgroup: Object is
+		// the process's name, Call the syscall (its number when not one
+		// the monitor names).
+		o.Kind, o.Object = detect.KindAliveAfter, r.comm()
+		o.Call = syscallName(r.fd)
+		if o.Call == "" {
+			o.Call = "syscall " + strconv.FormatUint(uint64(r.fd), 10)
+		}
+		return o, o.Object != ""
 	case "connect", "sendto", "sendmsg", "write":
 		ap, ok := sockaddr(r.data[:sockaddrLen])
 		if !ok {
@@ -167,4 +210,75 @@ func Describe(raw []byte) string {
 	}
 	o, _ := r.observation()
 	return o.Call + " pid=" + strconv.FormatUint(r.pidTgid>>32, 10) + " cgroup=" + strconv.FormatUint(r.cgroup, 10) + " " + o.Kind + " " + o.Object
+}
+
+// cgroupEmpty reads the "populated" line of a cgroup's cgroup.events (no
+// task in it or its descendants). The cgroup is found by dir when known,
+// else by its id (open_by_handle_at on the cgroup2 mount: the id is the
+// kernfs file handle). A cgroup that no longer exists is empty.
+func cgroupEmpty(id uint64, dir string) (bool, error) {
+	var b []byte
+	var err error
+	if dir != "" {
+		b, err = os.ReadFile(filepath.Join(dir, "cgroup.events"))
+	} else {
+		b, err = readByID(id, "cgroup.events")
+	}
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, unix.ESTALE) {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("monitor: cgroup %d: %w", id, err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "populated "); ok {
+			return strings.TrimSpace(v) == "0", nil
+		}
+	}
+	return false, fmt.Errorf("monitor: cgroup %d: no populated line in cgroup.events", id)
+}
+
+func readByID(id uint64, name string) ([]byte, error) {
+	mnt := cgroup2Mount()
+	if mnt == "" {
+		return nil, errors.New("no cgroup v2 hierarchy mounted")
+	}
+	mfd, err := unix.Open(mnt, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(mfd)
+	var h [8]byte
+	binary.LittleEndian.PutUint64(h[:], id)
+	const fileidKernfs = 0xfe
+	dfd, err := unix.OpenByHandleAt(mfd, unix.NewFileHandle(fileidKernfs, h[:]), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(dfd)
+	fd, err := unix.Openat(dfd, name, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	f := os.NewFile(uintptr(fd), name)
+	defer f.Close()
+	return io.ReadAll(f)
+}
+
+// cgroup2Mount is where the cgroup v2 hierarchy's root is mounted.
+func cgroup2Mount() string {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		pre, post, ok := strings.Cut(line, " - ")
+		if !ok || !strings.HasPrefix(post, "cgroup2 ") {
+			continue
+		}
+		if f := strings.Fields(pre); len(f) >= 5 && f[3] == "/" {
+			return f[4]
+		}
+	}
+	return ""
 }

@@ -108,6 +108,38 @@ func child(mode string) error {
 			return fmt.Errorf("connect under seccomp: %v, want EPERM", err)
 		}
 		return nil
+	case "badaddr":
+		// connect(2) with a destination the kernel cannot read at syscall
+		// entry: a bad pointer, then a fresh page never touched (not
+		// faulted in: probe_read_user does not fault it).
+		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM, 0)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(fd)
+		_, _, _ = unix.Syscall(unix.SYS_CONNECT, uintptr(fd), 0x10, 16)
+		page, err := unix.Mmap(-1, 0, os.Getpagesize(), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+		if err != nil {
+			return err
+		}
+		_, _, _ = unix.Syscall(unix.SYS_CONNECT, uintptr(fd), uintptr(unsafe.Pointer(&page[0])), 16)
+		return nil
+	case "linger":
+		// A session process that keeps going: says ready, waits for a
+		// line on stdin (the harness's stop happened meanwhile), opens a
+		// file (a syscall after the stop), says done and lingers until
+		// killed.
+		fmt.Println("ready")
+		if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
+			return err
+		}
+		mark("after-stop")
+		if f, err := os.Open("/etc/hostname"); err == nil {
+			f.Close()
+		}
+		fmt.Println("done")
+		time.Sleep(time.Minute)
+		return errors.New("not killed")
 	case "hold":
 		m, err := monitor.New(monitor.Options{})
 		if err != nil {
@@ -120,7 +152,12 @@ func child(mode string) error {
 		if err != nil {
 			return err
 		}
-		fmt.Printf("prog %d\n", ids.Program)
+		for _, id := range ids.Programs {
+			fmt.Printf("prog %d\n", id)
+		}
+		for _, id := range ids.Links {
+			fmt.Printf("link %d\n", id)
+		}
 		for _, id := range ids.Maps {
 			fmt.Printf("map %d\n", id)
 		}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
 
 	"gatehouse/detect"
 	"gatehouse/monitor"
@@ -222,12 +223,14 @@ func TestNothingLeftAfterKill(t *testing.T) {
 		n, _ := strconv.ParseUint(f[1], 10, 32)
 		switch f[0] {
 		case "prog":
-			ids.Program = ebpf.ProgramID(n)
+			ids.Programs = append(ids.Programs, ebpf.ProgramID(n))
+		case "link":
+			ids.Links = append(ids.Links, link.ID(n))
 		case "map":
 			ids.Maps = append(ids.Maps, ebpf.MapID(n))
 		}
 	}
-	if ids.Program == 0 {
+	if len(ids.Programs) == 0 {
 		_ = cmd.Wait()
 		t.Skip("the child could not load the monitor (see its stderr)")
 	}
@@ -244,35 +247,55 @@ func TestNothingLeftAfterKill(t *testing.T) {
 
 func assertLoaded(t *testing.T, ids monitor.KernelIDs) {
 	t.Helper()
-	p, err := ebpf.NewProgramFromID(ids.Program)
-	if err != nil {
-		t.Fatalf("program %d not found while loaded: %v", ids.Program, err)
+	// sys_enter and sched_process_exit: two programs, two links, six maps.
+	if len(ids.Programs) != 2 || len(ids.Links) != 2 || len(ids.Maps) != 6 {
+		t.Fatalf("%d programs, %d links, %d maps; want 2, 2 and 6", len(ids.Programs), len(ids.Links), len(ids.Maps))
 	}
-	defer p.Close()
-	info, err := p.Info()
-	if err != nil {
-		t.Fatal(err)
+	for _, id := range ids.Programs {
+		p, err := ebpf.NewProgramFromID(id)
+		if err != nil {
+			t.Fatalf("program %d not found while loaded: %v", id, err)
+		}
+		info, err := p.Info()
+		p.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(info.Name, "gh_") {
+			t.Errorf("program %d is named %q, want the gh_ prefix", id, info.Name)
+		}
 	}
-	if !strings.HasPrefix(info.Name, "gh_") {
-		t.Errorf("program %d is named %q, want the gh_ prefix", ids.Program, info.Name)
-	}
-	if len(ids.Maps) != 5 {
-		t.Errorf("%d map ids, want 5", len(ids.Maps))
+	for _, id := range ids.Links {
+		l, err := link.NewFromID(id)
+		if err != nil {
+			t.Fatalf("link %d not found while attached: %v", id, err)
+		}
+		l.Close()
 	}
 }
 
 // assertGone waits (the kernel frees programs after an RCU grace period)
-// until no id of ours exists.
+// until no id of ours exists: program, link or map.
 func assertGone(t *testing.T, ids monitor.KernelIDs) {
 	t.Helper()
 	end := time.Now().Add(5 * time.Second)
 	for {
 		var left []string
-		if p, err := ebpf.NewProgramFromID(ids.Program); err == nil {
-			p.Close()
-			left = append(left, "program "+strconv.Itoa(int(ids.Program)))
-		} else if !errors.Is(err, os.ErrNotExist) {
-			t.Fatalf("program %d: %v", ids.Program, err)
+		for _, id := range ids.Programs {
+			if p, err := ebpf.NewProgramFromID(id); err == nil {
+				p.Close()
+				left = append(left, "program "+strconv.Itoa(int(id)))
+			} else if !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("program %d: %v", id, err)
+			}
+		}
+		for _, id := range ids.Links {
+			if l, err := link.NewFromID(id); err == nil {
+				l.Close()
+				left = append(left, "link "+strconv.Itoa(int(id)))
+			} else if !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("link %d: %v", id, err)
+			}
 		}
 		for _, id := range ids.Maps {
 			if mp, err := ebpf.NewMapFromID(id); err == nil {

@@ -12,12 +12,15 @@ import (
 //	 0 u64 ktime_get_ns at the syscall's entry
 //	 8 u64 cgroup v2 id of the calling task
 //	16 u64 pid_tgid (tgid in the high half)
-//	24 u32 syscall number
-//	28 u32 fd (connect/send/write), 0 otherwise
+//	24 u32 syscall number; recExit for a task's exit, recAlive for the first
+//	       syscall of a process of a stopped cgroup
+//	28 u32 fd (connect/send/write), 0 otherwise; for recAlive the syscall
+//	       number, for recExit 1 when the whole process died with this task
+//	       (group_dead), 0 when not, 2 when the kernel does not say
 //	32 u32 bytes of payload read (sends) or of the path with its NUL (open/exec)
 //	36 u32 loginuid of the task (0 when the kernel's layout was not found)
 //	40 [256] data: sockaddr in [0:32] and payload in [32:256] for the network
-//	       calls; the path for open/exec
+//	       calls; the path for open/exec; the task's comm for recExit/recAlive
 const (
 	recSize     = 296
 	offKtime    = 0
@@ -32,6 +35,20 @@ const (
 	payloadOff  = offData + sockaddrLen
 	payloadMax  = recSize - payloadOff // 224
 	pathMax     = recSize - offData    // 256
+	commLen     = 16
+
+	recExit  = 0xffffffff
+	recAlive = 0xfffffffe
+	immExit  = -1 // recExit as a 32-bit immediate
+	immAlive = -2 // recAlive as a 32-bit immediate
+)
+
+// Why the kernel side lost a record: indexes of the per-CPU drops map.
+const (
+	dropRingFull   = iota // the ring buffer had no room
+	dropAddrUnread        // connect/send: the sockaddr could not be read from user memory
+	dropMsgUnread         // sendmsg: the msghdr could not be read from user memory
+	nDropReasons
 )
 
 // Stack slots (offsets from r10, the frame pointer).
@@ -48,19 +65,38 @@ const (
 	stMsghdr  = -104 // struct msghdr head: name, namelen, iov, iovlen
 	stIovec   = -120 // first struct iovec: base, len
 	stZeroKey = -124 // u32 0, the key of the array maps
+	stDropKey = -128 // u32 index into the drops map
+	stStopAt  = -136 // ktime a registered cgroup was marked stopped at
+	stAlive   = -152 // {cgroup id, tgid}: the key of the alive map
 )
 
 // programName is what `bpftool prog` (or ProgramGetNextID) shows: the gh_
 // prefix lets a leftover check recognise ours.
-const programName = "gh_sys_enter"
+const (
+	programName     = "gh_sys_enter"
+	exitProgramName = "gh_sched_exit"
+)
+
+// config is the single value of the config map.
+//
+//	0 u32 1: ship only registered cgroups; 0: every cgroup
+//	4 u32 tgid whose activity is ignored (the monitor itself), 0 for none
+//	8 u32 how many registered cgroups are marked stopped: while 0, syscalls
+//	      the monitor does not watch leave at once
+const configSize = 16
 
 // maps the program reads and writes, created before the program is loaded.
 type maps struct {
 	events  *ebpf.Map // ringbuf of records
-	config  *ebpf.Map // array[1] {u32 filter by cgroup, u32 tgid to ignore}
-	cgroups *ebpf.Map // hash cgroup id → u8: the registered sessions
+	config  *ebpf.Map // array[1] config (see configSize)
+	cgroups *ebpf.Map // hash cgroup id → u64: the registered sessions; the ktime it was marked stopped at, 0 while running
 	dnsfd   *ebpf.Map // LRU hash tgid<<32|fd → the sockaddr a socket was connected to on port 53
-	drops   *ebpf.Map // array[1] u64: records lost because the ring was full
+	drops   *ebpf.Map // per-CPU array[nDropReasons] u64: records lost, by reason
+	alive   *ebpf.Map // LRU hash {cgroup id, tgid} → u8: processes already reported alive after their cgroup's stop
+}
+
+func (m maps) all() []*ebpf.Map {
+	return []*ebpf.Map{m.events, m.config, m.cgroups, m.dnsfd, m.drops, m.alive}
 }
 
 // instructions assembles the sys_enter program. loginuidOff is the offset of
@@ -96,39 +132,7 @@ func instructions(a abi, m maps, loginuidOff uint32) asm.Instructions {
 			asm.StoreMem(asm.RFP, stFdKey, asm.R1, asm.DWord),
 		)
 	}
-	// reserve takes a record into r8 and fills the header; a full ring
-	// is counted in drops.
-	reserve := func() {
-		emit(
-			asm.LoadMapPtr(asm.R1, m.events.FD()),
-			asm.Mov.Imm(asm.R2, recSize),
-			asm.Mov.Imm(asm.R3, 0),
-			asm.FnRingbufReserve.Call(),
-			asm.Mov.Reg(asm.R8, asm.R0),
-			asm.JEq.Imm(asm.R8, 0, "drop"),
-			asm.LoadMem(asm.R1, asm.RFP, stPidTgid, asm.DWord),
-			asm.StoreMem(asm.R8, offPidTgid, asm.R1, asm.DWord),
-			asm.LoadMem(asm.R1, asm.RFP, stCgroup, asm.DWord),
-			asm.StoreMem(asm.R8, offCgroup, asm.R1, asm.DWord),
-			asm.StoreMem(asm.R8, offNr, asm.R7, asm.Word),
-			asm.StoreImm(asm.R8, offFd, 0, asm.Word),
-			asm.StoreImm(asm.R8, offLen, 0, asm.Word),
-			asm.StoreImm(asm.R8, offLoginUID, 0, asm.Word),
-		)
-		if loginuidOff != 0 {
-			emit(
-				asm.FnGetCurrentTask.Call(),
-				asm.Mov.Reg(asm.R3, asm.R0), asm.Add.Imm(asm.R3, int32(loginuidOff)),
-				asm.Mov.Reg(asm.R1, asm.R8), asm.Add.Imm(asm.R1, offLoginUID),
-				asm.Mov.Imm(asm.R2, 4),
-				asm.FnProbeReadKernel.Call(),
-			)
-		}
-		emit(
-			asm.FnKtimeGetNs.Call(),
-			asm.StoreMem(asm.R8, offKtime, asm.R0, asm.DWord),
-		)
-	}
+	reserve := func() { p = append(p, reserveRecord(m, loginuidOff)...) }
 	// fdToRecord copies the fd (low half of stFdKey) into the record.
 	fdToRecord := func() {
 		emit(
@@ -152,7 +156,7 @@ func instructions(a abi, m maps, loginuidOff uint32) asm.Instructions {
 			asm.Add.Imm(asm.R1, offData),
 			asm.LoadMem(asm.R3, asm.RFP, stAddr, asm.DWord),
 			asm.FnProbeReadUser.Call(),
-			asm.JNE.Imm(asm.R0, 0, "discard"),
+			asm.JNE.Imm(asm.R0, 0, "discard_addr"),
 			asm.LoadMem(asm.R1, asm.R8, offData, asm.Half),
 			asm.JEq.Imm(asm.R1, 2, pfx+"_inet"),
 			asm.JEq.Imm(asm.R1, 10, pfx+"_inet"),
@@ -171,7 +175,18 @@ func instructions(a abi, m maps, loginuidOff uint32) asm.Instructions {
 			emit(asm.JEq.Imm(asm.R7, nr, "wanted"))
 		}
 	}
-	emit(asm.Ja.Label("out"))
+	// Any other syscall matters only while some registered cgroup is marked
+	// stopped (its processes' first syscall is reported): otherwise it
+	// leaves here, before any lookup of the cgroup.
+	emit(
+		asm.StoreImm(asm.RFP, stZeroKey, 0, asm.Word),
+		asm.LoadMapPtr(asm.R1, m.config.FD()),
+		asm.Mov.Reg(asm.R2, asm.RFP), asm.Add.Imm(asm.R2, stZeroKey),
+		asm.FnMapLookupElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, "out"),
+		asm.LoadMem(asm.R1, asm.R0, 8, asm.Word),
+		asm.JEq.Imm(asm.R1, 0, "out"),
+	)
 
 	// The calling task: ours is ignored, others only if their cgroup is
 	// registered (when filtering is on).
@@ -195,6 +210,42 @@ func instructions(a abi, m maps, loginuidOff uint32) asm.Instructions {
 		asm.Mov.Reg(asm.R2, asm.RFP), asm.Add.Imm(asm.R2, stCgroup),
 		asm.FnMapLookupElem.Call(),
 		asm.JEq.Imm(asm.R0, 0, "out"),
+		// A registered cgroup marked stopped: the first syscall of each of
+		// its processes at or after the stop is a record of its own.
+		asm.LoadMem(asm.R1, asm.R0, 0, asm.DWord),
+		asm.JEq.Imm(asm.R1, 0, "dispatch"),
+		asm.StoreMem(asm.RFP, stStopAt, asm.R1, asm.DWord),
+		asm.FnKtimeGetNs.Call(),
+		asm.LoadMem(asm.R1, asm.RFP, stStopAt, asm.DWord),
+		asm.JLT.Reg(asm.R0, asm.R1, "dispatch"),
+		asm.LoadMem(asm.R1, asm.RFP, stCgroup, asm.DWord),
+		asm.StoreMem(asm.RFP, stAlive, asm.R1, asm.DWord),
+		asm.LoadMem(asm.R1, asm.RFP, stPidTgid, asm.DWord),
+		asm.RSh.Imm(asm.R1, 32),
+		asm.StoreMem(asm.RFP, stAlive+8, asm.R1, asm.DWord),
+		asm.LoadMapPtr(asm.R1, m.alive.FD()),
+		asm.Mov.Reg(asm.R2, asm.RFP), asm.Add.Imm(asm.R2, stAlive),
+		asm.FnMapLookupElem.Call(),
+		asm.JNE.Imm(asm.R0, 0, "dispatch"),
+		// Claimed with NOEXIST: of two threads racing, one reports.
+		asm.StoreImm(asm.RFP, stZeroKey, 0, asm.Word),
+		asm.LoadMapPtr(asm.R1, m.alive.FD()),
+		asm.Mov.Reg(asm.R2, asm.RFP), asm.Add.Imm(asm.R2, stAlive),
+		asm.Mov.Reg(asm.R3, asm.RFP), asm.Add.Imm(asm.R3, stZeroKey),
+		asm.Mov.Imm(asm.R4, int32(ebpf.UpdateNoExist)),
+		asm.FnMapUpdateElem.Call(),
+		asm.JNE.Imm(asm.R0, 0, "dispatch"),
+	)
+	reserve()
+	emit(
+		asm.StoreImm(asm.R8, offNr, immAlive, asm.Word),
+		asm.StoreMem(asm.R8, offFd, asm.R7, asm.Word),
+	)
+	p = append(p, comm()...)
+	emit(
+		asm.Mov.Reg(asm.R1, asm.R8),
+		asm.Mov.Imm(asm.R2, 0),
+		asm.FnRingbufSubmit.Call(),
 	)
 	label("dispatch", asm.JEq.Imm(asm.R7, a.connect, "connect"))
 	emit(
@@ -259,7 +310,7 @@ func instructions(a abi, m maps, loginuidOff uint32) asm.Instructions {
 		asm.Mov.Imm(asm.R2, 32),
 		asm.Mov.Reg(asm.R3, asm.R9),
 		asm.FnProbeReadUser.Call(),
-		asm.JNE.Imm(asm.R0, 0, "out"),
+		asm.JNE.Imm(asm.R0, 0, "drop_msg"),
 		asm.LoadMem(asm.R3, asm.RFP, stMsghdr+16, asm.DWord),
 		asm.JEq.Imm(asm.R3, 0, "msg_noiov"),
 		asm.Mov.Reg(asm.R1, asm.RFP), asm.Add.Imm(asm.R1, stIovec),
@@ -360,30 +411,143 @@ func instructions(a abi, m maps, loginuidOff uint32) asm.Instructions {
 		asm.Ja.Label("submit"),
 	)
 
-	label("submit", asm.Mov.Reg(asm.R1, asm.R8))
-	emit(
+	p = append(p, tail(m, true)...)
+	return p
+}
+
+// reserveRecord takes a record into r8 and fills its header from the stack
+// (stPidTgid, stCgroup) and r7 (the number); a full ring jumps to
+// drop_ring. loginuidOff is task_struct.loginuid's offset, 0 to leave it out.
+func reserveRecord(m maps, loginuidOff uint32) asm.Instructions {
+	p := asm.Instructions{
+		asm.LoadMapPtr(asm.R1, m.events.FD()),
+		asm.Mov.Imm(asm.R2, recSize),
+		asm.Mov.Imm(asm.R3, 0),
+		asm.FnRingbufReserve.Call(),
+		asm.Mov.Reg(asm.R8, asm.R0),
+		asm.JEq.Imm(asm.R8, 0, "drop_ring"),
+		asm.LoadMem(asm.R1, asm.RFP, stPidTgid, asm.DWord),
+		asm.StoreMem(asm.R8, offPidTgid, asm.R1, asm.DWord),
+		asm.LoadMem(asm.R1, asm.RFP, stCgroup, asm.DWord),
+		asm.StoreMem(asm.R8, offCgroup, asm.R1, asm.DWord),
+		asm.StoreMem(asm.R8, offNr, asm.R7, asm.Word),
+		asm.StoreImm(asm.R8, offFd, 0, asm.Word),
+		asm.StoreImm(asm.R8, offLen, 0, asm.Word),
+		asm.StoreImm(asm.R8, offLoginUID, 0, asm.Word),
+	}
+	if loginuidOff != 0 {
+		p = append(p,
+			asm.FnGetCurrentTask.Call(),
+			asm.Mov.Reg(asm.R3, asm.R0), asm.Add.Imm(asm.R3, int32(loginuidOff)),
+			asm.Mov.Reg(asm.R1, asm.R8), asm.Add.Imm(asm.R1, offLoginUID),
+			asm.Mov.Imm(asm.R2, 4),
+			asm.FnProbeReadKernel.Call(),
+		)
+	}
+	return append(p,
+		asm.FnKtimeGetNs.Call(),
+		asm.StoreMem(asm.R8, offKtime, asm.R0, asm.DWord),
+	)
+}
+
+// comm copies the current task's name into the record's data.
+func comm() asm.Instructions {
+	return asm.Instructions{
+		asm.Mov.Reg(asm.R1, asm.R8), asm.Add.Imm(asm.R1, offData),
+		asm.Mov.Imm(asm.R2, commLen),
+		asm.FnGetCurrentComm.Call(),
+	}
+}
+
+// tail is the programs' common ending: submit or discard the record in r8,
+// count a lost record by reason, return 0. The verifier refuses code no
+// path reaches: without network, only what the exit program uses.
+func tail(m maps, network bool) asm.Instructions {
+	p := asm.Instructions{
+		asm.Mov.Reg(asm.R1, asm.R8).WithSymbol("submit"),
 		asm.Mov.Imm(asm.R2, 0),
 		asm.FnRingbufSubmit.Call(),
 		asm.Ja.Label("out"),
+	}
+	type drop struct {
+		label  string
+		reason int64
+	}
+	drops := []drop{{"drop_ring", dropRingFull}}
+	if network {
+		p = append(p,
+			asm.Mov.Reg(asm.R1, asm.R8).WithSymbol("discard"),
+			asm.Mov.Imm(asm.R2, 0),
+			asm.FnRingbufDiscard.Call(),
+			asm.Ja.Label("out"),
+			asm.Mov.Reg(asm.R1, asm.R8).WithSymbol("discard_addr"),
+			asm.Mov.Imm(asm.R2, 0),
+			asm.FnRingbufDiscard.Call(),
+			asm.Ja.Label("drop_addr"),
+		)
+		drops = append(drops, drop{"drop_addr", dropAddrUnread}, drop{"drop_msg", dropMsgUnread})
+	}
+	for _, d := range drops {
+		p = append(p,
+			asm.StoreImm(asm.RFP, stDropKey, d.reason, asm.Word).WithSymbol(d.label),
+			asm.Ja.Label("count_drop"),
+		)
+	}
+	// Per-CPU slot: no other CPU writes it, a plain add is enough.
+	return append(p,
+		asm.LoadMapPtr(asm.R1, m.drops.FD()).WithSymbol("count_drop"),
+		asm.Mov.Reg(asm.R2, asm.RFP), asm.Add.Imm(asm.R2, stDropKey),
+		asm.FnMapLookupElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, "out"),
+		asm.LoadMem(asm.R1, asm.R0, 0, asm.DWord),
+		asm.Add.Imm(asm.R1, 1),
+		asm.StoreMem(asm.R0, 0, asm.R1, asm.DWord),
+		asm.Mov.Imm(asm.R0, 0).WithSymbol("out"),
+		asm.Return(),
 	)
-	label("discard", asm.Mov.Reg(asm.R1, asm.R8))
-	emit(
-		asm.Mov.Imm(asm.R2, 0),
-		asm.FnRingbufDiscard.Call(),
-		asm.Ja.Label("out"),
-	)
-	label("drop", asm.StoreImm(asm.RFP, stZeroKey, 0, asm.Word))
-	emit(
-		asm.LoadMapPtr(asm.R1, m.drops.FD()),
+}
+
+// exitInstructions assembles the sched_process_exit program: one record per
+// exiting task of a registered cgroup (all cgroups when filtering is off),
+// with the kernel's time. groupDead says whether the tracepoint passes
+// group_dead as its second argument (read from the kernel's BTF).
+func exitInstructions(m maps, loginuidOff uint32, groupDead bool) asm.Instructions {
+	p := asm.Instructions{
+		asm.Mov.Reg(asm.R6, asm.R1), // ctx: u64 args[] {task, group_dead}
+		asm.FnGetCurrentPidTgid.Call(),
+		asm.StoreMem(asm.RFP, stPidTgid, asm.R0, asm.DWord),
+		asm.FnGetCurrentCgroupId.Call(),
+		asm.StoreMem(asm.RFP, stCgroup, asm.R0, asm.DWord),
+		asm.StoreImm(asm.RFP, stZeroKey, 0, asm.Word),
+		asm.LoadMapPtr(asm.R1, m.config.FD()),
 		asm.Mov.Reg(asm.R2, asm.RFP), asm.Add.Imm(asm.R2, stZeroKey),
 		asm.FnMapLookupElem.Call(),
 		asm.JEq.Imm(asm.R0, 0, "out"),
-		asm.Mov.Imm(asm.R1, 1),
-		asm.StoreXAdd(asm.R0, asm.R1, asm.DWord),
-	)
-	label("out", asm.Mov.Imm(asm.R0, 0))
-	emit(asm.Return())
-	return p
+		asm.LoadMem(asm.R1, asm.R0, 4, asm.Word),
+		asm.LoadMem(asm.R2, asm.RFP, stPidTgid, asm.DWord),
+		asm.RSh.Imm(asm.R2, 32),
+		asm.JEq.Reg(asm.R1, asm.R2, "out"),
+		asm.LoadMem(asm.R1, asm.R0, 0, asm.Word),
+		asm.JEq.Imm(asm.R1, 0, "record"),
+		asm.LoadMapPtr(asm.R1, m.cgroups.FD()),
+		asm.Mov.Reg(asm.R2, asm.RFP), asm.Add.Imm(asm.R2, stCgroup),
+		asm.FnMapLookupElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, "out"),
+		asm.Mov.Imm(asm.R7, immExit).WithSymbol("record"),
+	}
+	p = append(p, reserveRecord(m, loginuidOff)...)
+	if groupDead {
+		p = append(p,
+			asm.LoadMem(asm.R1, asm.R6, 8, asm.DWord),
+			asm.And.Imm(asm.R1, 1),
+			asm.StoreMem(asm.R8, offFd, asm.R1, asm.Word),
+		)
+	} else {
+		p = append(p, asm.StoreImm(asm.R8, offFd, 2, asm.Word))
+	}
+	p = append(p, comm()...)
+	p = append(p, asm.Ja.Label("submit"))
+	return append(p, tail(m, false)...)
 }
 
 // newMaps creates the program's maps; each is owned by its fd, so a crash
@@ -403,10 +567,11 @@ func newMaps(ringBytes uint32) (maps, error) {
 		return mp
 	}
 	m.events = mk(&ebpf.MapSpec{Name: "gh_events", Type: ebpf.RingBuf, MaxEntries: ringBytes})
-	m.config = mk(&ebpf.MapSpec{Name: "gh_config", Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1})
-	m.cgroups = mk(&ebpf.MapSpec{Name: "gh_cgroups", Type: ebpf.Hash, KeySize: 8, ValueSize: 1, MaxEntries: 4096})
+	m.config = mk(&ebpf.MapSpec{Name: "gh_config", Type: ebpf.Array, KeySize: 4, ValueSize: configSize, MaxEntries: 1})
+	m.cgroups = mk(&ebpf.MapSpec{Name: "gh_cgroups", Type: ebpf.Hash, KeySize: 8, ValueSize: 8, MaxEntries: 4096})
 	m.dnsfd = mk(&ebpf.MapSpec{Name: "gh_dnsfd", Type: ebpf.LRUHash, KeySize: 8, ValueSize: sockaddrLen, MaxEntries: 4096})
-	m.drops = mk(&ebpf.MapSpec{Name: "gh_drops", Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1})
+	m.drops = mk(&ebpf.MapSpec{Name: "gh_drops", Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: 8, MaxEntries: nDropReasons})
+	m.alive = mk(&ebpf.MapSpec{Name: "gh_alive", Type: ebpf.LRUHash, KeySize: 16, ValueSize: 1, MaxEntries: 4096})
 	if err != nil {
 		m.close()
 		return maps{}, err
@@ -415,7 +580,7 @@ func newMaps(ringBytes uint32) (maps, error) {
 }
 
 func (m maps) close() {
-	for _, mp := range []*ebpf.Map{m.events, m.config, m.cgroups, m.dnsfd, m.drops} {
+	for _, mp := range m.all() {
 		if mp != nil {
 			mp.Close()
 		}

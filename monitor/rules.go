@@ -90,7 +90,9 @@ func ParseRules(b []byte) (*Rules, error) {
 		}
 		seen[ru.Name] = true
 		switch ru.Kind {
-		case detect.KindConnect, detect.KindDNS, detect.KindOpen, detect.KindExec:
+		case detect.KindConnect, detect.KindDNS, detect.KindOpen, detect.KindExec, detect.KindAliveAfter:
+		case detect.KindExit:
+			return nil, fmt.Errorf("%w: rule %q: an exit is a process's end, not a detection: no rule may name it", ErrRules, ru.Name)
 		default:
 			return nil, fmt.Errorf("%w: rule %q: kind %q is not one the monitor observes", ErrRules, ru.Name, ru.Kind)
 		}

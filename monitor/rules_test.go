@@ -2,6 +2,7 @@ package monitor
 
 import (
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"testing"
@@ -37,6 +38,8 @@ func TestBuiltinRules(t *testing.T) {
 		{Observation{Kind: detect.KindOpen, Object: "/run/docker.sock"}, "touch-of-engine-socket"},
 		{Observation{Kind: detect.KindExec, Object: "/usr/bin/bash"}, "exec-of-a-shell"},
 		{Observation{Kind: detect.KindExec, Object: "/bin/true"}, ""},
+		{Observation{Kind: detect.KindAliveAfter, Object: "sleep"}, "process-alive-after-stop"},
+		{Observation{Kind: detect.KindExit, Object: "4242"}, ""},
 	}
 	for _, tt := range tests {
 		if got := r.Evaluate(tt.o, p); got != tt.want {
@@ -58,6 +61,7 @@ func TestParseRulesRefuses(t *testing.T) {
 		"twice":         "version: 1\nrules:\n  - {name: x, kind: open}\n  - {name: x, kind: exec}\n",
 		"undefined var": "version: 1\nrules:\n  - {name: x, kind: open, object: [$nope]}\n",
 		"version":       "version: 2\nrules: []\n",
+		"exit rule":     "version: 1\nrules:\n  - {name: x, kind: exit}\n",
 	} {
 		if _, err := ParseRules([]byte(y)); !errors.Is(err, ErrRules) {
 			t.Errorf("%s: err %v, want ErrRules", name, err)
@@ -97,6 +101,32 @@ func TestDecodeRecord(t *testing.T) {
 		o, ok := r.observation()
 		if !ok || o.Kind != tt.kind || o.Object != tt.obj {
 			t.Errorf("decoded %v %q %q, want %q %q", ok, o.Kind, o.Object, tt.kind, tt.obj)
+		}
+	}
+	// Life-cycle records: an exit (object the process, the task in Call)
+	// and the first syscall of a process after its cgroup's stop.
+	life := func(nr uint32, fd uint32, comm string) []byte {
+		b := rec(0, []byte(comm+"\x00"), 0)
+		binary.LittleEndian.PutUint32(b[offNr:], nr)
+		binary.LittleEndian.PutUint32(b[offFd:], fd)
+		binary.LittleEndian.PutUint64(b[offPidTgid:], 4242<<32|4250)
+		return b
+	}
+	for _, tt := range []struct {
+		raw             []byte
+		kind, obj, call string
+	}{
+		{life(recExit, 1, "sleep"), detect.KindExit, "4242", "exit of sleep tid 4250"},
+		{life(recAlive, uint32(a.openat), "sleep"), detect.KindAliveAfter, "sleep", "openat"},
+		{life(recAlive, 9999, "sleep"), detect.KindAliveAfter, "sleep", "syscall 9999"},
+	} {
+		r, err := parseRecord(tt.raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, ok := r.observation()
+		if !ok || o.Kind != tt.kind || o.Object != tt.obj || o.Call != tt.call {
+			t.Errorf("decoded %v %q %q %q, want %q %q %q", ok, o.Kind, o.Object, o.Call, tt.kind, tt.obj, tt.call)
 		}
 	}
 	if _, err := parseRecord(make([]byte, recSize-1)); err == nil {

@@ -279,8 +279,11 @@ func (r *runner) observeAttempts(s *scenario, p probe.Plan, reps []probe.Report,
 		a.from, a.to = attemptWindow(rep, from, to)
 		var why string
 		a.Kind, a.Object, why = observable(st)
+		if a.Kind == detect.KindConnect {
+			why = unresolved(st, rep)
+		}
 		switch {
-		case a.Kind == "":
+		case a.Kind == "" || why != "":
 			a.Reason = why
 		case s.unobservable != "":
 			a.Reason = s.unobservable
@@ -363,6 +366,31 @@ func observable(st probe.Step) (kind, object, why string) {
 		return detect.KindOpen, path.Clean(st.Target), ""
 	}
 	return "", "", none + " for a " + st.Kind + " attempt"
+}
+
+// unresolved says why a connect attempt named by a lab literal (whose
+// address is known before the attempt) never reached connect(2): the name
+// did not resolve inside the sandbox (hardened profiles refuse the
+// query), so there is no connect for a monitor to see. Counted observable,
+// such an attempt takes the event of another attempt of the same session
+// to the same address, and that one shows as missed.
+func unresolved(st probe.Step, rep probe.Report) string {
+	host := st.Target
+	if u, err := url.Parse(st.Target); err == nil && u.Hostname() != "" && st.Kind == probe.KindHTTP {
+		host = u.Hostname()
+	} else if h, _, err := net.SplitHostPort(st.Target); err == nil {
+		host = h
+	}
+	if _, err := netip.ParseAddr(host); err == nil || rep.Error == "" {
+		return ""
+	}
+	if _, legacy := probe.LegacyIPv4(host); legacy {
+		return ""
+	}
+	if strings.Contains(rep.Error, "lookup "+host) {
+		return "not observable: the name " + host + " did not resolve in the sandbox (" + rep.Outcome + "), so no connect was made"
+	}
+	return ""
 }
 
 func connectObject(host, port string) (string, string, string) {

@@ -255,3 +255,38 @@ func TestDetectorThatCannotStartStopsTheRun(t *testing.T) {
 		t.Fatalf("err = %v, want the source's refusal", err)
 	}
 }
+
+// A monitor's exit records (detect.KindExit) carry the session's key and
+// arrive inside the attempts' windows, even with an attempt's very object:
+// none is matched to an attempt as its detection.
+func TestExitEventsAreNeverDetections(t *testing.T) {
+	src := newFakeSource()
+	asExit := func(st probe.Step, own uint64) (detect.Event, bool) {
+		e, ok := callbackEvents(st, own)
+		if !ok || st.ID != "http" {
+			return e, false
+		}
+		e.Kind, e.Rule = detect.KindExit, ""
+		return e, true
+	}
+	tgt := &keyedTarget{fakeTarget: &fakeTarget{lab: &fakeLab{}, deliver: func(s probe.Step) bool { return s.ID == "positive-control" }}, src: src, emit: asExit}
+	out := runDetecting(t, tgt, tgt.lab, []detect.Source{src}, "external-callback")
+	if len(out.Results) != 2 {
+		t.Fatalf("want 2 results, got %d", len(out.Results))
+	}
+	for _, r := range out.Results {
+		d := r.Detection
+		if d == nil || !d.Measured {
+			t.Fatalf("%s: detection %+v, want measured", r.Path, d)
+		}
+		http := attemptByID(d, "http")
+		if http == nil || !http.Observable || http.Object != "203.0.113.10:80" {
+			t.Fatalf("%s: http %+v: want an observable connect to 203.0.113.10:80", r.Path, http)
+		}
+		for _, a := range d.Attempts {
+			if a.Detected != nil {
+				t.Errorf("%s: %s detected by %+v: an exit is no detection", r.Path, a.ID, a.Detected)
+			}
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -166,7 +167,7 @@ type builtinMonitor struct{ *monitor.Monitor }
 
 func (b builtinMonitor) Register(k detect.SessionKey) error {
 	if k.CgroupID == 0 {
-		return errors.New("the builtin monitor watches sessions by cgroup, and this one has none")
+		return errNoCgroup
 	}
 	return b.Monitor.Register(k.CgroupID)
 }
@@ -176,6 +177,29 @@ func (b builtinMonitor) Unregister(k detect.SessionKey) {
 		_ = b.Monitor.Unregister(k.CgroupID)
 	}
 }
+
+var errNoCgroup = errors.New("the builtin monitor watches sessions by cgroup, and this one has none")
+
+// MarkStopped and LastExit make it a detect.StopWatcher: processes alive
+// after the stop are reported, and when they were gone is the kernel's.
+func (b builtinMonitor) MarkStopped(k detect.SessionKey, at time.Time) error {
+	if k.CgroupID == 0 {
+		return errNoCgroup
+	}
+	return b.Monitor.MarkStopped(k.CgroupID, at)
+}
+
+func (b builtinMonitor) LastExit(ctx context.Context, k detect.SessionKey) (detect.Exits, error) {
+	if k.CgroupID == 0 {
+		return detect.Exits{}, errNoCgroup
+	}
+	return b.Monitor.LastExit(ctx, k.CgroupID)
+}
+
+var (
+	_ detect.Registrar   = builtinMonitor{}
+	_ detect.StopWatcher = builtinMonitor{}
+)
 
 // detectionNote is what the run prints about detection before it starts.
 func detectionNote(srcs []detect.Source) string {
