@@ -26,9 +26,13 @@ type Response struct {
 	Effects []ResponseEffect `json:"effects"`
 	// PollMS is the polling resolution: each latency is at most this much
 	// late.
-	PollMS float64  `json:"poll_ms"`
-	Hook   *HookRun `json:"hook,omitempty"`
-	Notes  []string `json:"notes,omitempty"`
+	PollMS float64 `json:"poll_ms"`
+	// KernelGoneMS is, when a monitor watches exits (the builtin one), when
+	// the session's last process exited on the kernel's clock, from the
+	// alert's receipt: a cross-check of the polled processes-gone.
+	KernelGoneMS *float64 `json:"kernel_gone_ms,omitempty"`
+	Hook         *HookRun `json:"hook,omitempty"`
+	Notes        []string `json:"notes,omitempty"`
 }
 
 // ResponseTrigger is the detection the response answered.

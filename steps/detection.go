@@ -528,3 +528,63 @@ func (r *runner) scoreDetection(ctx context.Context, s *scenario, res evidence.R
 	out.Summary = evidence.Summarize(out.Attempts)
 	return out
 }
+
+// markStopped tells monitors that watch past a stop that s was stopped at
+// at: a process of it still running then shows as alive-after-stop.
+func (r *runner) markStopped(s *scenario, at time.Time) {
+	if r.det == nil {
+		return
+	}
+	for _, src := range r.det.sources {
+		if sw, ok := src.(detect.StopWatcher); ok {
+			for _, k := range s.keys {
+				_ = sw.MarkStopped(k, at)
+			}
+		}
+	}
+}
+
+// aliveGrace is how long after a stop a process may still make system
+// calls (its own exit, a parent reaping it) and count as dying, not alive.
+const aliveGrace = 250 * time.Millisecond
+
+// aliveAfterStop lists what the monitors saw of s still running after its
+// stop: processes with a system call after it whose exit came more than
+// aliveGrace later, or was never seen.
+func (r *runner) aliveAfterStop(s *scenario, stop time.Time) []string {
+	if r.det == nil {
+		return nil
+	}
+	r.det.mu.Lock()
+	defer r.det.mu.Unlock()
+	mine := func(e detect.Event) bool {
+		for _, k := range s.keys {
+			if detect.SameSession(e.Key, k) {
+				return true
+			}
+		}
+		return false
+	}
+	exits := map[int]time.Time{}
+	for _, e := range r.det.events {
+		if e.Kind == detect.KindExit && e.Key.PID != 0 && mine(e) {
+			exits[e.Key.PID] = e.EventTime
+		}
+	}
+	var out []string
+	for _, e := range r.det.events {
+		if e.Kind != detect.KindAliveAfter || !mine(e) {
+			continue
+		}
+		end, ok := exits[e.Key.PID]
+		switch {
+		case ok && !end.IsZero() && end.Sub(stop) <= aliveGrace:
+			// It was dying: its last calls were its exit.
+		case ok && !end.IsZero():
+			out = append(out, fmt.Sprintf("%s pid %d exited %s after the stop", e.Object, e.Key.PID, end.Sub(stop).Round(time.Millisecond)))
+		default:
+			out = append(out, fmt.Sprintf("%s pid %d, no exit seen", e.Object, e.Key.PID))
+		}
+	}
+	return out
+}

@@ -32,10 +32,6 @@ type Response struct {
 	Poll  time.Duration
 }
 
-// kindExit is the monitor's record of a process ending: a fact, never a
-// detection to respond to.
-const kindExit = "exit"
-
 const (
 	DefaultRespondLimit = 10 * time.Second
 	DefaultRespondPoll  = 10 * time.Millisecond
@@ -108,9 +104,11 @@ func (rp *responder) watch(s *scenario) {
 }
 
 // consider is called for every event as it arrives. Only a rule's hit on
-// a live session's key triggers; exits and key-less events never do.
+// a live session's key triggers; exits and key-less events never do, nor
+// a process alive after a stop Gatehouse itself made (the stop-signal
+// gate measures that stop; a response must not finish it for the sandbox).
 func (rp *responder) consider(e detect.Event) {
-	if rp == nil || e.Rule == "" || e.Kind == "" || e.Kind == kindExit {
+	if rp == nil || e.Rule == "" || e.Kind == "" || e.Kind == detect.KindExit || e.Kind == detect.KindAliveAfter {
 		return
 	}
 	rp.mu.Lock()
@@ -273,6 +271,20 @@ func (rp *responder) respond(s *scenario, e detect.Event) evidence.Response {
 		go func() { hookDone <- ended{hook: rp.runHook(ctx, s)} }()
 	}
 
+	// Monitors that can watch past a stop are told: a process still
+	// running after it is then an alive-after-stop event, and the kernel's
+	// last exit is a second word on when the processes were gone.
+	var watchers []detect.StopWatcher
+	if r.det != nil {
+		for _, src := range r.det.sources {
+			if sw, ok := src.(detect.StopWatcher); ok {
+				watchers = append(watchers, sw)
+				for _, k := range s.keys {
+					_ = sw.MarkStopped(k, res.Started)
+				}
+			}
+		}
+	}
 	// Each effect is polled on its own: a slow check (an egress check
 	// waits for its connection) must not make another look late.
 	deadline := res.Started.Add(rp.cfg.Limit)
@@ -299,6 +311,18 @@ func (rp *responder) respond(s *scenario, e detect.Event) evidence.Response {
 		}()
 	}
 	pollers.Wait()
+	for _, sw := range watchers {
+		for _, k := range s.keys {
+			ex, err := sw.LastExit(ctx, k)
+			if err != nil {
+				continue
+			}
+			if at, gone := ex.Gone(); gone && !at.Before(received) {
+				ms := float64(at.Sub(received).Microseconds()) / 1000
+				res.KernelGoneMS = &ms
+			}
+		}
+	}
 	var end ended
 	hookReturned := false
 	select {

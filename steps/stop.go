@@ -146,6 +146,7 @@ func (r *runner) measureStop(ctx context.Context, sess *scenario, m *multi) (evi
 	}
 
 	stopAt := time.Now()
+	r.markStopped(sess, stopAt)
 	if b != nil {
 		b.Revoke(sess.session)
 	}
@@ -214,8 +215,15 @@ func (r *runner) measureStop(ctx context.Context, sess *scenario, m *multi) (evi
 	} else {
 		sess.findings = append(sess.findings, "broker not available: the token check was not made")
 	}
+	// The monitor's word (builtin): what still ran after the stop. A
+	// finding beside the outside measurement, which decides the verdict.
 	// The harness's own teardown ends whatever the profile's stop left.
 	reap(ctx, sess)
+	if err := r.settle(ctx); err == nil {
+		if alive := r.aliveAfterStop(sess, stopAt); len(alive) > 0 {
+			sess.findings = append(sess.findings, fmt.Sprintf("the monitor saw %d process(es) of %s still making system calls after the stop: %s", len(alive), sess.session, strings.Join(firstN(alive, 5), ", ")))
+		}
+	}
 	select {
 	case <-hbDone:
 	case <-time.After(10 * time.Second):

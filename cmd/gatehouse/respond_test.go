@@ -147,3 +147,41 @@ func TestRespondUsage(t *testing.T) {
 		}
 	}
 }
+
+// The builtin monitor watches a session past the stop-signal gate's stop:
+// on bwrap-leaky (its stop leaves the sandbox's init and the probe's
+// escaped child) it names the processes that kept making system calls; on
+// bwrap-hardened (the whole cgroup is killed) it names none, however the
+// dying processes' last calls fell.
+func TestMonitorSeesProcessesAliveAfterStop(t *testing.T) {
+	needSandbox(t)
+	for _, tt := range []struct {
+		profile string
+		code    int
+		alive   bool
+	}{
+		{"bwrap-leaky.yaml", exitViolation, true},
+		{"bwrap-hardened.yaml", exitOK, false},
+	} {
+		t.Run(tt.profile, func(t *testing.T) {
+			r := runProfile(t, tt.profile, "stop-signal", "--monitor", "builtin")
+			if r.code != tt.code || len(r.results) != 2 {
+				t.Fatalf("exit %d with %d results, want %d and 2\n%s\n%s", r.code, len(r.results), tt.code, r.stdout, r.stderr)
+			}
+			for _, res := range r.results {
+				var seen []string
+				for _, f := range res.Findings {
+					if strings.Contains(f, "still making system calls after the stop") {
+						seen = append(seen, f)
+					}
+				}
+				if tt.alive && (len(seen) == 0 || !strings.Contains(strings.Join(seen, " "), "after the stop")) {
+					t.Errorf("%s: the monitor named no process alive after the stop: %q", res.Path, res.Findings)
+				}
+				if !tt.alive && len(seen) > 0 {
+					t.Errorf("%s: processes named alive after a stop that killed the cgroup: %q", res.Path, seen)
+				}
+			}
+		})
+	}
+}
