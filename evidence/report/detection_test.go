@@ -38,3 +38,39 @@ func TestReportShowsDetection(t *testing.T) {
 		}
 	}
 }
+
+// The report shows responses apart from the verdict: a Response column and,
+// per answered session, its trigger and each effect with its latency; a
+// result without a response says so ("—"). Hook output is the team's
+// script's and escaped like any bundle text.
+func TestReportShowsResponses(t *testing.T) {
+	run, _, _, _ := hostileInput()
+	gone, tok := 41.5, 3.0
+	rs := []evidence.Result{
+		{Gate: "external-callback", Path: "normal", Session: "s1", Verdict: evidence.Fail, Responses: []evidence.Response{{
+			Mode: "exec:/x/<isolate>.sh", Session: "s1",
+			Trigger: evidence.ResponseTrigger{Source: "builtin", Rule: "connect-outside-allowlist", Kind: "connect", Object: "203.0.113.10:80"},
+			Hook:    &evidence.HookRun{Exit: 0},
+			Effects: []evidence.ResponseEffect{
+				{Effect: evidence.EffectProcessesGone, Observed: true, LatencyMS: &gone},
+				{Effect: evidence.EffectEgressRefused, Reason: "not observed within 10s of the response"},
+				{Effect: evidence.EffectTokenRefused, Observed: true, Before: false, LatencyMS: &tok},
+			},
+		}}},
+		{Gate: "external-callback", Path: "assume-breach", Session: "s2", Verdict: evidence.Pass},
+	}
+	var buf bytes.Buffer
+	if err := report.Render(&buf, report.Input{Run: run, Results: rs}); err != nil {
+		t.Fatal(err)
+	}
+	html := buf.String()
+	for _, want := range []string{
+		"<th>Response</th>", "<td>gone 42ms, egress no, token 3ms</td>", "<td>—</td>",
+		"Response</strong> to s1 (exec:/x/&lt;isolate&gt;.sh)", "builtin · connect-outside-allowlist · connect 203.0.113.10:80",
+		`<table class="response">`, "<td>processes-gone</td><td>yes</td><td>41.5 ms</td>", "not observed within 10s",
+	} {
+		if !strings.Contains(html, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+}

@@ -40,6 +40,10 @@ type scenario struct {
 	DetectionNote string
 	DetectRows    []detectRow
 	DetectMore    int
+	// Responded is the summary cell of the responses (run --respond);
+	// Responses one block per session answered.
+	Responded string
+	Responses []responseView
 	// Timelines are the scenario's sessions on one time axis each.
 	Timelines     []timelineView
 	TimelinesMore int
@@ -50,6 +54,16 @@ type timelineView struct {
 	SVG     template.HTML // rendered by renderSVG, every value escaped
 	Origin  string        // what t = 0 is
 	Notes   []string      // records on file but not drawn, and why
+}
+
+type responseView struct {
+	Session, Mode, Trigger, Hook, KernelGone string
+	Effects                                  []effectRow
+	Notes                                    []string
+}
+
+type effectRow struct {
+	Effect, Observed, Latency, Reason string
 }
 
 type detectRow struct {
@@ -159,6 +173,34 @@ func newScenario(i int, r evidence.Result, in Input) scenario {
 	sort.Slice(s.Timings, func(i, j int) bool { return s.Timings[i].Key < s.Timings[j].Key })
 	s.Timelines, s.TimelinesMore = timelines(r, in)
 	s.Detected = evidence.DetectionCell(r)
+	s.Responded = evidence.ResponseCell(r)
+	if s.Responded == "" {
+		s.Responded = "—"
+	}
+	for _, rp := range r.Responses {
+		v := responseView{Session: rp.Session, Mode: rp.Mode, Notes: rp.Notes,
+			Trigger: fmt.Sprintf("%s · %s · %s %s", rp.Trigger.Source, rp.Trigger.Rule, rp.Trigger.Kind, rp.Trigger.Object)}
+		if rp.Hook != nil {
+			v.Hook = fmt.Sprintf("exit %d %s", rp.Hook.Exit, rp.Hook.Error)
+		}
+		if rp.KernelGoneMS != nil {
+			v.KernelGone = fmt.Sprintf("%.1f ms", *rp.KernelGoneMS)
+		}
+		for _, e := range rp.Effects {
+			row := effectRow{Effect: e.Effect, Observed: "no", Latency: "—", Reason: e.Reason}
+			if e.Observed {
+				row.Observed = "yes"
+				if e.Before {
+					row.Observed = "yes, before the response"
+				}
+				if e.LatencyMS != nil {
+					row.Latency = fmt.Sprintf("%.1f ms", *e.LatencyMS)
+				}
+			}
+			v.Effects = append(v.Effects, row)
+		}
+		s.Responses = append(s.Responses, v)
+	}
 	switch d := r.Detection; {
 	case d == nil:
 		s.DetectionNote = evidence.NotMeasured
