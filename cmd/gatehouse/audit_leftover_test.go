@@ -53,7 +53,7 @@ func TestKill9AuditRulesGoAtLabDown(t *testing.T) {
 	before := needAuditMonitor(t)
 	out := t.TempDir()
 	cmd := exec.Command(os.Args[0], "run", "--profile", profilePath("bwrap-leaky.yaml"), "--out", out,
-		"--probe", probetest.Build(t), "--gates", "external-callback,stop-signal", "--monitor", "audit")
+		"--probe", probetest.Build(t), "--gates", "external-callback,stop-signal", "--monitor", "builtin,audit", "--respond", "stop")
 	cmd.Env = append(os.Environ(), asGatehouse+"=1")
 	var stdout bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stdout
@@ -90,10 +90,25 @@ func TestKill9AuditRulesGoAtLabDown(t *testing.T) {
 	if en, dpid, err := auditmon.Status(); err != nil || en != before || (dpid != 0 && dpid != pid) {
 		t.Errorf("after lab down: audit enabled %d, daemon pid %d (%v); want %d as before", en, dpid, err, before)
 	}
+	noProgramsLeft(t)
 }
 
-// Ctrl-C in the middle of a run with --monitor audit: no audit rule left,
-// audit as it was.
+// noProgramsLeft: the builtin monitor's programs and links are owned by
+// file descriptors, so none outlives its process (the kernel frees a
+// closed program a moment later).
+func noProgramsLeft(t *testing.T) {
+	t.Helper()
+	left := ownLoaded(t)
+	for end := time.Now().Add(5 * time.Second); len(left) > 0 && time.Now().Before(end); left = ownLoaded(t) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if len(left) > 0 {
+		t.Errorf("monitor programs still loaded: %v", left)
+	}
+}
+
+// Ctrl-C in the middle of a run with both monitors and a response: no
+// audit rule and no monitor program left, audit as it was.
 func TestInterruptLeavesNoAuditRules(t *testing.T) {
 	before := needAuditMonitor(t)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -112,7 +127,7 @@ func TestInterruptLeavesNoAuditRules(t *testing.T) {
 		cancel()
 	}()
 	r := gatehouse(t, ctx, "run", "--profile", profilePath("bwrap-leaky.yaml"), "--out", t.TempDir(),
-		"--probe", probetest.Build(t), "--gates", "external-callback,stop-signal", "--monitor", "audit")
+		"--probe", probetest.Build(t), "--gates", "external-callback,stop-signal", "--monitor", "builtin,audit", "--respond", "stop")
 	if !<-sawRules {
 		t.Fatalf("the run never had audit rules in; exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
@@ -125,4 +140,5 @@ func TestInterruptLeavesNoAuditRules(t *testing.T) {
 	if en, dpid, err := auditmon.Status(); err != nil || en != before || dpid != 0 {
 		t.Errorf("after Ctrl-C: audit enabled %d, daemon pid %d (%v); want %d as before and none", en, dpid, err, before)
 	}
+	noProgramsLeft(t)
 }
