@@ -181,14 +181,14 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Service) serve(r *http.Request, body []byte, tooBig bool, rec *Record) (any, *refusal) {
+	tok, _ := strings.CutPrefix(strings.TrimSpace(r.Header.Get("Authorization")), "Bearer ")
+	tok = strings.TrimSpace(tok)
+	rec.TokenHash = TokenHash(tok)
 	rt, ok := route(r.Method, r.URL.Path)
 	if !ok {
 		return nil, refuse(http.StatusNotFound, "no such route")
 	}
 	rec.Op = rt.op
-	tok, _ := strings.CutPrefix(strings.TrimSpace(r.Header.Get("Authorization")), "Bearer ")
-	tok = strings.TrimSpace(tok)
-	rec.TokenHash = TokenHash(tok)
 	c, err := verifySig(s.key, tok)
 	if err == nil {
 		rec.Claims = &c
