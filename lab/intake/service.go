@@ -119,6 +119,7 @@ type Record struct {
 	Dst       string    `json:"dst"`   // local address it arrived on
 	Method    string    `json:"method"`
 	Path      string    `json:"path"`
+	URI       string    `json:"uri"`                  // the request target as sent (path and query)
 	Op        string    `json:"op,omitempty"`         // the operation the route names; "" for no route
 	TokenHash string    `json:"token_hash,omitempty"` // TokenHash of the presented token
 	Claims    *Claims   `json:"claims,omitempty"`     // the token's claims when its signature verified
@@ -155,7 +156,7 @@ func refuse(status int, format string, a ...any) *refusal {
 
 // ServeHTTP routes, authorises, applies and records one request.
 func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	rec := Record{Time: s.now().UTC(), Proto: "http", Src: r.RemoteAddr, Method: r.Method, Path: r.URL.Path}
+	rec := Record{Time: s.now().UTC(), Proto: "http", Src: r.RemoteAddr, Method: r.Method, Path: r.URL.Path, URI: r.URL.RequestURI()}
 	if r.TLS != nil {
 		rec.Proto = "https"
 	}
