@@ -134,9 +134,11 @@ func intakeGate(ctx context.Context, f runFlags, signer sealer, target, contract
 	if err != nil {
 		return err
 	}
-	digest := evidence.SHA256(policy)
+	// The contract is this gate's policy: its digest is computed as verify
+	// recomputes it from the recorded files.
+	files := map[string]string{"intake.yaml": evidence.SHA256(policy)}
 	rec := &evidence.Run{ID: id, Harness: evidence.HarnessVersion(), Target: "intake", Profile: target,
-		ProfileFile: contractFile, PolicyDigest: digest, PolicyFiles: map[string]string{"intake.yaml": digest},
+		ProfileFile: contractFile, PolicyDigest: policyDigest(files), PolicyFiles: files,
 		Corpus: corpus.Version(), Gates: []string{"intake"}, Start: time.Now().UTC()}
 	if err := folder.WriteFile("policy/intake.yaml", policy); err != nil {
 		folder.Abandon()
