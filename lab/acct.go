@@ -31,6 +31,7 @@ func (a Addrs) acctDests() []acctDest {
 		{"callback4_public", "ip", a.Public.CallbackV4},
 		{"callback6_public", "ip6", a.Public.CallbackV6},
 		{"inference", "ip", InferenceV4},
+		{"intake", "ip", IntakeV4},
 		{"resolver", "ip", ResolverV4},
 		{"authority", "ip", AuthorityV4},
 		{"authority_public", "ip", a.Public.AuthorityV4},

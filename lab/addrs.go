@@ -15,6 +15,7 @@ const (
 	CallbackV4   = "203.0.113.10"
 	CallbackV6   = "2001:db8:cafe::10"
 	InferenceV4  = "203.0.113.100"
+	IntakeV4     = "203.0.113.110" // the results-intake service (lab/intake)
 	ResolverV4   = "203.0.113.53"
 	AuthorityV4  = "203.0.113.54"
 	MetadataV4   = "169.254.169.254"
@@ -47,6 +48,7 @@ type Addrs struct {
 	// range ones first, then the public-looking ones (also in Public).
 	Callback   []string `json:"callback"`
 	Inference  string   `json:"inference"`
+	Intake     string   `json:"intake"`
 	Resolver   string   `json:"resolver"`
 	Authority  string   `json:"authority"`
 	Public     Public   `json:"public"`
@@ -63,6 +65,7 @@ func addrsWith(p Public) Addrs {
 	return Addrs{
 		Callback:   []string{CallbackV4, CallbackV6, p.CallbackV4, p.CallbackV6},
 		Inference:  InferenceV4,
+		Intake:     IntakeV4,
 		Resolver:   ResolverV4,
 		Authority:  AuthorityV4,
 		Public:     p,
@@ -74,7 +77,7 @@ func addrsWith(p Public) Addrs {
 }
 
 // fixed are the addresses no override may change or take.
-var fixed = []string{CallbackV4, CallbackV6, InferenceV4, ResolverV4, AuthorityV4,
+var fixed = []string{CallbackV4, CallbackV6, InferenceV4, IntakeV4, ResolverV4, AuthorityV4,
 	MetadataV4, MetadataV6, WireServerV4, AlibabaV4}
 
 // all is every address the lab serves.

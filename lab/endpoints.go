@@ -23,7 +23,7 @@ import (
 // Close.
 func (l *Lab) startEndpoints(ctx context.Context) error {
 	for _, start := range []func(context.Context) error{
-		l.startCallback, l.startInference, l.startDNS, l.startMetadata, l.startHostService,
+		l.startCallback, l.startInference, l.startIntake, l.startDNS, l.startMetadata, l.startHostService,
 	} {
 		if err := start(ctx); err != nil {
 			return fmt.Errorf("start endpoints: %w", err)

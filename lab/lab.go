@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"gatehouse/evidence"
+	"gatehouse/lab/intake"
 	"gatehouse/lab/model"
 	"gatehouse/ledger"
 )
@@ -47,6 +48,8 @@ type Lab struct {
 	canaries Canaries
 	stops    []func(ctx context.Context) error // endpoint shutdowns, in start order
 	broker   *Broker                           // served under /broker/ on the inference host
+	intake   *intake.Service                   // the results-intake service (intakehost.go)
+	minter   *intake.Minter                    // mints the intake service's run tokens
 
 	// The scripted model: its scripts by API key (under mu) and the
 	// records of what each session's agent asked it.

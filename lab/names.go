@@ -24,6 +24,7 @@ const (
 	ResolverLabName   = "resolver." + LabDomain
 	AuthorityLabName  = "authority." + LabDomain
 	WireServerLabName = "wireserver." + LabDomain
+	IntakeLabName     = "intake." + LabDomain // the results-intake service
 
 	// RebindLabName answers the inference address to a session's first A
 	// query and the callback's to every later one; RebindMetadataLabName
@@ -61,6 +62,8 @@ func (l *Lab) labAnswer(name string, q dns.Question, who string) (answer, bool) 
 		return answer{A: []string{AuthorityV4}}, true
 	case WireServerLabName:
 		return answer{A: []string{WireServerV4}}, true
+	case IntakeLabName:
+		return answer{A: []string{IntakeV4}}, true
 	case RebindLabName, RebindMetadataLabName:
 		if q.Qtype != dns.TypeA {
 			return answer{}, true // NODATA: only A queries count

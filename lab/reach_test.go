@@ -137,6 +137,8 @@ func TestSessionReachesEveryEndpoint(t *testing.T) {
 		{"alibaba metadata", httpGet("http://100.100.100.200/latest/meta-data/ram/security-credentials/gatehouse-role", 200), "metadata-other", "http", true},
 		{"unknown metadata path", httpGet("http://169.254.169.254/openstack/", 404), "metadata-other", "http", false},
 		{"wireserver", httpGet("http://168.63.129.16/?comp=versions", 200), "wireserver", "http", true},
+		{"intake without a token", httpGet("http://203.0.113.110/v1/tenants/t/runs/r/reports/p", 401), "intake", "http", false},
+		{"intake https without a token", httpGet("https://203.0.113.110/v1/tenants/t/runs/r/reports/p", 401), "intake", "https", false},
 	}
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

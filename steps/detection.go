@@ -328,6 +328,7 @@ var labLiterals = map[string]string{
 	lab.ResolverLabName:   lab.ResolverV4,
 	lab.AuthorityLabName:  lab.AuthorityV4,
 	lab.WireServerLabName: lab.WireServerV4,
+	lab.IntakeLabName:     lab.IntakeV4,
 }
 
 // observable is what a monitor would see of a step, normalised as the

@@ -40,6 +40,7 @@ func verbs() []verb {
 		{"agents", "list or install the agent CLIs the normal path can drive (agents install NAME)", runAgents},
 		{"lab", "bring the lab of controlled endpoints up or down, or show it", runLab},
 		{"compare", "run the same gates against several profiles and print one matrix", runCompare},
+		{"intake", "hold a results-intake service to the intake contract (intake gate)", runIntake},
 		{docker.ShimVerb, "(internal) the OCI runtime shim Gatehouse's lab Docker daemon runs", runShim},
 		{"keys", "make a cosign-format key pair (keys generate)", runKeys},
 		{"verify", "verify a signed evidence bundle offline and say what it proves", runVerify},
