@@ -339,4 +339,3 @@ func (m *multi) takeSlot(session string) int {
 	m.slots = append(m.slots, session)
 	return len(m.slots) - 1
 }
-

@@ -33,7 +33,7 @@ var sessionMistakes = []struct {
 	// persist are reusable-state searches that must be among its FAIL's
 	// crossings on both paths (when it is in fail).
 	persist []string
-	edit func(args []string) []string // the one change to bwrap-hardened's args
+	edit    func(args []string) []string // the one change to bwrap-hardened's args
 }{
 	// The host's pid namespace: each sees the other's command lines (and
 	// host-access sees the host's namespace shared).
