@@ -67,8 +67,8 @@ func findRootsOf(target string, hints []string) (roots []string, first int, cut 
 		points := searchPoints(ms)
 		under := underEach(points, hints)
 		return append(under, points...), len(under), "", nil
-	case target == "~":
-		return []string{homeDir()}, 0, "", nil
+	case target == "~" || strings.HasPrefix(target, "~/"):
+		return []string{expandHome(target)}, 0, "", nil
 	case !strings.ContainsAny(target, "*?["):
 		return []string{target}, 0, "", nil
 	}

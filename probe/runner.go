@@ -89,6 +89,8 @@ func (r runner) do(ctx context.Context, s Step) (rep Report) {
 		rep, err = blocking(ctx, rep, func(r *Report) error { return doWrite(s, r) })
 	case KindList:
 		rep, err = blocking(ctx, rep, func(r *Report) error { return doList(s, r) })
+	case KindStash:
+		rep, err = blocking(ctx, rep, func(r *Report) error { return doStash(s, r) })
 	case KindFind:
 		from := time.Now()
 		err = doFind(ctx, s, &rep) // keeps what it found when the deadline cuts it (see gather)

@@ -36,6 +36,7 @@ type multi struct {
 	runs     []evidence.StopRun         // stop-signal: what was seen from outside
 	stopTags []string                   // stop-signal: each run's session tag, to re-read its heartbeats
 	limit    time.Duration              // stop-signal: the profile's limit
+	slots    []string                   // cache slots: the session holding each, "" when free
 	// releases drop this scenario's ledger entries (places, SysV key)
 	// once what they name is gone.
 	releases []func()
@@ -55,6 +56,7 @@ func registerSessions(sc *godog.ScenarioContext, r *runner) {
 	registerStorage(sc, r)
 	registerExchange(sc, r)
 	registerStop(sc, r)
+	registerPersist(sc, r)
 }
 
 // reaper is the optional ability of a session to end everything it left,
@@ -155,6 +157,8 @@ func checkGone(ctx context.Context, s *scenario) {
 //	ROOT/storage           "storage-root": every session's storage
 //	ROOT/shared            "shared": one folder all sessions of the scenario
 //	                       share (tmp/, shm/, cache/ inside)
+//	ROOT/cache/slot-N      "cache": a cache that outlives its session: the
+//	                       first slot no running session holds (takeSlot)
 //
 // ROOT is a fresh folder per scenario, removed by afterSessions.
 func (r *runner) addPlaces(ctx context.Context, s *scenario, spec *targets.Spec) error {
@@ -200,6 +204,15 @@ func (r *runner) addPlaces(ctx context.Context, s *scenario, spec *targets.Spec)
 	spec.Places["storage"] = own
 	spec.Places["storage-root"] = filepath.Join(m.root, "storage")
 	spec.Places["shared"] = filepath.Join(m.root, "shared")
+	slot := filepath.Join(m.root, "cache", fmt.Sprintf("slot-%d", m.takeSlot(s.session)))
+	if err := os.MkdirAll(slot, 0o755); err != nil {
+		return fmt.Errorf("places: %w", err)
+	}
+	// World-writable like the cache folder of a shared runner.
+	if err := os.Chmod(slot, 0o1777); err != nil {
+		return fmt.Errorf("places: %w", err)
+	}
+	spec.Places["cache"] = slot
 	return nil
 }
 

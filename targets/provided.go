@@ -26,6 +26,7 @@ func ProvidedPlaces() []Provided {
 		{Name: "storage", Doc: "this session's own storage folder (holds its storage nonce)"},
 		{Name: "storage-root", Doc: "the folder holding every session's storage"},
 		{Name: "shared", Doc: "one folder (tmp/, shm/, cache/) shared by every session of the scenario"},
+		{Name: "cache", Doc: "a cache folder that outlives its session: each session takes a slot no running session of the scenario holds, so sessions at the same time never share one and a later session gets the slot a torn-down one left"},
 	}
 }
 

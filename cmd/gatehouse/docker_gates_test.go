@@ -9,8 +9,8 @@ import (
 	"gatehouse/targets/docker"
 )
 
-// allGates are the eight gates, each run on both paths.
-const allGates = 8
+// allGates are the nine gates, each run on both paths.
+const allGates = 9
 
 // TestAllGatesOnDockerProfiles runs every gate on both paths against the
 // docker profiles. docker-leaky must FAIL each with its proof (a hit, a
@@ -61,7 +61,7 @@ func TestAllGatesOnDockerProfiles(t *testing.T) {
 				t.Errorf("exit %d, want %d for these verdicts", r.code, code)
 			}
 			if len(r.results) != 2*allGates {
-				t.Fatalf("want %d results (8 gates x 2 paths), got %d; stdout:\n%s\nstderr:\n%s", 2*allGates, len(r.results), r.stdout, r.stderr)
+				t.Fatalf("want %d results (9 gates x 2 paths), got %d; stdout:\n%s\nstderr:\n%s", 2*allGates, len(r.results), r.stdout, r.stderr)
 			}
 			for _, res := range r.results {
 				w := tt.want(res.Gate)

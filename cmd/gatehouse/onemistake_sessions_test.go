@@ -15,7 +15,7 @@ import (
 // crossSessionGates are the session gates and their neighbours: a mistake in
 // how sessions are isolated must FAIL cross-session and leave the others
 // as the hardened profile has them, except where it really opens them too.
-const crossSessionGates = "cross-session,foreign-storage,host-access,long-lived-secret"
+const crossSessionGates = "cross-session,foreign-storage,host-access,long-lived-secret,reusable-state"
 
 // sessionMistakes are testdata profiles that are bwrap-hardened with one
 // change each (TestSessionMistakeProfilesAreOneChange checks that). Before
@@ -30,17 +30,28 @@ var sessionMistakes = []struct {
 	// fail are the other gates that must FAIL (the mistake really opens
 	// them); every gate not named must PASS with a positive control.
 	fail []string
-	edit func(args []string) []string // the one change to bwrap-hardened's args
+	// persist are reusable-state searches that must be among its FAIL's
+	// crossings on both paths (when it is in fail).
+	persist []string
+	edit    func(args []string) []string // the one change to bwrap-hardened's args
 }{
 	// The host's pid namespace: each sees the other's command lines (and
 	// host-access sees the host's namespace shared).
-	{"mistake-shared-pid", []string{"receive-proc-cmdline"}, []string{"host-access"}, without("--unshare-pid")},
-	{"mistake-shared-var-tmp", []string{"receive-var-tmp-file", "receive-writable-mounts"}, nil,
+	{"mistake-shared-pid", []string{"receive-proc-cmdline"}, []string{"host-access"}, nil, without("--unshare-pid")},
+	// Shared by every session of the host, so by the next one too.
+	{"mistake-shared-var-tmp", []string{"receive-var-tmp-file", "receive-writable-mounts"}, []string{"reusable-state"},
+		[]string{"search-var-tmp", "search-mount:/var/tmp"},
 		addAfterClearenv("--bind", "{{place:shared}}/tmp", "/var/tmp")},
-	// The host's IPC namespace: both kinds of shared IPC.
-	{"mistake-shared-ipc", []string{"receive-posix-mqueue", "receive-sysv-shm"}, []string{"host-access"}, without("--unshare-ipc")},
-	{"harmless-ro-share", nil, nil, addAfterClearenv("--ro-bind", "/usr/share", "/usr/share")},
-	{"harmless-private-var-tmp", nil, nil, addAfterClearenv("--tmpfs", "/var/tmp")},
+	// The host's IPC namespace: both kinds of shared IPC. (reusable-state
+	// leaves nothing in IPC objects, so it PASSes: see docs/gates.md.)
+	{"mistake-shared-ipc", []string{"receive-posix-mqueue", "receive-sysv-shm"}, []string{"host-access"}, nil, without("--unshare-ipc")},
+	// A cache kept per runner slot: never shared by sessions at the same
+	// time, handed to the slot's next session.
+	{"mistake-shared-cache", nil, []string{"reusable-state"},
+		[]string{"search-home-cache", "search-mount:/home/agent/.cache"},
+		addAfterClearenv("--bind", "{{place:cache}}", "/home/agent/.cache")},
+	{"harmless-ro-share", nil, nil, nil, addAfterClearenv("--ro-bind", "/usr/share", "/usr/share")},
+	{"harmless-private-var-tmp", nil, nil, nil, addAfterClearenv("--tmpfs", "/var/tmp")},
 }
 
 func without(arg string) func([]string) []string {
@@ -62,11 +73,11 @@ func TestOneMistakeSessionProfiles(t *testing.T) {
 		t.Run(tt.profile, func(t *testing.T) {
 			before := leftovers()
 			r := runProfileAt(t, filepath.Join("testdata", "profiles", tt.profile+".yaml"), crossSessionGates)
-			if len(r.results) != 8 {
-				t.Fatalf("want 8 results (4 gates x 2 paths), got %d\nstdout:\n%s\nstderr:\n%s", len(r.results), r.stdout, r.stderr)
+			if len(r.results) != 10 {
+				t.Fatalf("want 10 results (5 gates x 2 paths), got %d\nstdout:\n%s\nstderr:\n%s", len(r.results), r.stdout, r.stderr)
 			}
 			code := exitOK
-			if len(tt.channels) > 0 {
+			if len(tt.channels) > 0 || len(tt.fail) > 0 {
 				code = exitViolation
 			}
 			if r.code != code {
@@ -82,6 +93,9 @@ func TestOneMistakeSessionProfiles(t *testing.T) {
 				}
 				if res.Gate == "cross-session" {
 					checkChannels(t, res, tt.channels)
+				}
+				if res.Gate == "reusable-state" {
+					checkPersisted(t, res, tt.persist)
 				}
 			}
 			assertNothingLeft(t, r.stdout)
