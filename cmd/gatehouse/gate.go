@@ -29,7 +29,7 @@ Decides whether a release may go out. It passes (exit 0) only if the index
 holds evidence for exactly this policy (the profile FILE and every file it
 references, by digest) and image, and the NEWEST such run:
   - is younger than --max-age,
-  - PASSed every required gate (default: all eight built-in gates, so a run
+  - PASSed every required gate (default: every built-in gate, so a run
     of only some gates is not enough) on both the
     normal and the assume-breach path, each with a working positive control,
   - and its bundle verifies with --key (or, keyless, as the certificate
