@@ -73,6 +73,7 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fl.IntVar(&f.concurrency, "concurrency", 2, "scenarios run at once")
 	fl.BoolVar(&f.quiet, "quiet", false, "print only the matrix")
 	fl.StringVar(&f.key, "key", "", "cosign private key: every run is sealed as with 'run --key', and the matrix names each run's SHA256SUMS digest")
+	output := outputFlag(fl)
 	if err := fl.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -81,6 +82,15 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	if fl.NArg() > 0 {
 		return usagef("compare: unexpected argument %q", fl.Arg(0))
+	}
+	if err := checkOutput("compare", *output); err != nil {
+		return err
+	}
+	// With json, stdout carries the document alone: the runs' progress
+	// goes to stderr.
+	progress := stdout
+	if *output == "json" {
+		progress = stderr
 	}
 	if len(profs)+len(runDirs) < 2 {
 		return usagef("compare: give at least two --profile (or --run) to compare")
@@ -107,7 +117,7 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 		g := f
 		g.profile = p
-		cmp.Profiles = append(cmp.Profiles, compareOne(ctx, g, stdout, stderr))
+		cmp.Profiles = append(cmp.Profiles, compareOne(ctx, g, progress, stderr))
 	}
 	for _, d := range runDirs {
 		col := comparison.Column{}
@@ -122,7 +132,9 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	var txt, page bytes.Buffer
 	cmp.WriteText(&txt)
-	stdout.Write(txt.Bytes())
+	if *output == "text" {
+		stdout.Write(txt.Bytes())
+	}
 	base := filepath.Join(f.out, "compare-"+cmp.ID)
 	b, err := json.MarshalIndent(cmp, "", "  ")
 	if err == nil {
@@ -135,7 +147,13 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return fmt.Errorf("compare: write matrix: %w", err)
 	}
-	fmt.Fprintf(stdout, "\nmatrix: %s.json, %s.txt, %s.html\n", base, base, base)
+	if *output == "json" {
+		if err := writeJSON(stdout, compareDoc{Schema: "gatehouse.compare/v1", Files: []string{base + ".json", base + ".txt", base + ".html"}, Comparison: cmp}); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(stdout, "\nmatrix: %s.json, %s.txt, %s.html\n", base, base, base)
+	}
 	for _, p := range cmp.Profiles {
 		if p.Error != "" {
 			return &exitError{code: exitInconclusive, msg: fmt.Sprintf("compare: %s has no complete verdicts: %s", p.Label(), firstLine(p.Error))}

@@ -37,8 +37,12 @@ func runDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fl.Usage = func() { fmt.Fprint(stderr, diffHelp); fl.PrintDefaults() }
 	var vf verifyFlags
 	fl.StringVar(&vf.key, "key", "", "verify both bundles with this cosign public key first")
+	output := outputFlag(fl)
 	pos, err := parseArgs(fl, args)
 	if err != nil {
+		return err
+	}
+	if err := checkOutput("diff", *output); err != nil {
 		return err
 	}
 	if len(pos) != 2 {
@@ -64,15 +68,24 @@ func runDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 	}
 	r := diff.Compare(sides[0], sides[1])
+	regressed := func() error {
+		if r.Regressed() {
+			return &exitError{code: exitViolation, msg: "diff: REGRESSION: a scenario that PASSed in A does not PASS in B"}
+		}
+		return nil
+	}
+	if *output == "json" {
+		if err := writeJSON(stdout, diffReport(pos, sides, [2]bool{notes[0] == "verified", notes[1] == "verified"}, r)); err != nil {
+			return err
+		}
+		return regressed()
+	}
 	for i, s := range sides {
 		fmt.Fprintf(stdout, "%c: %s  run %s, %s, policy %s (%s)\n", 'A'+i, pos[i], s.Run.ID, s.Run.Profile, short(s.Run.PolicyDigest), notes[i])
 	}
 	printGates(stdout, r)
 	printChanges(stdout, r)
-	if r.Regressed() {
-		return &exitError{code: exitViolation, msg: "diff: REGRESSION: a scenario that PASSed in A does not PASS in B"}
-	}
-	return nil
+	return regressed()
 }
 
 // loadSide reads a folder, or extracts an archive into a temporary folder

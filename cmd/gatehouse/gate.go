@@ -70,8 +70,12 @@ func runGate(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	maxStop := fl.Duration("max-stop", steps.DefaultMaxStop, "refuse a stop-signal pass judged against a stop limit longer than this (0: no bound)")
 	requireDetection := fl.String("require-detection", "", "comma-separated gates whose every observable attempt must have been detected")
 	maxDetection := fl.Duration("max-detection-latency", 0, "with --require-detection: refuse a detection later than this after its attempt started (0: no bound)")
+	output := outputFlag(fl)
 	pos, err := parseArgs(fl, args)
 	if err != nil {
+		return err
+	}
+	if err := checkOutput("gate", *output); err != nil {
 		return err
 	}
 	if len(pos) > 0 {
@@ -120,6 +124,18 @@ func runGate(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 		d = gate.Confirm(req, d, ver, verr)
 	}
+	refused := func() error {
+		return &exitError{code: exitViolation, msg: fmt.Sprintf("gate: release refused (%d reason(s), first: %s)", len(d.Refusals), d.Refusals[0].Code)}
+	}
+	if *output == "json" {
+		if err := writeJSON(stdout, decisionDoc(req, *policy, d, v.Identity())); err != nil {
+			return err
+		}
+		if d.Pass {
+			return nil
+		}
+		return refused()
+	}
 	fmt.Fprintf(stdout, "policy %s (%s)", req.PolicyDigest, *policy)
 	if req.ImageDigest != "" {
 		fmt.Fprintf(stdout, ", image %s", req.ImageDigest)
@@ -133,7 +149,7 @@ func runGate(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	for _, r := range d.Refusals {
 		fmt.Fprintf(stdout, "REFUSED [%s] %s\n", r.Code, r.Message)
 	}
-	return &exitError{code: exitViolation, msg: fmt.Sprintf("gate: release refused (%d reason(s), first: %s)", len(d.Refusals), d.Refusals[0].Code)}
+	return refused()
 }
 
 // candidates reads the index. When nothing matches the policy it also

@@ -31,8 +31,12 @@ func runHistory(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fl.Usage = func() { fmt.Fprint(stderr, historyHelp); fl.PrintDefaults() }
 	db := fl.String("db", index.DefaultPath("gatehouse-runs"), "SQLite index of recorded runs")
 	limit := fl.Int("limit", 50, "show at most N runs (0: all)")
+	output := outputFlag(fl)
 	pos, err := parseArgs(fl, args)
 	if err != nil {
+		return err
+	}
+	if err := checkOutput("history", *output); err != nil {
 		return err
 	}
 	if len(pos) > 0 {
@@ -49,6 +53,9 @@ func runHistory(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	runs, err := ix.History(ctx, *limit)
 	if err != nil {
 		return fmt.Errorf("history: %w", err)
+	}
+	if *output == "json" {
+		return writeJSON(stdout, historyRows(*db, runs))
 	}
 	fmt.Fprintf(stdout, "%-20s %-24s %-8s %-18s %-21s %-8s %-7s %-23s %s\n",
 		"ENDED", "RUN", "TARGET", "PROFILE", "POLICY", "RESULT", "P/F/O", "SIGNED BY", "DIR")

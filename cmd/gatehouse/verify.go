@@ -79,8 +79,12 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fl.SetOutput(stderr)
 	fl.Usage = func() { fmt.Fprint(stderr, verifyHelp); fl.PrintDefaults() }
 	f.register(fl, "cosign public key (cosign.pub) the bundle must be signed with")
+	output := outputFlag(fl)
 	pos, err := parseArgs(fl, args)
 	if err != nil {
+		return err
+	}
+	if err := checkOutput("verify", *output); err != nil {
 		return err
 	}
 	if len(pos) != 1 {
@@ -91,10 +95,17 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	ver, err := verifyBundle(ctx, pos[0], v)
+	if *output == "json" {
+		if werr := writeJSON(stdout, verifiedDoc(pos[0], ver, err)); werr != nil {
+			return werr
+		}
+	}
 	if err != nil {
 		return &exitError{code: exitViolation, msg: "NOT VERIFIED: " + explain(err)}
 	}
-	printVerified(stdout, ver)
+	if *output == "text" {
+		printVerified(stdout, ver)
+	}
 	return nil
 }
 
