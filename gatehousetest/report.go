@@ -72,7 +72,11 @@ func hits(r evidence.Result) string {
 	for _, c := range r.Crossings {
 		fmt.Fprintf(&b, "\n\tcrossing: session %s's value seen by session %s (%s at %s)", c.Owner, c.SeenBy, c.Attempt, evidence.Redact(c.Where))
 	}
-	for _, f := range r.Findings {
+	for i, f := range r.Findings {
+		if i == maxHits {
+			fmt.Fprintf(&b, "\n\t… %d more findings in results.json", len(r.Findings)-i)
+			break
+		}
 		fmt.Fprintf(&b, "\n\tfinding: %s", evidence.Redact(f))
 	}
 	return b.String()
