@@ -65,9 +65,9 @@ const cgroup2Line = "35 25 0:30 / /sys/fs/cgroup/unified rw,nosuid - cgroup2 cgr
 func healthy() machine {
 	return machine{
 		files: map[string]string{
-			"/proc/sys/user/max_user_namespaces": "15000\n",
-			"/proc/self/mountinfo":               "22 1 8:1 / / rw - ext4 /dev/vda rw\n" + cgroup2Line,
-			"/sys/kernel/btf/vmlinux":            "",
+			"/proc/sys/user/max_user_namespaces":                              "15000\n",
+			"/proc/self/mountinfo":                                            "22 1 8:1 / / rw - ext4 /dev/vda rw\n" + cgroup2Line,
+			"/sys/kernel/btf/vmlinux":                                         "",
 			"/var/cache/gatehouse/cosign-" + doctor.CosignVersion + "/cosign": "",
 		},
 		bins: map[string]string{
@@ -123,7 +123,9 @@ func TestChecks(t *testing.T) {
 		{"no BTF", func(m *machine) { delete(m.files, "/sys/kernel/btf/vmlinux") }, "kernel-btf", doctor.Missing, "CONFIG_DEBUG_INFO_BTF", true},
 		{"monitor refused", func(m *machine) { m.monitor = errors.New("load program: operation not permitted") }, "bpf-monitor", doctor.Unavailable, "CONFIG_BPF_SYSCALL", true},
 		{"audit owned", func(m *machine) { m.audit = errors.New("auditd (pid 12) owns audit") }, "audit", doctor.Unavailable, "systemctl stop auditd", true},
-		{"agent missing", func(m *machine) { m.agents[0] = doctor.Agent{Name: "codex", Pinned: "0.171.0", Err: errors.New("not installed")} }, "agent codex", doctor.Missing, "gatehouse agents install codex", true},
+		{"agent missing", func(m *machine) {
+			m.agents[0] = doctor.Agent{Name: "codex", Pinned: "0.171.0", Err: errors.New("not installed")}
+		}, "agent codex", doctor.Missing, "gatehouse agents install codex", true},
 		{"agent other version", func(m *machine) { m.agents[1].Installed = "0.0.1" }, "agent srt", doctor.WrongVersion, "gatehouse agents install srt", true},
 	}
 	for _, tt := range tests {

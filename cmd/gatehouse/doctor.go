@@ -30,6 +30,10 @@ which runs need it: "run" is every run.
 "checks": [{"name", "status", "found", "fix", "needed_by": [...]}]}
 (docs/ci.md).
 
+Example:
+  gatehouse doctor
+  gatehouse doctor --output json | jq '.checks[] | select(.status != "ok")'
+
 Exit codes: 0 a bwrap run can work here (every check it needs is ok; other
 targets and features may still be missing: read the lines), 1 it cannot,
 2 usage.
