@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"gatehouse/evidence/comparison"
+	"gatehouse/runner"
 	"gatehouse/targets"
 )
 
@@ -106,7 +107,7 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			unprepared[p] = err
 		}
 	}
-	cmp := &comparison.Comparison{ID: newRunID(), Created: time.Now().UTC(), Gates: f.gates}
+	cmp := &comparison.Comparison{ID: runner.NewID(), Created: time.Now().UTC(), Gates: f.gates}
 	for _, p := range profs {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("compare: %w", err)

@@ -15,10 +15,8 @@ import (
 	"syscall"
 	"time"
 
-	"gatehouse/auditmon"
 	"gatehouse/lab"
-	"gatehouse/ledger"
-	"gatehouse/targets/docker"
+	"gatehouse/runner"
 )
 
 const labHelp = `Usage: gatehouse lab up [--detach] [--docker] | down | status
@@ -203,48 +201,8 @@ func labDown(ctx context.Context, stdout io.Writer, all bool) error {
 	return nil
 }
 
-// sweepLeftovers removes what runs that died left behind, by ownership
-// (package ledger), and their lab Docker daemons (pid-owned state
-// folders). Runs that are alive keep everything.
-func sweepLeftovers(ctx context.Context, out io.Writer) error {
-	if reaped, err := docker.ReapStale(ctx); err != nil {
-		return err
-	} else if len(reaped) > 0 {
-		fmt.Fprintf(out, "removed lab Docker daemons left behind: %s\n", strings.Join(reaped, " "))
-	}
-	// Audit rules of an audit source that was killed are kernel state
-	// too, owned by the dead process's pid in their key.
-	if rules, err := auditmon.Sweep(ctx); err != nil && !errors.Is(err, auditmon.ErrUnsupported) {
-		return fmt.Errorf("remove audit rules of dead runs: %w", err)
-	} else if len(rules) > 0 {
-		fmt.Fprintf(out, "removed %d audit rule(s) of dead runs\n", len(rules))
-	}
-	sw, err := ledger.Sweep(ctx)
-	if len(sw.Removed) > 0 {
-		fmt.Fprintf(out, "removed what %d run(s) that died left behind: %s\n", len(sw.Owners), describeSwept(sw.Removed))
-	}
-	if err != nil {
-		return fmt.Errorf("remove what dead runs left: %w", err)
-	}
-	return nil
-}
-
-func describeSwept(es []ledger.Entry) string {
-	n := map[string]int{}
-	for _, e := range es {
-		n[e.Kind]++
-	}
-	var parts []string
-	for _, k := range []string{ledger.Cgroup, ledger.Netns, ledger.SysvShm, ledger.Path} {
-		if n[k] > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", n[k], k))
-		}
-	}
-	if len(parts) == 0 {
-		return "nothing left to remove"
-	}
-	return strings.Join(parts, ", ")
-}
+// sweepLeftovers removes what runs that died left behind (runner.Sweep).
+func sweepLeftovers(ctx context.Context, out io.Writer) error { return runner.Sweep(ctx, out) }
 
 func labStatus(ctx context.Context, stdout io.Writer) error {
 	names, err := lab.List(ctx)

@@ -47,6 +47,7 @@ func verbs() []verb {
 		{"gate", "allow a release only on fresh, signed, passing evidence for its policy", runGate},
 		{"diff", "show what changed between two runs, gate by gate", runDiff},
 		{"history", "list the runs recorded in the index", runHistory},
+		{"doctor", "check what a run needs on this machine and say what to install", runDoctor},
 		{"version", "print the harness version", runVersion},
 	}
 }

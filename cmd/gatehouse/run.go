@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -13,17 +11,15 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
-	"gatehouse/corpus"
 	"gatehouse/detect"
 	"gatehouse/evidence"
 	"gatehouse/evidence/index"
 	"gatehouse/features"
 	"gatehouse/lab"
+	"gatehouse/runner"
 	"gatehouse/steps"
-	"gatehouse/targets"
 	"gatehouse/targets/profile"
 )
 
@@ -323,123 +319,32 @@ func execute(ctx context.Context, f runFlags, stdout, stderr io.Writer) error {
 	// Targets that start services of their own (the docker daemon) stop
 	// them here, whatever happens to the run.
 	defer closeTargets(context.WithoutCancel(ctx))
-	id := newRunID()
-	folder, err := evidence.Create(f.out, id)
-	if err != nil {
-		return err
-	}
-	rec := &evidence.Run{
-		ID: id, Harness: evidence.HarnessVersion(), Target: p.target, Profile: p.prof.Name,
-		ProfileFile: f.profile, PolicyDigest: p.prof.Digest(), PolicyFiles: map[string]string{},
-		Corpus: corpus.Version(), Gates: p.gates, Seed: f.seed, Start: time.Now().UTC(),
-		Commit: f.commit, Pipeline: f.pipeline, Model: f.model, Agent: f.agent,
-	}
-	if p.agent != nil {
-		rec.AgentVersion, rec.AgentDigest = p.agent.in.Version, "sha256:"+p.agent.in.Binary.SHA256
-		rec.AgentSandbox = f.agentSandbox
-	}
-	for _, w := range p.effective.Warnings {
-		rec.ProfileWarnings = append(rec.ProfileWarnings, w.String())
-	}
-	if err := folder.WriteJSON("plan.json", p.effective); err != nil {
-		folder.Abandon()
-		return err
-	}
-	for name, b := range p.prof.Files() {
-		rec.PolicyFiles[name] = evidence.SHA256(b)
-		if err := folder.WriteFile(filepath.Join("policy", name), b); err != nil {
-			folder.Abandon()
-			return err
-		}
-	}
 	progress := stdout
 	if f.quiet {
 		progress = io.Discard
 	}
-	fmt.Fprintf(progress, "gatehouse %s: run %s, target %s, profile %s (policy %s)\n", rec.Harness, id, p.target, p.prof.Name, short(rec.PolicyDigest))
-	printPlan(progress, stderr, f.quiet, p.effective)
-
-	cfg := steps.Config{
-		Target: tgt, Network: string(p.prof.Network), ProbePath: p.probePath, Features: p.features,
-		Gates: p.gates, Folder: folder, Progress: progress, Concurrency: f.concurrency, Seed: f.seed,
-		SecretProcess: steps.SecretProcess{Where: p.prof.SecretProcess.Where, User: p.prof.SecretProcess.User, OtherUser: profile.OtherUser},
-		StopCommand:   p.prof.Limits.StopCommand,
-		Temporary:     p.prof.Limits.Temporary,
-		Resolver:      p.prof.Resolver,
-		MaxStop:       f.maxStop,
-		BreachReach:   breachReach(p.effective.Controls),
-		Allow:         p.prof.Allow.Evidence(),
-		Detectors:     p.detectors,
-		Respond:       p.respond,
+	spec := runner.Spec{
+		Out: f.out, Profile: p.prof, ProfileFile: f.profile, Plan: p.effective, Target: tgt, TargetName: p.target,
+		Gates: p.gates, Features: p.features, ProbePath: p.probePath, Public: p.public,
+		Concurrency: f.concurrency, Seed: f.seed, MaxStop: f.maxStop, Detectors: p.detectors, Respond: p.respond,
+		Record:   evidence.Run{Commit: f.commit, Pipeline: f.pipeline, Model: f.model, Agent: f.agent},
+		Progress: progress,
+		Begin: func(rec *evidence.Run) {
+			fmt.Fprintf(progress, "gatehouse %s: run %s, target %s, profile %s (policy %s)\n", rec.Harness, rec.ID, p.target, p.prof.Name, short(rec.PolicyDigest))
+			printPlan(progress, stderr, f.quiet, p.effective)
+			fmt.Fprintln(progress, detectionNote(p.detectors))
+		},
 	}
-	fmt.Fprintln(progress, detectionNote(p.detectors))
-	var l *lab.Lab
-	closeLab := func() error { return nil }
-	if cfg.Network != steps.NetNone {
-		t0 := time.Now()
-		// Every hit goes to the trace as it arrives, even past the in-memory cap.
-		l, err = lab.Up(ctx, lab.Options{HitLog: folder.Writer("traces/endpoint-hits.jsonl"), Public: p.public,
-			Transcript: folder.Writer("traces/model-transcript.jsonl")})
-		if err != nil {
-			folder.Abandon()
-			return fmt.Errorf("run: bring the lab up: %w", err)
-		}
-		closeLab = sync.OnceValue(func() error { return l.Close(context.WithoutCancel(ctx)) })
-		defer closeLab()
-		cfg.Lab, cfg.LabNetns = l, "/run/netns/"+l.Name()
-		if p.agent != nil {
-			cfg.Agent, cfg.Model, cfg.AgentUID = p.agent, labModel{l}, p.prof.Paths.Normal.UID
-		}
-		pub := l.Addrs().Public
-		fmt.Fprintf(progress, "lab %s up and sealed (no route out) in %s; public-looking callback %s, %s, authority %s\n",
-			l.Name(), time.Since(t0).Round(time.Millisecond), pub.CallbackV4, pub.CallbackV6, pub.AuthorityV4)
+	if p.agent != nil {
+		spec.Record.AgentVersion, spec.Record.AgentDigest = p.agent.in.Version, "sha256:"+p.agent.in.Binary.SHA256
+		spec.Record.AgentSandbox = f.agentSandbox
+		spec.Agent, spec.Model = p.agent, func(l *lab.Lab) steps.Scripter { return labModel{l} }
 	}
-	fmt.Fprintf(progress, "running %s on both paths\n", strings.Join(p.gates, ", "))
-	out, runErr := steps.Run(ctx, cfg)
-	// The lab closes before anything is judged again or written: no hit can
-	// arrive after this point.
-	if err := closeLab(); err != nil {
-		runErr = errors.Join(runErr, fmt.Errorf("run: close the lab: %w", err))
+	res, err := runner.Execute(ctx, spec)
+	if err != nil {
+		return err
 	}
-	rec.End = time.Now().UTC()
-	var results []evidence.Result
-	if out != nil {
-		rec.Effective = out.Effective
-		rec.ImageDigest = imageDigest(out.Effective)
-		results = out.Results
-	}
-	if results == nil {
-		results = []evidence.Result{}
-	}
-	if l != nil {
-		n := 0
-		if out != nil {
-			n = out.Rejudge(l.Hits()) // results aliases out.Results
-		}
-		if n += evidence.Recheck(results, l.Hits(), l.Dropped()); n > 0 {
-			fmt.Fprintf(progress, "%d verdict(s) changed by what the endpoints recorded after them\n", n)
-		}
-	}
-	_ = folder.Touch("traces/endpoint-hits.jsonl")
-	_ = folder.Touch("traces/probe-attempts.jsonl")
-	if err := folder.Close(); err != nil {
-		runErr = errors.Join(runErr, err)
-	}
-	if err := folder.Err(); err != nil {
-		runErr = errors.Join(runErr, fmt.Errorf("run: evidence incomplete: %w", err))
-	}
-	rec.Complete = runErr == nil
-	if runErr != nil {
-		rec.Error = runErr.Error()
-	}
-	if err := errors.Join(folder.WriteJSON("results.json", results), folder.WriteJSON("run.json", rec)); err != nil {
-		folder.Abandon()
-		return fmt.Errorf("run: write evidence: %w", err)
-	}
-	if runErr != nil {
-		dir := folder.Abandon()
-		return fmt.Errorf("%w (partial evidence kept in %s, marked incomplete)", runErr, dir)
-	}
+	folder, results := res.Folder, res.Results
 	var note strings.Builder
 	dir, err := seal(ctx, f, p, folder, &note)
 	if err != nil {
@@ -508,12 +413,6 @@ func redact(s string) string {
 // maxHitLines bounds the hits printed per scenario; the trace has them all.
 const maxHitLines = 6
 
-func newRunID() string {
-	b := make([]byte, 3)
-	_, _ = rand.Read(b)
-	return time.Now().UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b)
-}
-
 func short(d string) string {
 	if i := strings.IndexByte(d, ':'); i >= 0 && len(d) > i+13 {
 		return d[:i+13]
@@ -528,38 +427,4 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
-}
-
-// imageDigest is the sandbox image the runtime reported (Config.Image) for
-// every path; "" when the target has no image or the paths disagree (then
-// nothing is claimed).
-func imageDigest(eff map[string]any) string {
-	d := ""
-	for _, v := range eff {
-		c, ok := v.(targets.Config)
-		if !ok {
-			continue
-		}
-		id := c.Image
-		if !strings.HasPrefix(id, "sha256:") {
-			continue
-		}
-		if d != "" && d != id {
-			return ""
-		}
-		d = id
-	}
-	return d
-}
-
-// breachReach is the plan's reach of each control on the assume-breach
-// path, for the takedown to check against what root really got done.
-func breachReach(cs []profile.Control) map[string]string {
-	m := map[string]string{}
-	for _, c := range cs {
-		if r := c.Reach[string(targets.PathBreach)]; r != "" {
-			m[c.Name] = r
-		}
-	}
-	return m
 }

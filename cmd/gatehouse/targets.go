@@ -8,16 +8,13 @@ import (
 	"os"
 	"sync"
 
-	"gatehouse/agents"
+	"gatehouse/runner"
 	"gatehouse/targets"
-	"gatehouse/targets/bwrap"
 	"gatehouse/targets/docker"
-	"gatehouse/targets/exec"
 	"gatehouse/targets/profile"
-	"gatehouse/targets/realwrap"
 )
 
-// newTarget is the explicit registry of target adapters. A target that
+// newTarget makes a target by runner's registry of adapters. A target that
 // starts something for the run (the docker targets' lab daemon, on their
 // first session) is remembered so closeTargets can stop it: run and compare
 // call closeTargets when the run is over, whatever its outcome.
@@ -25,39 +22,26 @@ import (
 // probe is the static gatehouse-probe binary: the bwrap target also runs it
 // as the init of each session's sandbox.
 func newTarget(name string, prof *profile.Profile, probe string) (targets.Target, error) {
-	switch name {
-	case "bwrap":
-		return timed(bwrap.New(bwrap.Options{Profile: prof, Init: probe})), nil
-	case profile.TargetDocker, profile.TargetGVisor:
+	var shim []string
+	if name == profile.TargetDocker || name == profile.TargetGVisor {
 		exe, err := os.Executable()
 		if err != nil {
 			return nil, fmt.Errorf("docker target: %w", err)
 		}
-		opts := docker.Options{Spec: prof.Docker, Resolver: prof.Resolver, Env: prof.Env, Shim: []string{exe, docker.ShimVerb}}
-		if prof.Egress != "" {
-			opts.EgressName = prof.Egress
-			opts.EgressRules, _ = prof.File(prof.Egress)
-		}
-		t, err := docker.Open(opts)
-		if err != nil {
-			return nil, &usageError{err}
-		}
-		remember(t)
-		return timed(t), nil
-	case profile.TargetExec, profile.TargetFirejail:
-		// The wrapper runs the probe binary's "init 0" as its command.
-		return timed(exec.New(exec.Options{Profile: prof, Init: probe})), nil
-	case profile.TargetSRT, profile.TargetCodex:
-		t, err := realwrap.New(agents.DefaultCache(os.Getenv), exec.Options{Profile: prof, Init: probe})
-		if err != nil {
-			// Not installed (or srt's TMPDIR not makeable) is this machine's
-			// configuration: exit 2 with the install command.
-			return nil, &usageError{err}
-		}
-		return timed(t), nil
-	default:
-		return nil, usagef("unknown target %q; known targets: bwrap, docker, gvisor, exec, firejail, srt, codex-sandbox", name)
+		shim = []string{exe, docker.ShimVerb}
 	}
+	t, err := runner.NewTarget(name, prof, probe, shim)
+	var ce *runner.ConfigError
+	if errors.As(err, &ce) {
+		return nil, &usageError{ce.Err}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if c, ok := t.(closer); ok {
+		remember(c)
+	}
+	return timed(t), nil
 }
 
 type closer interface {

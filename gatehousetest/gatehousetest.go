@@ -1,0 +1,227 @@
+// Package gatehousetest runs Gatehouse's gates from a team's own go test, in
+// the style of net/http/httptest: one call, each gate and path a subtest.
+//
+//	func TestSandbox(t *testing.T) {
+//		gatehousetest.Run(t, gatehousetest.Options{Profile: "sandbox/profile.yaml"})
+//	}
+//
+// gives TestSandbox/external-callback/normal, .../assume-breach and so on:
+// PASS passes, FAIL fails with the reason and the hits that prove it,
+// INCONCLUSIVE fails with its reason (or skips, with InconclusiveSkips). A
+// machine that cannot run the gates (not root, no bubblewrap, no user
+// namespaces) skips the whole test with the reason and what to install.
+//
+// The run is the one `gatehouse run` makes (package runner): the same lab,
+// suite, re-judging, run folder, seal and index, so the folder it leaves is
+// evidence 'gatehouse verify' and 'gatehouse gate' read.
+package gatehousetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"gatehouse/doctor"
+	"gatehouse/evidence"
+	"gatehouse/evidence/index"
+	"gatehouse/features"
+	"gatehouse/lab"
+	"gatehouse/probe/probetest"
+	"gatehouse/runner"
+	"gatehouse/steps"
+	"gatehouse/targets/profile"
+)
+
+// Options says what to run. Only Profile is required; every zero value is
+// a documented default.
+type Options struct {
+	// Profile is the sandbox profile YAML (docs/profiles.md).
+	Profile string
+	// Gates are the gates to run; nil: every gate in Features.
+	Gates []string
+	// Features is a folder of .feature files to run instead of the
+	// built-in gates (a team's own, reusing the step vocabulary of
+	// docs/ci.md); "": the built-in gates.
+	Features string
+	// Key is a cosign private key (its password from COSIGN_PASSWORD):
+	// the run folder is sealed (SHA256SUMS, signed attestations), so
+	// 'gatehouse verify' and 'gatehouse gate' accept it. "": unsigned.
+	Key string
+	// Out is the folder that receives the run folder, kept whatever the
+	// outcome, with the SQLite index beside it. "": a temporary folder,
+	// removed when the test passes and kept (its path logged) when it
+	// fails or is skipped after the run.
+	Out string
+	// InconclusiveSkips makes an INCONCLUSIVE gate skip (with its reason)
+	// instead of failing.
+	InconclusiveSkips bool
+	// Probe is the static gatehouse-probe binary; "": $GATEHOUSE_PROBE, or
+	// built from this module once per test binary (needs the go tool).
+	Probe string
+	// Concurrency is how many scenarios run at once; 0: 2.
+	Concurrency int
+	// Seed orders the scenarios (0: file order); recorded in run.json.
+	Seed int64
+	// Progress receives the run's progress lines; nil: the test's log.
+	Progress io.Writer
+}
+
+// Result is the finished run.
+type Result struct {
+	Dir     string // the run folder (its final name)
+	Signed  bool   // sealed with Options.Key
+	Run     evidence.Run
+	Results []evidence.Result
+}
+
+// Run runs the gates against the profile and reports each gate and path as
+// a subtest of t. It returns nil when the run could not start (the test is
+// skipped or failed by then).
+func Run(t *testing.T, opts Options) *Result {
+	t.Helper()
+	if opts.Profile == "" {
+		t.Fatal("gatehousetest: Options.Profile is required")
+	}
+	prof, err := profile.Load(opts.Profile)
+	if err != nil {
+		t.Fatalf("gatehousetest: %v", err)
+	}
+	if reason := machineReason(t.Context(), prof.Target); reason != "" {
+		t.Skipf("gatehousetest: this machine cannot run the %s target: %s", prof.Target, reason)
+	}
+	ctx := t.Context()
+	if err := prof.Check(ctx); err != nil {
+		t.Fatalf("gatehousetest: %v", err)
+	}
+	spec, err := request(prof, opts)
+	if err != nil {
+		t.Fatalf("gatehousetest: %v", err)
+	}
+	var sealer runner.Sealer
+	if opts.Key != "" {
+		k, err := runner.LoadKey(opts.Key)
+		if err != nil {
+			t.Fatalf("gatehousetest: key %s: %v", opts.Key, err)
+		}
+		sealer = k
+	}
+	if spec.ProbePath = opts.Probe; spec.ProbePath == "" {
+		spec.ProbePath = probetest.Build(t)
+	}
+	tgt, err := runner.NewTarget(prof.Target, prof, spec.ProbePath, nil)
+	if ce := (*runner.ConfigError)(nil); errors.As(err, &ce) {
+		t.Skipf("gatehousetest: %v", ce)
+	} else if err != nil {
+		t.Fatalf("gatehousetest: %v", err)
+	}
+	spec.Target = tgt
+	if c, ok := tgt.(interface{ Close(context.Context) error }); ok {
+		defer func() {
+			if err := c.Close(context.WithoutCancel(ctx)); err != nil {
+				t.Errorf("gatehousetest: close target: %v", err)
+			}
+		}()
+	}
+	spec.Progress = opts.Progress
+	if spec.Progress == nil {
+		spec.Progress = t.Output()
+	}
+	if err := runner.Sweep(ctx, spec.Progress); err != nil {
+		t.Logf("gatehousetest: warning: %v", err)
+	}
+	if spec.Out == "" {
+		if spec.Out, err = os.MkdirTemp("", "gatehousetest-"); err != nil {
+			t.Fatal(err)
+		}
+		// Kept when anything went wrong, so the evidence can be read.
+		t.Cleanup(func() {
+			if t.Failed() || t.Skipped() {
+				t.Logf("gatehousetest: run folder kept: %s", spec.Out)
+				return
+			}
+			_ = os.RemoveAll(spec.Out)
+		})
+	}
+	out, err := runner.Execute(ctx, spec)
+	if err != nil {
+		t.Fatalf("gatehousetest: the run could not finish: %v", err)
+	}
+	dir, err := runner.Seal(ctx, out.Folder, sealer)
+	if err != nil {
+		t.Fatalf("gatehousetest: %v", err)
+	}
+	if err := runner.Index(ctx, index.DefaultPath(spec.Out), dir, sealer); err != nil {
+		t.Fatalf("gatehousetest: %v", err)
+	}
+	t.Logf("gatehousetest: evidence in %s", dir)
+	res := &Result{Dir: dir, Signed: sealer != nil, Run: *out.Record, Results: out.Results}
+	report(t, spec.Gates, res.Results, opts.InconclusiveSkips, dir)
+	return res
+}
+
+// request builds the runner's request as `gatehouse run` does from its
+// flags: gates chosen from the features, the plan, the lab's addresses.
+func request(prof *profile.Profile, opts Options) (runner.Spec, error) {
+	var fsys fs.FS = features.FS
+	if opts.Features != "" {
+		fsys = os.DirFS(opts.Features)
+	}
+	known, err := features.Gates(fsys)
+	if err != nil {
+		return runner.Spec{}, err
+	}
+	gates := known
+	if opts.Gates != nil {
+		gates = nil
+		for _, g := range opts.Gates {
+			if !contains(known, g) {
+				return runner.Spec{}, fmt.Errorf("unknown gate %q; known gates: %s", g, strings.Join(known, ", "))
+			}
+			gates = append(gates, g)
+		}
+	}
+	pub, err := lab.PublicFromEnv(os.Getenv)
+	if err != nil {
+		return runner.Spec{}, err
+	}
+	abs, err := filepath.Abs(opts.Profile)
+	if err != nil {
+		return runner.Spec{}, err
+	}
+	return runner.Spec{
+		Out: opts.Out, Profile: prof, ProfileFile: abs, Plan: profile.NewPlan(prof, gates, true),
+		TargetName: prof.Target, Gates: gates, Features: fsys, Public: pub,
+		Concurrency: opts.Concurrency, Seed: opts.Seed, MaxStop: steps.DefaultMaxStop,
+		Record: evidence.Run{Agent: "probe", Pipeline: "go test", Commit: os.Getenv("GATEHOUSE_COMMIT")},
+	}, nil
+}
+
+// machineReason is why this machine cannot run target, from the doctor's
+// checks that target needs; "" when it can.
+func machineReason(ctx context.Context, target string) string {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	var why []string
+	for _, c := range doctor.Needed(ctx, doctor.System(), target) {
+		if c.Status != doctor.OK {
+			why = append(why, c.Line())
+		}
+	}
+	return strings.Join(why, "; ")
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,237 @@
+// Package runner is one run of the gates against a target, from a checked
+// profile and a made target to a run folder with its verdicts: the lab up
+// in its own namespaces, the suite, the lab closed, the verdicts re-judged
+// against what the endpoints recorded, results.json and run.json written.
+//
+// `gatehouse run` and gatehousetest both go through it, so a team's go test
+// and the CLI earn their verdicts the same way. Sealing and indexing are in
+// seal.go; flags, printing and exit codes stay in cmd/gatehouse.
+package runner
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"gatehouse/corpus"
+	"gatehouse/detect"
+	"gatehouse/evidence"
+	"gatehouse/lab"
+	"gatehouse/steps"
+	"gatehouse/targets"
+	"gatehouse/targets/profile"
+)
+
+// Spec is a validated run request. Zero values: the run id is made here,
+// progress is discarded, concurrency is the suite's default (2).
+type Spec struct {
+	ID          string // "" → NewID()
+	Out         string // folder that receives the run folder
+	Profile     *profile.Profile
+	ProfileFile string
+	Plan        profile.Plan // profile.NewPlan of Profile and Gates
+	Target      targets.Target
+	TargetName  string
+	Gates       []string
+	Features    fs.FS
+	ProbePath   string
+	Public      lab.Public
+	Concurrency int
+	Seed        int64
+	MaxStop     time.Duration
+	Detectors   []detect.Source
+	Respond     *steps.Response
+	// Agent, when set, runs the normal path; Model gives it the lab's
+	// scripted model once the lab is up.
+	Agent steps.Agent
+	Model func(*lab.Lab) steps.Scripter
+	// Record holds what the caller knows about the run (commit, pipeline,
+	// model, agent and its version); the rest of run.json is filled here.
+	Record   evidence.Run
+	Progress io.Writer
+	// Begin, when set, is called once the folder holds plan.json and the
+	// policy, before the lab comes up: the CLI prints its header there.
+	Begin func(rec *evidence.Run)
+}
+
+// Outcome is a finished run whose folder still has its partial name:
+// Seal gives it its final one.
+type Outcome struct {
+	Folder  *evidence.Folder
+	Record  *evidence.Run
+	Results []evidence.Result
+}
+
+// Execute runs spec. A run that could not finish is an error, its folder
+// kept under its partial name, marked incomplete; the verdicts of a run that
+// finished are in the Outcome, whatever they are.
+func Execute(ctx context.Context, spec Spec) (*Outcome, error) {
+	progress := spec.Progress
+	if progress == nil {
+		progress = io.Discard
+	}
+	id := spec.ID
+	if id == "" {
+		id = NewID()
+	}
+	prof := spec.Profile
+	folder, err := evidence.Create(spec.Out, id)
+	if err != nil {
+		return nil, err
+	}
+	rec := spec.Record
+	rec.ID, rec.Harness, rec.Target, rec.Profile = id, evidence.HarnessVersion(), spec.TargetName, prof.Name
+	rec.ProfileFile, rec.PolicyDigest, rec.PolicyFiles = spec.ProfileFile, prof.Digest(), map[string]string{}
+	rec.Corpus, rec.Gates, rec.Seed, rec.Start = corpus.Version(), spec.Gates, spec.Seed, time.Now().UTC()
+	for _, w := range spec.Plan.Warnings {
+		rec.ProfileWarnings = append(rec.ProfileWarnings, w.String())
+	}
+	if err := folder.WriteJSON("plan.json", spec.Plan); err != nil {
+		folder.Abandon()
+		return nil, err
+	}
+	for name, b := range prof.Files() {
+		rec.PolicyFiles[name] = evidence.SHA256(b)
+		if err := folder.WriteFile(filepath.Join("policy", name), b); err != nil {
+			folder.Abandon()
+			return nil, err
+		}
+	}
+	if spec.Begin != nil {
+		spec.Begin(&rec)
+	}
+
+	cfg := steps.Config{
+		Target: spec.Target, Network: string(prof.Network), ProbePath: spec.ProbePath, Features: spec.Features,
+		Gates: spec.Gates, Folder: folder, Progress: progress, Concurrency: spec.Concurrency, Seed: spec.Seed,
+		SecretProcess: steps.SecretProcess{Where: prof.SecretProcess.Where, User: prof.SecretProcess.User, OtherUser: profile.OtherUser},
+		StopCommand:   prof.Limits.StopCommand,
+		Temporary:     prof.Limits.Temporary,
+		Resolver:      prof.Resolver,
+		MaxStop:       spec.MaxStop,
+		BreachReach:   breachReach(spec.Plan.Controls),
+		Allow:         prof.Allow.Evidence(),
+		Detectors:     spec.Detectors,
+		Respond:       spec.Respond,
+	}
+	var l *lab.Lab
+	closeLab := func() error { return nil }
+	if cfg.Network != steps.NetNone {
+		t0 := time.Now()
+		// Every hit goes to the trace as it arrives, even past the in-memory cap.
+		l, err = lab.Up(ctx, lab.Options{HitLog: folder.Writer("traces/endpoint-hits.jsonl"), Public: spec.Public,
+			Transcript: folder.Writer("traces/model-transcript.jsonl")})
+		if err != nil {
+			folder.Abandon()
+			return nil, fmt.Errorf("run: bring the lab up: %w", err)
+		}
+		closeLab = sync.OnceValue(func() error { return l.Close(context.WithoutCancel(ctx)) })
+		defer closeLab()
+		cfg.Lab, cfg.LabNetns = l, "/run/netns/"+l.Name()
+		if spec.Agent != nil {
+			cfg.Agent, cfg.AgentUID = spec.Agent, prof.Paths.Normal.UID
+			if spec.Model != nil {
+				cfg.Model = spec.Model(l)
+			}
+		}
+		pub := l.Addrs().Public
+		fmt.Fprintf(progress, "lab %s up and sealed (no route out) in %s; public-looking callback %s, %s, authority %s\n",
+			l.Name(), time.Since(t0).Round(time.Millisecond), pub.CallbackV4, pub.CallbackV6, pub.AuthorityV4)
+	}
+	fmt.Fprintf(progress, "running %s on both paths\n", strings.Join(spec.Gates, ", "))
+	out, runErr := steps.Run(ctx, cfg)
+	// The lab closes before anything is judged again or written: no hit can
+	// arrive after this point.
+	if err := closeLab(); err != nil {
+		runErr = errors.Join(runErr, fmt.Errorf("run: close the lab: %w", err))
+	}
+	rec.End = time.Now().UTC()
+	var results []evidence.Result
+	if out != nil {
+		rec.Effective = out.Effective
+		rec.ImageDigest = imageDigest(out.Effective)
+		results = out.Results
+	}
+	if results == nil {
+		results = []evidence.Result{}
+	}
+	if l != nil {
+		n := 0
+		if out != nil {
+			n = out.Rejudge(l.Hits()) // results aliases out.Results
+		}
+		if n += evidence.Recheck(results, l.Hits(), l.Dropped()); n > 0 {
+			fmt.Fprintf(progress, "%d verdict(s) changed by what the endpoints recorded after them\n", n)
+		}
+	}
+	_ = folder.Touch("traces/endpoint-hits.jsonl")
+	_ = folder.Touch("traces/probe-attempts.jsonl")
+	if err := folder.Close(); err != nil {
+		runErr = errors.Join(runErr, err)
+	}
+	if err := folder.Err(); err != nil {
+		runErr = errors.Join(runErr, fmt.Errorf("run: evidence incomplete: %w", err))
+	}
+	rec.Complete = runErr == nil
+	if runErr != nil {
+		rec.Error = runErr.Error()
+	}
+	if err := errors.Join(folder.WriteJSON("results.json", results), folder.WriteJSON("run.json", rec)); err != nil {
+		folder.Abandon()
+		return nil, fmt.Errorf("run: write evidence: %w", err)
+	}
+	if runErr != nil {
+		dir := folder.Abandon()
+		return nil, fmt.Errorf("%w (partial evidence kept in %s, marked incomplete)", runErr, dir)
+	}
+	return &Outcome{Folder: folder, Record: &rec, Results: results}, nil
+}
+
+// NewID is a run id: the UTC time and three random bytes.
+func NewID() string {
+	b := make([]byte, 3)
+	_, _ = rand.Read(b)
+	return time.Now().UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b)
+}
+
+// imageDigest is the sandbox image the runtime reported (Config.Image) for
+// every path; "" when the target has no image or the paths disagree (then
+// nothing is claimed).
+func imageDigest(eff map[string]any) string {
+	d := ""
+	for _, v := range eff {
+		c, ok := v.(targets.Config)
+		if !ok {
+			continue
+		}
+		id := c.Image
+		if !strings.HasPrefix(id, "sha256:") {
+			continue
+		}
+		if d != "" && d != id {
+			return ""
+		}
+		d = id
+	}
+	return d
+}
+
+// breachReach is the plan's reach of each control on the assume-breach
+// path, for the takedown to check against what root really got done.
+func breachReach(cs []profile.Control) map[string]string {
+	m := map[string]string{}
+	for _, c := range cs {
+		if r := c.Reach[string(targets.PathBreach)]; r != "" {
+			m[c.Name] = r
+		}
+	}
+	return m
+}
