@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"gatehouse/runner"
 	"io"
 	"net"
 	"net/http"
@@ -129,7 +130,7 @@ func runIntake(ctx context.Context, args []string, stdout, stderr io.Writer) err
 
 // intakeGate runs the checks and writes, seals and indexes the run folder.
 func intakeGate(ctx context.Context, f runFlags, signer sealer, target, contractFile string, policy []byte, o contract.Options, stdout io.Writer) error {
-	id := newRunID()
+	id := runner.NewID()
 	folder, err := evidence.Create(f.out, id)
 	if err != nil {
 		return err
