@@ -125,6 +125,7 @@ func TestEvidenceCLI(t *testing.T) {
 	t.Run("tamper", func(t *testing.T) { testTamper(t, e) })
 	t.Run("gate", func(t *testing.T) { testGate(t, e) })
 	t.Run("diff", func(t *testing.T) { testDiff(t, e) })
+	t.Run("json", func(t *testing.T) { testJSONOutputs(t, e) })
 	t.Run("history", func(t *testing.T) {
 		r := gatehouse(t, ctx, "history", "--db", e.db)
 		for _, want := range []string{e.hard.id, e.leaky.id, e.offline.id, "PASSED", "FAILED", "WARNED", "3 run(s)"} {
