@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"gatehouse/detect"
 	"gatehouse/evidence"
 )
 
@@ -85,4 +86,84 @@ func fmtSummary(s evidence.DetectionSummary) string {
 		return strconv.FormatFloat(*p, 'f', 2, 64) + "ms"
 	}
 	return fmt.Sprintf("%d/%d observable detected, p50 %s p95 %s", s.Detected, s.Observable, ms(s.P50MS), ms(s.P95MS))
+}
+
+// --respond stop on docker sessions: each scenario's first detection (a
+// real attempt of the probe, never the harness's own look inside: see
+// Session.applet) is answered, and the effects are measured from outside.
+// docker-leaky's stop signals only the exec'd commands (stop_scope
+// process), so its container's init outlives the response: said, not
+// hidden, as for bwrap-leaky. docker-hardened's stop removes the
+// container: its processes are seen gone, with a latency.
+func TestRespondStopOnDocker(t *testing.T) {
+	needDocker(t)
+	for _, tt := range []struct {
+		profile string
+		codes   []int
+		check   func(t *testing.T, where string, res evidence.Result, r evidence.Response)
+	}{
+		{"docker-leaky.yaml", []int{exitViolation, exitInconclusive}, func(t *testing.T, where string, res evidence.Result, r evidence.Response) {
+			// What got out before the response stays out: FAIL. The
+			// connect is seen at syscall entry, before its first packet,
+			// so the link may be cut before anything arrives: then no
+			// proof either way, and the verdict must say the response cut
+			// the scenario short (seen once in eight runs here).
+			switch {
+			case res.Verdict == evidence.Fail:
+			case res.Verdict == evidence.Inconclusive && strings.Contains(res.Reason, "the response (--respond)"):
+				t.Logf("%s: INCONCLUSIVE, the response came before any forbidden contact arrived: %s", where, res.Reason)
+			default:
+				t.Errorf("%s: %s with a response (%s), want FAIL, or INCONCLUSIVE naming the response", where, res.Verdict, res.Reason)
+			}
+			observedAfter(t, where, effectOf(t, r, evidence.EffectTokenRefused), false)
+			observedAfter(t, where, effectOf(t, r, evidence.EffectEgressRefused), false)
+			notObserved(t, where, effectOf(t, r, evidence.EffectProcessesGone), "still in the session")
+		}},
+		{"docker-hardened.yaml", []int{exitOK, exitInconclusive}, func(t *testing.T, where string, res evidence.Result, r evidence.Response) {
+			if res.Verdict == evidence.Fail {
+				t.Errorf("%s: FAIL with a response on the hardened profile: %s", where, res.Reason)
+			}
+			if res.Verdict == evidence.Inconclusive && !strings.Contains(res.Reason, "the response (--respond)") {
+				t.Errorf("%s: INCONCLUSIVE without saying the response cut it short: %s", where, res.Reason)
+			}
+			observedAfter(t, where, effectOf(t, r, evidence.EffectProcessesGone), false)
+			observedAfter(t, where, effectOf(t, r, evidence.EffectEgressRefused), true)
+			observedAfter(t, where, effectOf(t, r, evidence.EffectTokenRefused), false)
+		}},
+	} {
+		t.Run(strings.TrimSuffix(tt.profile, ".yaml"), func(t *testing.T) {
+			r := runProfile(t, tt.profile, "external-callback", "--monitor", "builtin", "--respond", "stop")
+			if !containsInt(tt.codes, r.code) || len(r.results) != 2 {
+				t.Fatalf("exit %d with %d results, want one of %v and 2\n%s\n%s", r.code, len(r.results), tt.codes, r.stdout, r.stderr)
+			}
+			for _, res := range r.results {
+				where := res.Gate + "/" + res.Path
+				if len(res.Responses) != 1 {
+					t.Errorf("%s: %d responses recorded, want one (detection: %s)", where, len(res.Responses), fmtSummary(res.Detection.Summary))
+					continue
+				}
+				resp := res.Responses[0]
+				// The trigger is a rule hit on an attempt of the probe
+				// (network), not an exec the harness made.
+				if resp.Trigger.Source != "builtin" || resp.Trigger.Kind == detect.KindExec || resp.Trigger.Rule == "" || resp.Started.Before(resp.Trigger.Received) {
+					t.Errorf("%s: response trigger %+v started %s", where, resp.Trigger, resp.Started)
+				}
+				if resp.PollMS <= 0 || len(resp.Effects) != 3 {
+					t.Errorf("%s: poll %.0fms, %d effects", where, resp.PollMS, len(resp.Effects))
+				}
+				tt.check(t, where, res, resp)
+				for _, e := range resp.Effects {
+					t.Logf("%s: %s observed %v latency %s %s", where, e.Effect, e.Observed, msOf(e.LatencyMS), e.Reason)
+				}
+			}
+			assertNothingLeft(t, r.stdout)
+		})
+	}
+}
+
+func msOf(p *float64) string {
+	if p == nil {
+		return "-"
+	}
+	return strconv.FormatFloat(*p, 'f', 1, 64) + "ms"
 }
