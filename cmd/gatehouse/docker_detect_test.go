@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	"gatehouse/detect"
 	"gatehouse/evidence"
+	"gatehouse/targets/docker"
 )
 
 // The builtin monitor on docker sessions: a container descends from the
@@ -166,4 +168,62 @@ func msOf(p *float64) string {
 		return "-"
 	}
 	return strconv.FormatFloat(*p, 'f', 1, 64) + "ms"
+}
+
+// gVisor under the builtin monitor: the sandbox's syscalls are served by
+// runsc's sentry, so a host monitor sees none of them. Every attempt a
+// monitor could name is "not observable by this monitor" — never detected,
+// never missed — the summary says "not observable", and the verdicts are
+// the ones without a monitor.
+func TestBuiltinMonitorOnGvisorIsNotObservable(t *testing.T) {
+	needDocker(t)
+	if _, err := os.Stat(docker.RunscPath); err != nil {
+		t.Skip("runsc not installed (scripts/runsc.sh builds it)")
+	}
+	r := runProfile(t, "gvisor-hardened.yaml", "external-callback,cloud-metadata", "--monitor", "builtin")
+	loadRunFolder(t, &r)
+	if r.code != exitOK || len(r.results) != 4 {
+		t.Fatalf("exit %d with %d results, want %d and 4\n%s\n%s", r.code, len(r.results), exitOK, r.stdout, r.stderr)
+	}
+	for _, res := range r.results {
+		where := res.Gate + "/" + res.Path
+		if res.Verdict != evidence.Pass || !res.Control {
+			t.Errorf("%s: %s (control %v) with the monitor, want PASS with its control: %s", where, res.Verdict, res.Control, res.Reason)
+		}
+		d := res.Detection
+		if d == nil || !d.Measured {
+			t.Fatalf("%s: detection not measured: %+v", where, d)
+		}
+		named := 0
+		for _, a := range d.Attempts {
+			if a.Observable || a.Detected != nil {
+				t.Errorf("%s: attempt %s (%s %s) observable %v, detected %+v: a host monitor sees nothing inside runsc", where, a.ID, a.Kind, a.Object, a.Observable, a.Detected)
+			}
+			if a.Kind != "" && strings.Contains(a.Reason, "not observable by this monitor") && strings.Contains(a.Reason, "runsc") {
+				named++
+			} else if a.Kind != "" && !strings.Contains(a.Reason, "did not resolve") {
+				t.Errorf("%s: attempt %s (%s %s): reason %q, want not observable by this monitor (runsc)", where, a.ID, a.Kind, a.Object, a.Reason)
+			}
+		}
+		if named == 0 {
+			t.Errorf("%s: no attempt says it is not observable by this monitor", where)
+		}
+		if d.Summary.Observable != 0 || d.Summary.Detected != 0 {
+			t.Errorf("%s: summary %s, want nothing observable", where, fmtSummary(d.Summary))
+		}
+		if c := evidence.DetectionCell(res); c != "not observable" {
+			t.Errorf("%s: DETECTED %q, want \"not observable\"", where, c)
+		}
+	}
+	if !strings.Contains(r.stdout, "not observable") || strings.Contains(r.stdout, "missed") {
+		t.Errorf("the summary table does not say not observable (or says missed):\n%s", r.stdout)
+	}
+	left := ownLoaded(t)
+	for end := time.Now().Add(5 * time.Second); len(left) > 0 && time.Now().Before(end); left = ownLoaded(t) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if len(left) > 0 {
+		t.Errorf("monitor programs still loaded 5 s after the run: %v", left)
+	}
+	assertNothingLeft(t, r.stdout)
 }
