@@ -110,3 +110,36 @@ func containerPids(id string) []int {
 	}
 	return pids
 }
+
+// The commands the harness itself runs in a session (the exec Inspect
+// holds to read the namespaces from outside) are busybox under an applet
+// name, on the base image and on a team's own image: run as busybox they
+// are a shell to a monitor (rule exec-of-a-shell), and --respond would
+// stop the session on Gatehouse's own look inside.
+func TestHarnessExecsAreNotShells(t *testing.T) {
+	needLab(t)
+	ref, err := docker.BaseImage(context.Background(), labDaemon.Host(), docker.BusyboxPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, image, want string
+	}{
+		{"base image", "", "/bin/sleep "},
+		{"own image", ref, "/gatehouse/bin/sleep "},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := startLab(t, docker.Spec{Runtime: "runc", Network: docker.NetworkNone, Image: c.image, ReadOnly: true})
+			cfg, err := s.Inspect(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e, cl := cfg.Facts["outside.ns.error"], cfg.Facts["outside.cmdline"]; e != "" || !strings.HasPrefix(cl, c.want) || strings.Contains(cl, "busybox") {
+				t.Errorf("the held exec ran %q (error %q), want %s… and no busybox", cl, e, c.want)
+			}
+			if cfg.Facts["inside.kernel"] == "" {
+				t.Errorf("no inside facts: %v", cfg.Facts)
+			}
+		})
+	}
+}
