@@ -55,6 +55,10 @@ whole_run "the three network gates, builtin monitor on" "$gates" bwrap-hardened 
 echo
 echo "== builtin monitor: detection latency and events per second (Go benchmarks)"
 go test -run '^$' -bench 'DetectionLatency|EventsPerSecond' -benchtime 500x ./monitor | grep -E '^Benchmark|SKIP'
+echo
+# From real runs: detection latency per attempt kind, response latency per
+# effect (results.json of bwrap-leaky and bwrap-hardened --respond stop).
+bash scripts/bench-detection.sh
 
 for agent in claude-code codex qwen-code; do
   if ! bin/gatehouse agents list 2>/dev/null | grep -Eq "^$agent +[^ ]+ +[^ ]+ +yes"; then

@@ -15,8 +15,13 @@ import (
 	"gatehouse/targets"
 )
 
+// harnessApplets are the busybox applets Session.applet runs.
+var harnessApplets = []string{"sleep", "uname"}
+
 // sessionFiles are the spec's files, plus busybox for a user image's
-// keep-alive sleep.
+// keep-alive sleep, and busybox again under the applet names the harness's
+// own commands use (Session.applet), so that they are not shells to a
+// monitor.
 func (t *Target) sessionFiles(files map[string]targets.File) map[string]targets.File {
 	if t.spec.Image == "" {
 		return files
@@ -26,6 +31,9 @@ func (t *Target) sessionFiles(files map[string]targets.File) map[string]targets.
 		files = map[string]targets.File{}
 	}
 	files[toolsDir+"/bin/busybox"] = targets.File{HostPath: BusyboxPath, Mode: 0o755}
+	for _, a := range harnessApplets {
+		files[toolsDir+"/bin/"+a] = targets.File{HostPath: BusyboxPath, Mode: 0o755}
+	}
 	return files
 }
 

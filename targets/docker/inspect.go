@@ -153,10 +153,7 @@ func (s *Session) insideFacts(ctx context.Context, f map[string]string) error {
 		f["inside.resolv_conf"] = pf.Resolv
 		return nil
 	}
-	uname := []string{"/bin/busybox", "uname", "-a"}
-	if s.t.spec.Image != "" {
-		uname[0] = toolsDir + "/bin/busybox"
-	}
+	uname := []string{s.applet("uname"), "-a"}
 	res, err := s.Exec(ctx, targets.Command{Args: uname, Stdout: &out, Stderr: &errb})
 	if err != nil {
 		return err

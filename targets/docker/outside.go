@@ -88,7 +88,7 @@ func readNS(pid int, prefix string, f map[string]string) int {
 // cgroup; stop kills it.
 func (s *Session) holdExec(ctx context.Context) (int, func(), error) {
 	nop := func() {}
-	opts := client.ExecCreateOptions{Cmd: []string{s.busybox(), "sleep", "30"}, Env: []string{execMark + "=" + randHex(8)}}
+	opts := client.ExecCreateOptions{Cmd: []string{s.applet("sleep"), "30"}, Env: []string{execMark + "=" + randHex(8)}}
 	if s.path == "assume-breach" {
 		opts.User = "0:0"
 	}
@@ -127,10 +127,14 @@ func (s *Session) holdExec(ctx context.Context) (int, func(), error) {
 	}
 }
 
-// busybox is the static busybox in the session's image.
-func (s *Session) busybox() string {
+// applet is busybox under one of the names it answers to (sleep, uname),
+// for the harness's own commands in a session. Executed as "busybox" it
+// is a shell to a monitor (the builtin rule exec-of-a-shell): the
+// harness's own look inside would then be detected as the session's
+// shell, and answered by --respond before the probe's first attempt.
+func (s *Session) applet(name string) string {
 	if s.t.spec.Image != "" {
-		return toolsDir + "/bin/busybox"
+		return toolsDir + "/bin/" + name
 	}
-	return "/bin/busybox"
+	return "/bin/" + name // a link to busybox in the base image
 }
