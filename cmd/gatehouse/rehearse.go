@@ -286,7 +286,7 @@ func rehearse(ctx context.Context, f runFlags, p *plan, repo, reportName string,
 
 // printRehearsal prints what was expected, what happened and the verdict.
 func printRehearsal(w io.Writer, oc steps.RehearsalOutcome, results []evidence.Result) {
-	fmt.Fprintf(w, "\nexpected denial (written before the run): %s %s\n", oc.Expected.Denied.Endpoint, oc.Expected.Denied.URL)
+	fmt.Fprintf(w, "\nexpected denial (written before the run): %s %s\n", oc.Expected.Denied.Endpoint, evidence.Redact(oc.Expected.Denied.URL))
 	switch {
 	case oc.Denied == nil:
 		fmt.Fprintln(w, "  forbidden contact: not attempted")
