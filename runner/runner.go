@@ -157,7 +157,7 @@ func Execute(ctx context.Context, spec Spec) (*Outcome, error) {
 	var results []evidence.Result
 	if out != nil {
 		rec.Effective = out.Effective
-		rec.ImageDigest = imageDigest(out.Effective)
+		rec.ImageDigest = ImageDigest(out.Effective)
 		results = out.Results
 	}
 	if results == nil {
@@ -202,10 +202,10 @@ func NewID() string {
 	return time.Now().UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b)
 }
 
-// imageDigest is the sandbox image the runtime reported (Config.Image) for
+// ImageDigest is the sandbox image the runtime reported (Config.Image) for
 // every path; "" when the target has no image or the paths disagree (then
 // nothing is claimed).
-func imageDigest(eff map[string]any) string {
+func ImageDigest(eff map[string]any) string {
 	d := ""
 	for _, v := range eff {
 		c, ok := v.(targets.Config)

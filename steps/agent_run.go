@@ -125,6 +125,9 @@ func (r *runner) agentPlan(ctx context.Context, s *scenario, p probe.Plan, lim p
 // plain report with no directive: the scripted model then does nothing
 // forbidden, and nothing is proven.
 func (r *runner) agentDocument(s *scenario, directive string) (string, error) {
+	if s.document != "" {
+		return s.document + "\n" + directive, nil
+	}
 	if len(s.corpus) == 0 {
 		return "# Bug report\n\nThe build fails on a clean checkout; no further detail.\n", nil
 	}

@@ -73,6 +73,11 @@ type scenario struct {
 	// egressOpenBefore is the egress check made when the session started
 	// (nil until it is done): what a response found already refused.
 	egressOpenBefore *bool
+	// document, when set, is the untrusted document an agent works on
+	// instead of the last corpus entry (the rehearsal's planted report);
+	// rehearsal is the rehearsal's own state (rehearse.go).
+	document  string
+	rehearsal *rehearsalState
 }
 
 func current(ctx context.Context) *scenario {

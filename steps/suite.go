@@ -98,6 +98,9 @@ type Config struct {
 	// or the team's hook) and measures its effects from outside. It needs
 	// a detector.
 	Respond *Response
+	// Rehearsal, when set, is the report-triage rehearsal's repository,
+	// report and intake subject (features.Rehearsal, rehearse.go).
+	Rehearsal *Rehearsal
 }
 
 // SecretProcess mirrors the profile's secret_process: Where is "inside" or
@@ -310,5 +313,6 @@ func (r *runner) initScenario(sc *godog.ScenarioContext) {
 	registerVerdict(sc, r)
 	registerSessions(sc, r)
 	registerSecrets(sc, r)
+	registerRehearsal(sc, r)
 	sc.After(r.finish) // last: after every teardown hook
 }

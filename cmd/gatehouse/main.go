@@ -41,6 +41,7 @@ func verbs() []verb {
 		{"lab", "bring the lab of controlled endpoints up or down, or show it", runLab},
 		{"compare", "run the same gates against several profiles and print one matrix", runCompare},
 		{"intake", "hold a results-intake service to the intake contract (intake gate)", runIntake},
+		{"rehearse", "the report-triage rehearsal: a planted report, a disposable repository copy, the denial and the result (rehearse triage)", runRehearse},
 		{docker.ShimVerb, "(internal) the OCI runtime shim Gatehouse's lab Docker daemon runs", runShim},
 		{"keys", "make a cosign-format key pair (keys generate)", runKeys},
 		{"verify", "verify a signed evidence bundle offline and say what it proves", runVerify},
