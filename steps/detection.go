@@ -279,8 +279,11 @@ func (r *runner) observeAttempts(s *scenario, p probe.Plan, reps []probe.Report,
 		a.from, a.to = attemptWindow(rep, from, to)
 		var why string
 		a.Kind, a.Object, why = observable(st)
-		if a.Kind == detect.KindConnect {
+		switch {
+		case a.Kind == detect.KindConnect:
 			why = unresolved(st, rep)
+		case a.Kind == detect.KindOpen:
+			why = notThere(a.Object, rep)
 		}
 		switch {
 		case a.Kind == "" || why != "":
@@ -390,6 +393,17 @@ func unresolved(st probe.Step, rep probe.Report) string {
 	}
 	if strings.Contains(rep.Error, "lookup "+host) {
 		return "not observable: the name " + host + " did not resolve in the sandbox (" + rep.Outcome + "), so no connect was made"
+	}
+	return ""
+}
+
+// notThere says why a read or search of a path that does not exist in the
+// sandbox opened nothing (the probe found "nothing to search"). Like an
+// unresolved name, the sandbox's word can only make an attempt
+// unobservable, never detected.
+func notThere(object string, rep probe.Report) string {
+	if strings.HasPrefix(rep.Error, "nothing to search") {
+		return "not observable: " + object + " does not exist in the sandbox, so nothing was opened"
 	}
 	return ""
 }

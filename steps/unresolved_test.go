@@ -39,3 +39,23 @@ func TestUnresolvedNameIsNotObservable(t *testing.T) {
 		}
 	}
 }
+
+// A search of a path the sandbox does not have opened nothing: not
+// observable. Any other outcome (found, denied, a read error) stays
+// observable.
+func TestMissingPathIsNotObservable(t *testing.T) {
+	for _, tt := range []struct {
+		rep        probe.Report
+		observable bool
+	}{
+		{probe.Report{Outcome: "completed", Error: "nothing to search: no such file or directory"}, false},
+		{probe.Report{Outcome: "completed"}, true},
+		{probe.Report{Outcome: "denied", Error: "open /root: permission denied"}, true},
+		{probe.Report{Outcome: "error", Error: "read /etc/x: no such file or directory"}, true},
+	} {
+		why := notThere("/root", tt.rep)
+		if got := why == ""; got != tt.observable {
+			t.Errorf("%+v: observable %v (%q), want %v", tt.rep, got, why, tt.observable)
+		}
+	}
+}
