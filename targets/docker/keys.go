@@ -1,9 +1,9 @@
 package docker
 
 import (
-	"bufio"
 	"context"
 	"fmt"
+	"gatehouse/internal/cgroupfs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -66,21 +66,4 @@ func pidCgroup(pid int) (uint64, string, error) {
 }
 
 // cgroup2Root is where the cgroup v2 hierarchy's root is mounted here.
-func cgroup2Root() string {
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		pre, post, ok := strings.Cut(sc.Text(), " - ")
-		if !ok || !strings.HasPrefix(post, "cgroup2 ") {
-			continue
-		}
-		if fields := strings.Fields(pre); len(fields) >= 5 && fields[3] == "/" {
-			return fields[4]
-		}
-	}
-	return ""
-}
+func cgroup2Root() string { return cgroupfs.Mount() }
