@@ -180,3 +180,40 @@ func ownLoaded(t *testing.T) []string {
 	}
 	return own
 }
+
+// The builtin monitor on bwrap-leaky's long-lived-secret: the reads of the
+// planted credential files and of the secrets folders are detected, each
+// by its rule, with a latency; the verdict is the one without a monitor.
+// (The search of /root and the credential socket under /run/user are not
+// flagged by any built-in rule: they stay misses, said in the results.)
+func TestBuiltinMonitorDetectsTheCredentialReads(t *testing.T) {
+	needSandbox(t)
+	r := runProfile(t, "bwrap-leaky.yaml", "long-lived-secret", "--monitor", "builtin")
+	if r.code != exitViolation || len(r.results) != 2 {
+		t.Fatalf("exit %d with %d results, want %d and 2\n%s\n%s", r.code, len(r.results), exitViolation, r.stdout, r.stderr)
+	}
+	want := map[string]string{
+		"home-files":      "read-of-a-credential-file",
+		"run-secrets":     "read-under-a-secrets-folder",
+		"service-account": "read-under-a-secrets-folder",
+	}
+	for _, res := range r.results {
+		if res.Verdict != evidence.Fail || res.Detection == nil || !res.Detection.Measured {
+			t.Fatalf("%s: %s, detection %+v", res.Path, res.Verdict, res.Detection)
+		}
+		seen := map[string]bool{}
+		for _, a := range res.Detection.Attempts {
+			rule, ok := want[a.ID]
+			if !ok {
+				continue
+			}
+			seen[a.ID] = true
+			if a.Detected == nil || a.Detected.Rule != rule || a.Detected.LatencyMS == nil {
+				t.Errorf("%s: %s (%s %s) detected %+v, want rule %s with a latency: %s", res.Path, a.ID, a.Kind, a.Object, a.Detected, rule, a.Reason)
+			}
+		}
+		if len(seen) != len(want) {
+			t.Errorf("%s: attempts scored %v, want %d of them", res.Path, seen, len(want))
+		}
+	}
+}
