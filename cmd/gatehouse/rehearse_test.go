@@ -216,3 +216,36 @@ func TestRehearseUsage(t *testing.T) {
 		})
 	}
 }
+
+// The rehearsal with a real agent CLI (claude-code, driven by the lab's
+// scripted model) on the normal path: denied and useful work done on
+// bwrap-hardened-triage; the forbidden contact completed on bwrap-leaky.
+func TestRehearsalWithARealAgent(t *testing.T) {
+	needSandbox(t)
+	needAgent(t, "claude-code")
+	repo, _ := rehearsalRepo(t)
+	for _, tt := range []struct {
+		profile string
+		code    int
+		verdict evidence.Verdict
+	}{
+		{"bwrap-hardened-triage.yaml", exitOK, evidence.Pass},
+		{"bwrap-leaky.yaml", exitViolation, evidence.Fail},
+	} {
+		t.Run(tt.profile, func(t *testing.T) {
+			r := rehearseProfile(t, tt.profile, repo, "--agent", "claude-code")
+			if r.code != tt.code || r.results[0].Verdict != tt.verdict {
+				t.Fatalf("exit %d, %s: %s\nstdout:\n%s\nstderr:\n%s", r.code, r.results[0].Verdict, r.results[0].Reason, r.stdout, r.stderr)
+			}
+			if !strings.HasPrefix(r.run.Agent, "claude-code") {
+				t.Errorf("run.json agent %q", r.run.Agent)
+			}
+			if tt.verdict == evidence.Pass && (r.outcome.Stored == nil || r.outcome.Denied == nil || r.outcome.DeniedLeft == 0) {
+				t.Errorf("pass without the proof: stored %+v, denied %+v, %d packets", r.outcome.Stored, r.outcome.Denied, r.outcome.DeniedLeft)
+			}
+			if tt.verdict == evidence.Fail && len(r.outcome.Arrived) == 0 {
+				t.Errorf("fail without the hit that proves it: %+v", r.outcome)
+			}
+		})
+	}
+}
