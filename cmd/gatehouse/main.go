@@ -45,6 +45,7 @@ func verbs() []verb {
 		{docker.ShimVerb, "(internal) the OCI runtime shim Gatehouse's lab Docker daemon runs", runShim},
 		{"keys", "make a cosign-format key pair (keys generate)", runKeys},
 		{"verify", "verify a signed evidence bundle offline and say what it proves", runVerify},
+		{"push", "store a sealed evidence bundle as an OCI artifact in an OCI image layout on disk", runPush},
 		{"gate", "allow a release only on fresh, signed, passing evidence for its policy", runGate},
 		{"diff", "show what changed between two runs, gate by gate", runDiff},
 		{"history", "list the runs recorded in the index", runHistory},

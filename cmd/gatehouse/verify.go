@@ -21,6 +21,7 @@ import (
 const verifyHelp = `Usage: gatehouse verify BUNDLE --key cosign.pub
        gatehouse verify BUNDLE --certificate-identity ID --certificate-oidc-issuer URL
                                --trusted-root trusted_root.json
+       gatehouse verify --from oci-layout:DIR[@sha256:DIGEST] (--key ... | keyless flags)
 
 Verifies an evidence bundle (a run folder or its .tar.gz) fully offline: both
 signatures, that the signed statements name every file, that every file's
@@ -47,8 +48,15 @@ must be in its Rekor log, and the log's time must fall inside the
 certificate's validity (and, when the root lists CT logs, the certificate
 must carry an SCT). --key and the keyless flags are mutually exclusive.
 
+--from fetches the bundle from an OCI image layout on disk (stored there by
+'gatehouse push'): every blob is checked against its digest, the archive is
+verified exactly as a .tar.gz is, and the artifact's labels (run id, policy
+digest, SHA256SUMS digest, image) must agree with the signed bundle. Without
+@DIGEST the layout must hold exactly one evidence artifact.
+
 Example:
   gatehouse verify gatehouse-runs/20261130T105520Z-95008d.tar.gz --key cosign.pub
+  gatehouse verify --from oci-layout:evidence@sha256:4c1d... --key cosign.pub
   gatehouse verify RUN --trusted-root trusted_root.json \
     --certificate-identity https://github.com/ORG/REPO/.github/workflows/ci.yml@refs/heads/main \
     --certificate-oidc-issuer https://token.actions.githubusercontent.com
@@ -80,6 +88,7 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fl.Usage = func() { fmt.Fprint(stderr, verifyHelp); fl.PrintDefaults() }
 	f.register(fl, "cosign public key (cosign.pub) the bundle must be signed with")
 	output := outputFlag(fl)
+	from := fl.String("from", "", "fetch the bundle from an OCI image layout: oci-layout:DIR[@sha256:DIGEST] (see 'gatehouse push')")
 	pos, err := parseArgs(fl, args)
 	if err != nil {
 		return err
@@ -87,16 +96,29 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := checkOutput("verify", *output); err != nil {
 		return err
 	}
-	if len(pos) != 1 {
-		return usagef("verify: want exactly one BUNDLE (a run folder or .tar.gz), got %d", len(pos))
+	switch {
+	case *from != "" && len(pos) != 0:
+		return usagef("verify: --from and a BUNDLE argument are mutually exclusive")
+	case *from == "" && len(pos) != 1:
+		return usagef("verify: want exactly one BUNDLE (a run folder or .tar.gz) or --from oci-layout:DIR, got %d", len(pos))
 	}
 	v, err := loadVerifier(f)
 	if err != nil {
 		return err
 	}
-	ver, err := verifyBundle(ctx, pos[0], v)
+	var ver *bundle.Verified
+	name := *from
+	if *from != "" {
+		ver, err = verifyFrom(ctx, *from, v)
+		if isUsage(err) {
+			return err
+		}
+	} else {
+		name = pos[0]
+		ver, err = verifyBundle(ctx, pos[0], v)
+	}
 	if *output == "json" {
-		if werr := writeJSON(stdout, verifiedDoc(pos[0], ver, err)); werr != nil {
+		if werr := writeJSON(stdout, verifiedDoc(name, ver, err)); werr != nil {
 			return werr
 		}
 	}
