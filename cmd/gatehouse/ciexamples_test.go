@@ -455,7 +455,6 @@ func TestCIExamplesCommandsParse(t *testing.T) {
 	}
 }
 
-
 // ciVars are the variables the examples use, as CI would set them.
 func ciVars(profile, trustedRoot string) map[string]string {
 	return map[string]string{
