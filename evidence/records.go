@@ -147,12 +147,18 @@ type Run struct {
 	Commit       string            `json:"commit,omitempty"`
 	Pipeline     string            `json:"pipeline,omitempty"`
 	Gates        []string          `json:"gates"`
-	Seed         int64             `json:"seed"`
-	Effective    map[string]any    `json:"effective_config"` // per path, what Inspect read back
-	Start        time.Time         `json:"start"`
-	End          time.Time         `json:"end"`
-	Complete     bool              `json:"complete"` // false if interrupted or failed
-	Error        string            `json:"error,omitempty"`
+	// Group names the run group a sharded run belongs to (gatehouse run
+	// --group); Shard is "K/N" and Scenarios the scenarios it ran
+	// ("file.feature:LINE"). Empty for a whole run.
+	Group     string         `json:"group,omitempty"`
+	Shard     string         `json:"shard,omitempty"`
+	Scenarios []string       `json:"scenarios,omitempty"`
+	Seed      int64          `json:"seed"`
+	Effective map[string]any `json:"effective_config"` // per path, what Inspect read back
+	Start     time.Time      `json:"start"`
+	End       time.Time      `json:"end"`
+	Complete  bool           `json:"complete"` // false if interrupted or failed
+	Error     string         `json:"error,omitempty"`
 
 	// ProfileWarnings are the profile loader's warnings (binds of dangerous
 	// host paths): what the profile may mean, and the gates must prove.

@@ -17,6 +17,7 @@ import (
 	"io"
 	"io/fs"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -24,6 +25,7 @@ import (
 	"gatehouse/corpus"
 	"gatehouse/detect"
 	"gatehouse/evidence"
+	"gatehouse/features"
 	"gatehouse/lab"
 	"gatehouse/steps"
 	"gatehouse/targets"
@@ -41,6 +43,10 @@ type Spec struct {
 	Target      targets.Target
 	TargetName  string
 	Gates       []string
+	// Shard, when set, runs only its part of the scenarios of Gates
+	// (features.Scenarios, in their stable order); Record.Group names the
+	// run group the shards belong to.
+	Shard       features.Shard
 	Features    fs.FS
 	ProbePath   string
 	Public      lab.Public
@@ -83,6 +89,22 @@ func Execute(ctx context.Context, spec Spec) (*Outcome, error) {
 		id = NewID()
 	}
 	prof := spec.Profile
+	var only []string
+	gates := spec.Gates
+	if spec.Shard.N > 0 {
+		sel, err := ShardScenarios(spec.Features, spec.Gates, spec.Shard)
+		if err != nil {
+			return nil, err
+		}
+		// The run records and runs the shard's gates only.
+		gates = nil
+		for _, s := range sel {
+			only = append(only, s.Location())
+			if !slices.Contains(gates, s.Gate) {
+				gates = append(gates, s.Gate)
+			}
+		}
+	}
 	folder, err := evidence.Create(spec.Out, id)
 	if err != nil {
 		return nil, err
@@ -90,7 +112,8 @@ func Execute(ctx context.Context, spec Spec) (*Outcome, error) {
 	rec := spec.Record
 	rec.ID, rec.Harness, rec.Target, rec.Profile = id, evidence.HarnessVersion(), spec.TargetName, prof.Name
 	rec.ProfileFile, rec.PolicyDigest, rec.PolicyFiles = spec.ProfileFile, prof.Digest(), map[string]string{}
-	rec.Corpus, rec.Gates, rec.Seed, rec.Start = corpus.Version(), spec.Gates, spec.Seed, time.Now().UTC()
+	rec.Corpus, rec.Gates, rec.Seed, rec.Start = corpus.Version(), gates, spec.Seed, time.Now().UTC()
+	rec.Shard, rec.Scenarios = spec.Shard.String(), only
 	for _, w := range spec.Plan.Warnings {
 		rec.ProfileWarnings = append(rec.ProfileWarnings, w.String())
 	}
@@ -111,7 +134,7 @@ func Execute(ctx context.Context, spec Spec) (*Outcome, error) {
 
 	cfg := steps.Config{
 		Target: spec.Target, Network: string(prof.Network), ProbePath: spec.ProbePath, Features: spec.Features,
-		Gates: spec.Gates, Folder: folder, Progress: progress, Concurrency: spec.Concurrency, Seed: spec.Seed,
+		Gates: gates, Scenarios: only, Folder: folder, Progress: progress, Concurrency: spec.Concurrency, Seed: spec.Seed,
 		SecretProcess: steps.SecretProcess{Where: prof.SecretProcess.Where, User: prof.SecretProcess.User, OtherUser: profile.OtherUser},
 		StopCommand:   prof.Limits.StopCommand,
 		Temporary:     prof.Limits.Temporary,
@@ -146,7 +169,7 @@ func Execute(ctx context.Context, spec Spec) (*Outcome, error) {
 		fmt.Fprintf(progress, "lab %s up and sealed (no route out) in %s; public-looking callback %s, %s, authority %s\n",
 			l.Name(), time.Since(t0).Round(time.Millisecond), pub.CallbackV4, pub.CallbackV6, pub.AuthorityV4)
 	}
-	fmt.Fprintf(progress, "running %s on both paths\n", strings.Join(spec.Gates, ", "))
+	fmt.Fprintf(progress, "running %s on both paths\n", strings.Join(gates, ", "))
 	out, runErr := steps.Run(ctx, cfg)
 	// The lab closes before anything is judged again or written: no hit can
 	// arrive after this point.
@@ -193,6 +216,23 @@ func Execute(ctx context.Context, spec Spec) (*Outcome, error) {
 		return nil, fmt.Errorf("%w (partial evidence kept in %s, marked incomplete)", runErr, dir)
 	}
 	return &Outcome{Folder: folder, Record: &rec, Results: results}, nil
+}
+
+// ErrEmptyShard means a shard selects no scenario (more shards than
+// scenarios): refused before anything starts, never an empty pass.
+var ErrEmptyShard = errors.New("run: the shard selects no scenario")
+
+// ShardScenarios is the shard's part of the scenarios of gates.
+func ShardScenarios(fsys fs.FS, gates []string, sh features.Shard) ([]features.Scenario, error) {
+	all, err := features.Scenarios(fsys, gates)
+	if err != nil {
+		return nil, err
+	}
+	sel := sh.Select(all)
+	if len(sel) == 0 {
+		return nil, fmt.Errorf("%w: shard %s of %d scenario(s)", ErrEmptyShard, sh, len(all))
+	}
+	return sel, nil
 }
 
 // NewID is a run id: the UTC time and three random bytes.

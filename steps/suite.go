@@ -48,6 +48,11 @@ type Config struct {
 	ProbePath string // host path of the static probe binary
 	Features  fs.FS  // holds *.feature files at its root
 	Gates     []string
+	// Scenarios, when set, are the only scenarios run, as godog locations
+	// ("file.feature:LINE", features.Scenario.Location): a shard of the
+	// run. Godog never sees the others, so they leave no verdict and no
+	// trace. Empty: every scenario of Gates.
+	Scenarios []string
 	Folder    *evidence.Folder // traces and reports go here; may be nil in unit tests
 	Progress  io.Writer
 	// SecretProcess: where the profile says the platform runs a process
@@ -163,7 +168,7 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 		Format:         "progress",
 		Output:         io.Discard,
 		FS:             cfg.Features,
-		Paths:          []string{"."},
+		Paths:          paths(cfg.Scenarios),
 		Strict:         true,
 		NoColors:       true,
 		Concurrency:    cfg.Concurrency,
@@ -248,6 +253,13 @@ func moveFile(from, to string) error {
 		return err
 	}
 	return os.WriteFile(to, b, 0o644)
+}
+
+func paths(scenarios []string) []string {
+	if len(scenarios) == 0 {
+		return []string{"."}
+	}
+	return scenarios
 }
 
 func tagExpr(gates []string) string {

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"gatehouse/evidence/bundle"
 	"gatehouse/evidence/gate"
 	"gatehouse/evidence/index"
 	"gatehouse/targets/profile"
@@ -27,15 +28,17 @@ const gateHelp = `Usage: gatehouse gate (--key cosign.pub | --certificate-identi
 
 Decides whether a release may go out. It passes (exit 0) only if the index
 holds evidence for exactly this policy (the profile FILE and every file it
-references, by digest) and image, and the NEWEST such run:
+references, by digest) and image, and, for every required gate (default:
+every built-in gate, so a run of only some gates is not enough) on both the
+normal and the assume-breach path, the NEWEST such run that has that gate
+and path (one run, or the shards of a run group: 'run --shard'):
+  - PASSed it, with a working positive control,
   - is younger than --max-age,
-  - PASSed every required gate (default: every built-in gate, so a run
-    of only some gates is not enough) on both the
-    normal and the assume-breach path, each with a working positive control,
   - and its bundle verifies with --key (or, keyless, as the certificate
     identity and issuer against the trusted root, as in 'verify') right now
     (the index is only a cache: the decision is taken again from the signed
-    files).
+    files of every deciding run).
+A gate and path no run has is refused by name (a shard that never ran).
 With --require-detection GATES it also requires, for those gates on both
 paths, that the run measured detection (--monitor or --alerts) and that every
 attempt a monitor could observe was detected, each no later than
@@ -43,7 +46,7 @@ attempt a monitor could observe was detected, each no later than
 imported after the fact has no latency and cannot meet a bound). Attempts no
 monitor could observe (no observable object, a gVisor session) are not
 misses, but a gate with none observable has shown no detection: refused.
-An older pass never outvotes a newer failure. --image is required whenever
+An older pass never outvotes a newer failure of the same gate and path. --image is required whenever
 the evidence names an image. Unsigned runs never pass.
 
 Example:
@@ -118,11 +121,13 @@ func runGate(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	d := gate.Decide(req, rows)
 	if d.Pass {
-		ver, verr := verifyBundle(ctx, d.Run.Dir, v)
-		if verr != nil {
-			verr = errors.New(explain(verr))
-		}
-		d = gate.Confirm(req, d, ver, verr)
+		d = gate.ConfirmAll(req, d, func(run index.Run) (*bundle.Verified, error) {
+			ver, verr := verifyBundle(ctx, run.Dir, v)
+			if verr != nil {
+				verr = errors.New(explain(verr))
+			}
+			return ver, verr
+		})
 	}
 	refused := func() error {
 		return &exitError{code: exitViolation, msg: fmt.Sprintf("gate: release refused (%d reason(s), first: %s)", len(d.Refusals), d.Refusals[0].Code)}
@@ -141,6 +146,14 @@ func runGate(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fmt.Fprintf(stdout, ", image %s", req.ImageDigest)
 	}
 	fmt.Fprintln(stdout)
+	if d.Pass && len(d.Runs) > 1 {
+		fmt.Fprintf(stdout, "PASS: release allowed by %d runs, signed by %s:\n", len(d.Runs), v.Identity())
+		for _, r := range d.Runs {
+			fmt.Fprintf(stdout, "  run %s (%s)%s, ended %s, decides %s\n", r.ID, r.Dir, shardNote(r),
+				r.Ended.Format(time.RFC3339), strings.Join(decides(d, r.ID), ", "))
+		}
+		return nil
+	}
 	if d.Pass {
 		fmt.Fprintf(stdout, "PASS: release allowed by run %s (%s), ended %s, signed by %s\n",
 			d.Run.ID, d.Run.Dir, d.Run.Ended.Format(time.RFC3339), v.Identity())
@@ -150,6 +163,28 @@ func runGate(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fmt.Fprintf(stdout, "REFUSED [%s] %s\n", r.Code, r.Message)
 	}
 	return refused()
+}
+
+// shardNote names a run's group and shard, when it has them.
+func shardNote(r index.Run) string {
+	switch {
+	case r.Shard != "":
+		return fmt.Sprintf(" shard %s of group %s", r.Shard, r.Group)
+	case r.Group != "":
+		return " of group " + r.Group
+	}
+	return ""
+}
+
+// decides lists the "gate/path" a run decided.
+func decides(d gate.Decision, id string) []string {
+	var out []string
+	for _, x := range d.Decided {
+		if x.RunID == id {
+			out = append(out, x.Gate+"/"+x.Path)
+		}
+	}
+	return out
 }
 
 // candidates reads the index. When nothing matches the policy it also

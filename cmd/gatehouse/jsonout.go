@@ -107,13 +107,23 @@ func verifiedDoc(path string, v *bundle.Verified, err error) verifyDoc {
 }
 
 type gateDoc struct {
-	Schema   string        `json:"schema"`
-	Policy   string        `json:"policy"`
-	File     string        `json:"policy_file"`
-	Image    string        `json:"image,omitempty"`
-	Decision string        `json:"decision"` // allowed | refused
-	Run      *gateRun      `json:"run,omitempty"`
+	Schema   string   `json:"schema"`
+	Policy   string   `json:"policy"`
+	File     string   `json:"policy_file"`
+	Image    string   `json:"image,omitempty"`
+	Decision string   `json:"decision"`      // allowed | refused
+	Run      *gateRun `json:"run,omitempty"` // the newest deciding run
+	// Runs are every run the decision rests on, newest first, with the
+	// gates and paths each decided: several for the shards of a group.
+	Runs     []gateShard   `json:"runs,omitempty"`
 	Refusals []gateRefusal `json:"refusals"`
+}
+
+type gateShard struct {
+	gateRun
+	Group   string   `json:"group,omitempty"`
+	Shard   string   `json:"shard,omitempty"`
+	Decides []string `json:"decides"` // "gate/path"
 }
 
 type gateRun struct {
@@ -133,6 +143,15 @@ func decisionDoc(req gate.Request, file string, d gate.Decision, signer string) 
 	if d.Pass {
 		doc.Decision = "allowed"
 		doc.Run = &gateRun{ID: d.Run.ID, Dir: d.Run.Dir, Ended: d.Run.Ended, Signer: signer}
+		for _, r := range d.Runs {
+			sh := gateShard{gateRun: gateRun{ID: r.ID, Dir: r.Dir, Ended: r.Ended, Signer: signer}, Group: r.Group, Shard: r.Shard, Decides: []string{}}
+			for _, x := range d.Decided {
+				if x.RunID == r.ID {
+					sh.Decides = append(sh.Decides, x.Gate+"/"+x.Path)
+				}
+			}
+			doc.Runs = append(doc.Runs, sh)
+		}
 	}
 	for _, r := range d.Refusals {
 		doc.Refusals = append(doc.Refusals, gateRefusal{Code: string(r.Code), Message: r.Message})

@@ -47,6 +47,7 @@ func verbs() []verb {
 		{"verify", "verify a signed evidence bundle offline and say what it proves", runVerify},
 		{"push", "store a sealed evidence bundle as an OCI artifact in an OCI image layout on disk", runPush},
 		{"gate", "allow a release only on fresh, signed, passing evidence for its policy", runGate},
+		{"merge", "write one signed report over the shards of a run group", runMerge},
 		{"diff", "show what changed between two runs, gate by gate", runDiff},
 		{"history", "list the runs recorded in the index", runHistory},
 		{"doctor", "check what a run needs on this machine and say what to install", runDoctor},

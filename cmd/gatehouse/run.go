@@ -24,6 +24,7 @@ import (
 )
 
 const runHelp = `Usage: gatehouse run --profile FILE [--target NAME] [--gates LIST] [--out DIR]
+                     [--shard K/N --group ID]
                      [--key cosign.key | --keyless --trusted-root FILE] [--archive] [--db PATH]
        gatehouse run --check --profile FILE [--gates LIST] [--output text|json]
 
@@ -47,6 +48,17 @@ Rekor entry; --trusted-root is the trusted_root.json the bundle must verify
 against before it is indexed. Verify it with --certificate-identity and
 --certificate-oidc-issuer. (Tested only against an in-process virtual
 Sigstore: see docs/evidence.md.)
+
+--shard K/N runs the K-th of N parts of the selected scenarios, so that N CI
+runners share a run: the scenarios are sorted by gate and name and every N-th
+is taken, so every machine computes the same parts, each scenario is in
+exactly one, and both paths of a gate stay in the same shard. Each shard
+writes and seals its own run folder with the run group --group (default: the
+pipeline id, --pipeline or $GATEHOUSE_PIPELINE; one of them is required with
+--shard), recorded in run.json and the index. 'gatehouse gate' decides each
+gate and path from the newest run that has it, so the shards of a group gate
+a release together; 'gatehouse merge --group ID' writes one signed report
+over them (docs/ci.md).
 
 Targets (the profile's target field, or --target): bwrap (the embedded
 default), docker (runc or any runtime the lab daemon knows) and gvisor (docker
@@ -131,6 +143,7 @@ type runFlags struct {
 	seed                                         int64
 	quiet                                        bool
 	maxStop                                      time.Duration
+	shard, group                                 string      // --shard K/N, --group ID; see shardOf
 	detect                                       detectFlags // --monitor, --alerts, --alerts-listen
 }
 
@@ -155,6 +168,8 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fl.StringVar(&f.agentSandbox, "agent-sandbox", "off", "with a real agent: on or off, the agent's own sandbox (recorded in the evidence)")
 	fl.StringVar(&f.commit, "commit", os.Getenv("GATEHOUSE_COMMIT"), "commit under test, recorded in the evidence ($GATEHOUSE_COMMIT)")
 	fl.StringVar(&f.pipeline, "pipeline", os.Getenv("GATEHOUSE_PIPELINE"), "CI pipeline or job, recorded in the evidence ($GATEHOUSE_PIPELINE)")
+	fl.StringVar(&f.shard, "shard", "", "run only the K-th of N parts of the scenarios, as K/N (e.g. 2/4); needs a run group (docs/ci.md)")
+	fl.StringVar(&f.group, "group", "", "run group the run belongs to, recorded in the evidence (default with --shard: --pipeline, $GATEHOUSE_PIPELINE)")
 	fl.StringVar(&f.key, "key", "", "cosign private key to seal the run with (password from COSIGN_PASSWORD); without it the run is unsigned")
 	f.signing.register(fl)
 	fl.BoolVar(&f.archive, "archive", false, "also write <out>/<id>.tar.gz of the run folder")
@@ -196,6 +211,30 @@ type plan struct {
 	agent     *agentBridge    // a real agent on the normal path; nil: the probe
 	detectors []detect.Source // detection sources; none: not measured
 	respond   *steps.Response // --respond; nil: no response
+	shard     features.Shard  // zero: the whole run
+	group     string          // run group ("" for none)
+}
+
+// shardOf reads --shard and --group. A shard needs a group, so that gate
+// and merge can find its siblings: --group, or else the CI pipeline id
+// (--pipeline, $GATEHOUSE_PIPELINE), which every shard of one pipeline
+// shares.
+func shardOf(f runFlags) (features.Shard, string, error) {
+	group := f.group
+	if f.shard == "" {
+		return features.Shard{}, group, nil
+	}
+	sh, err := features.ParseShard(f.shard)
+	if err != nil {
+		return features.Shard{}, "", usagef("run: --shard: %v", err)
+	}
+	if group == "" {
+		group = f.pipeline
+	}
+	if group == "" {
+		return features.Shard{}, "", usagef("run: --shard %s needs a run group: give --group ID (or --pipeline / $GATEHOUSE_PIPELINE)", sh)
+	}
+	return sh, group, nil
 }
 
 // prepare validates a run request before anything is started: the
@@ -238,7 +277,26 @@ func prepare(ctx context.Context, f runFlags) (*plan, error) {
 			p.gates = append(p.gates, g)
 		}
 	}
-	p.effective = profile.NewPlan(prof, p.gates, true)
+	planGates := p.gates
+	if p.shard, p.group, err = shardOf(f); err != nil {
+		return nil, err
+	}
+	if p.shard.N > 0 {
+		// Refused here, not after the lab is up: a shard of nothing.
+		sel, err := runner.ShardScenarios(p.features, p.gates, p.shard)
+		if err != nil {
+			return nil, usagef("run: --shard %s: %v", p.shard, err)
+		}
+		// The plan shows the shard's gates; the runner gets them all and
+		// takes the same shard of them.
+		planGates = nil
+		for _, s := range sel {
+			if !contains(planGates, s.Gate) {
+				planGates = append(planGates, s.Gate)
+			}
+		}
+	}
+	p.effective = profile.NewPlan(prof, planGates, true)
 	if err := f.detect.validate(); err != nil {
 		return nil, err
 	}
@@ -325,9 +383,9 @@ func execute(ctx context.Context, f runFlags, stdout, stderr io.Writer) error {
 	}
 	spec := runner.Spec{
 		Out: f.out, Profile: p.prof, ProfileFile: f.profile, Plan: p.effective, Target: tgt, TargetName: p.target,
-		Gates: p.gates, Features: p.features, ProbePath: p.probePath, Public: p.public,
+		Gates: p.gates, Shard: p.shard, Features: p.features, ProbePath: p.probePath, Public: p.public,
 		Concurrency: f.concurrency, Seed: f.seed, MaxStop: f.maxStop, Detectors: p.detectors, Respond: p.respond,
-		Record:   evidence.Run{Commit: f.commit, Pipeline: f.pipeline, Model: f.model, Agent: f.agent},
+		Record:   evidence.Run{Commit: f.commit, Pipeline: f.pipeline, Model: f.model, Agent: f.agent, Group: p.group},
 		Progress: progress,
 		Begin: func(rec *evidence.Run) {
 			fmt.Fprintf(progress, "gatehouse %s: run %s, target %s, profile %s (policy %s)\n", rec.Harness, rec.ID, p.target, p.prof.Name, short(rec.PolicyDigest))

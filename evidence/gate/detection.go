@@ -12,14 +12,16 @@ import (
 // attempt was detected, no later than req.MaxDetectionLatency when set.
 // An attempt no monitor could observe is not a miss, but a gate whose
 // attempts were all unobservable has shown no detection: refused.
-func checkDetection(req Request, run *index.Run) []Refusal {
-	paths := req.Paths
-	if len(paths) == 0 {
-		paths = Paths
-	}
+func checkDetection(req Request, e *pool) []Refusal {
 	var out []Refusal
 	for _, g := range req.RequireDetection {
-		for _, p := range paths {
+		for _, p := range e.paths {
+			run := e.run(g, p)
+			if run == nil {
+				out = append(out, Refusal{Code: GateMissing, Gate: g, Path: p,
+					Message: fmt.Sprintf("gate %s has no result on path %s to show detection (%s)", g, p, e.none())})
+				continue
+			}
 			out = append(out, detectionOne(req, run, g, p)...)
 		}
 	}
@@ -28,12 +30,10 @@ func checkDetection(req Request, run *index.Run) []Refusal {
 
 func detectionOne(req Request, run *index.Run, gate, path string) []Refusal {
 	var out []Refusal
-	found := false
 	for _, r := range run.Results {
 		if r.Gate != gate || r.Path != path {
 			continue
 		}
-		found = true
 		base := Refusal{Gate: gate, Path: path, Scenario: r.Scenario}
 		d := r.Detection
 		if d == nil || !d.Measured {
@@ -70,10 +70,6 @@ func detectionOne(req Request, run *index.Run, gate, path string) []Refusal {
 			base.Message = fmt.Sprintf("gate %s on path %s: no attempt was observable by the run's detectors (%s), so detection was not shown (run %s)", gate, path, firstReason(r), run.ID)
 			out = append(out, base)
 		}
-	}
-	if !found {
-		out = append(out, Refusal{Code: GateMissing, Gate: gate, Path: path,
-			Message: fmt.Sprintf("gate %s has no result on path %s to show detection (run %s)", gate, path, run.ID)})
 	}
 	return out
 }

@@ -2,37 +2,25 @@ package gate
 
 import (
 	"fmt"
-	"sort"
 	"time"
 
 	"gatehouse/evidence"
 	"gatehouse/evidence/index"
 )
 
-// checkGates requires, for every required gate and every path, at least one
-// result, and that every result there is PASS with its positive control.
-func checkGates(req Request, run *index.Run) []Refusal {
-	paths := req.Paths
-	if len(paths) == 0 {
-		paths = Paths
-	}
-	required := req.Require
-	if len(required) == 0 {
-		seen := map[string]bool{}
-		for _, r := range run.Results {
-			if !seen[r.Gate] {
-				seen[r.Gate] = true
-				required = append(required, r.Gate)
-			}
-		}
-		sort.Strings(required)
-	}
-	if len(required) == 0 {
-		return []Refusal{{Code: GateMissing, Message: fmt.Sprintf("run %s has no gate results", run.ID)}}
-	}
+// checkGates requires, for every required gate and every path, a run that
+// has a result there, and that every result of the newest such run is PASS
+// with its positive control.
+func checkGates(req Request, e *pool) []Refusal {
 	var out []Refusal
-	for _, g := range required {
-		for _, p := range paths {
+	for _, g := range e.required {
+		for _, p := range e.paths {
+			run := e.run(g, p)
+			if run == nil {
+				out = append(out, Refusal{Code: GateMissing, Gate: g, Path: p,
+					Message: fmt.Sprintf("gate %s has no result on path %s (%s)", g, p, e.none())})
+				continue
+			}
 			out = append(out, checkOne(req, run, g, p)...)
 		}
 	}
@@ -41,12 +29,10 @@ func checkGates(req Request, run *index.Run) []Refusal {
 
 func checkOne(req Request, run *index.Run, gate, path string) []Refusal {
 	var out []Refusal
-	found := false
 	for _, r := range run.Results {
 		if r.Gate != gate || r.Path != path {
 			continue
 		}
-		found = true
 		base := Refusal{Gate: gate, Path: path, Scenario: r.Scenario}
 		switch {
 		case r.Verdict == evidence.Fail:
@@ -69,9 +55,13 @@ func checkOne(req Request, run *index.Run, gate, path string) []Refusal {
 		}
 		out = append(out, base)
 	}
-	if !found {
-		out = append(out, Refusal{Code: GateMissing, Gate: gate, Path: path,
-			Message: fmt.Sprintf("gate %s has no result on path %s (run %s)", gate, path, run.ID)})
-	}
 	return out
+}
+
+// none says which runs were looked at for a gate and path none has.
+func (e *pool) none() string {
+	if len(e.runs) == 1 {
+		return "run " + e.runs[0].ID
+	}
+	return fmt.Sprintf("none of %d runs of this policy and image has it; newest run %s", len(e.runs), e.runs[0].ID)
 }

@@ -26,6 +26,8 @@ type Run struct {
 	Other          int // inconclusive or skipped
 	VerifiedAt     time.Time
 	KeyFingerprint string
+	Group          string   // run group ("" for none)
+	Shard          string   // "K/N" of a sharded run, "" for a whole one
 	Results        []Result // filled by Candidates, not by History
 }
 
@@ -49,7 +51,8 @@ type Result struct {
 func FromRun(dir string, run evidence.Run, results []evidence.Result, verdict, key string, verifiedAt time.Time) Run {
 	r := Run{ID: run.ID, Dir: dir, Started: run.Start, Ended: run.End, Target: run.Target,
 		Profile: run.Profile, PolicyDigest: run.PolicyDigest, ImageDigest: run.ImageDigest,
-		Harness: run.Harness, Verdict: verdict, VerifiedAt: verifiedAt, KeyFingerprint: key}
+		Harness: run.Harness, Verdict: verdict, VerifiedAt: verifiedAt, KeyFingerprint: key,
+		Group: run.Group, Shard: run.Shard}
 	for _, x := range results {
 		switch x.Verdict {
 		case evidence.Pass:
@@ -94,11 +97,12 @@ func insert(ctx context.Context, tx *sql.Tx, r Run) error {
 		return err
 	}
 	_, err := tx.ExecContext(ctx, `INSERT INTO runs (id, dir, started, ended, target, profile,
-		policy_digest, image_digest, harness, verdict, passed, failed, other, verified_at, key_fingerprint)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		policy_digest, image_digest, harness, verdict, passed, failed, other, verified_at, key_fingerprint,
+		run_group, shard)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		r.ID, r.Dir, r.Started.UnixNano(), r.Ended.UnixNano(), r.Target, r.Profile,
 		r.PolicyDigest, r.ImageDigest, r.Harness, r.Verdict, r.Passed, r.Failed, r.Other,
-		r.VerifiedAt.UnixNano(), r.KeyFingerprint)
+		r.VerifiedAt.UnixNano(), r.KeyFingerprint, r.Group, r.Shard)
 	if err != nil {
 		return err
 	}
@@ -120,25 +124,51 @@ func insert(ctx context.Context, tx *sql.Tx, r Run) error {
 }
 
 const runCols = `id, dir, started, ended, target, profile, policy_digest, image_digest, harness,
-	verdict, passed, failed, other, verified_at, key_fingerprint`
+	verdict, passed, failed, other, verified_at, key_fingerprint, run_group, shard`
 
-// Candidates returns, for one policy digest, the newest run for each image
-// digest (including ""), with results: everything a gate decision needs,
-// whatever the number of older runs.
+// Candidates returns, for one policy digest, every run a gate decision
+// needs, with results, newest first: per image digest (including "") the
+// newest run, and the newest run that has each (gate, path), so that the
+// shards of a run group decide their own gates, whatever the number of
+// older runs.
 func (ix *Index) Candidates(ctx context.Context, policyDigest string) ([]Run, error) {
 	runs, err := ix.query(ctx, `SELECT `+runCols+` FROM runs r WHERE policy_digest = ?
-		AND id = (SELECT id FROM runs WHERE policy_digest = r.policy_digest
+		AND (id = (SELECT id FROM runs WHERE policy_digest = r.policy_digest
 			AND image_digest = r.image_digest ORDER BY ended DESC, id DESC LIMIT 1)
-		ORDER BY ended DESC`, policyDigest)
+		OR id IN (SELECT run_id FROM (SELECT x.run_id, ROW_NUMBER() OVER (
+				PARTITION BY y.image_digest, x.gate, x.path ORDER BY y.ended DESC, y.id DESC) AS n
+			FROM results x JOIN runs y ON y.id = x.run_id WHERE y.policy_digest = r.policy_digest)
+			WHERE n = 1))
+		ORDER BY ended DESC, id DESC`, policyDigest)
 	if err != nil {
 		return nil, fmt.Errorf("index: candidates: %w", err)
 	}
-	for i := range runs {
-		if runs[i].Results, err = ix.results(ctx, runs[i].ID); err != nil {
-			return nil, fmt.Errorf("index: candidates: %w", err)
-		}
+	if err := ix.fill(ctx, runs); err != nil {
+		return nil, fmt.Errorf("index: candidates: %w", err)
 	}
 	return runs, nil
+}
+
+// Group returns the runs of a run group, with results, oldest first.
+func (ix *Index) Group(ctx context.Context, group string) ([]Run, error) {
+	runs, err := ix.query(ctx, `SELECT `+runCols+` FROM runs WHERE run_group = ? ORDER BY ended, id`, group)
+	if err != nil {
+		return nil, fmt.Errorf("index: group: %w", err)
+	}
+	if err := ix.fill(ctx, runs); err != nil {
+		return nil, fmt.Errorf("index: group: %w", err)
+	}
+	return runs, nil
+}
+
+func (ix *Index) fill(ctx context.Context, runs []Run) error {
+	for i := range runs {
+		var err error
+		if runs[i].Results, err = ix.results(ctx, runs[i].ID); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // History lists recorded runs, newest first; limit <= 0 means all.
@@ -165,7 +195,7 @@ func (ix *Index) query(ctx context.Context, q string, args ...any) ([]Run, error
 		var st, en, va int64
 		if err := rows.Scan(&r.ID, &r.Dir, &st, &en, &r.Target, &r.Profile, &r.PolicyDigest,
 			&r.ImageDigest, &r.Harness, &r.Verdict, &r.Passed, &r.Failed, &r.Other, &va,
-			&r.KeyFingerprint); err != nil {
+			&r.KeyFingerprint, &r.Group, &r.Shard); err != nil {
 			return nil, err
 		}
 		r.Started, r.Ended, r.VerifiedAt = time.Unix(0, st).UTC(), time.Unix(0, en).UTC(), time.Unix(0, va).UTC()
