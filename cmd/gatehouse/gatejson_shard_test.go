@@ -54,13 +54,3 @@ func TestGateDocumentCitesEveryShard(t *testing.T) {
 		t.Errorf("schema accepted a run that decides nothing: %s", broken)
 	}
 }
-
-func toStrings(v any) []string {
-	l, _ := v.([]any)
-	out := make([]string, 0, len(l))
-	for _, x := range l {
-		s, _ := x.(string)
-		out = append(out, s)
-	}
-	return out
-}
