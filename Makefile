@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 GO ?= go
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
-LDFLAGS := -s -w -X gatehouse/evidence.version=$(VERSION)
+LDFLAGS := -s -w -X github.com/gatehouse-dev/gatehouse/evidence.version=$(VERSION)
 BIN := bin
 export CGO_ENABLED := 0
 

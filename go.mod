@@ -1,4 +1,4 @@
-module gatehouse
+module github.com/gatehouse-dev/gatehouse
 
 go 1.26.8
 

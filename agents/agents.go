@@ -16,7 +16,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
 // API is the wire format an agent speaks to its model.

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
 // claudeCode is Anthropic's Claude Code. Its npm package is a wrapper whose

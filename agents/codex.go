@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
 // codex is OpenAI's Codex CLI: a Rust binary shipped in a platform package

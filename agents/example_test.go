@@ -5,7 +5,7 @@ import (
 	"os"
 	"strings"
 
-	"gatehouse/agents"
+	"github.com/gatehouse-dev/gatehouse/agents"
 )
 
 // How the harness runs an agent in a session: look the adapter up, open its

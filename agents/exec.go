@@ -7,7 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
 // execAgent is a team's own agent: any executable on the host, bound

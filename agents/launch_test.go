@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"gatehouse/agents"
+	"github.com/gatehouse-dev/gatehouse/agents"
 )
 
 // fakeInstall is an install record as Cache.Open returns it; Launch only

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"gatehouse/agents"
+	"github.com/gatehouse-dev/gatehouse/agents"
 )
 
 // TestAgentsParse reads outputs the real CLIs printed in the smoke tests

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
 // qwenCode is Qwen Code: bundled JavaScript that needs Node >= 22, which

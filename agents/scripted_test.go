@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"gatehouse/agents"
+	"github.com/gatehouse-dev/gatehouse/agents"
 )
 
 // TestAgentsDrivenByTheScriptedModel runs each installed CLI against the

@@ -17,8 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"gatehouse/agents"
-	"gatehouse/lab/model"
+	"github.com/gatehouse-dev/gatehouse/agents"
+	"github.com/gatehouse-dev/gatehouse/lab/model"
 )
 
 // The smoke tests run each agent CLI in a network namespace of its own

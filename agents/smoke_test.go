@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"gatehouse/agents"
+	"github.com/gatehouse-dev/gatehouse/agents"
 )
 
 // smokeCase is one CLI in one mode and what must come of it.

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"gatehouse/detect"
+	"github.com/gatehouse-dev/gatehouse/detect"
 )
 
 // An audit record: `type=SYSCALL msg=audit(1700000000.123:42): k=v ...`,

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"time"
 
-	"gatehouse/detect"
+	"github.com/gatehouse-dev/gatehouse/detect"
 )
 
 // falcoAlert is Falco's JSON output (json_output: true), the same in

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"gatehouse/detect"
+	"github.com/gatehouse-dev/gatehouse/detect"
 )
 
 // Defaults of a file source.

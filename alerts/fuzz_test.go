@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"gatehouse/alerts"
+	"github.com/gatehouse-dev/gatehouse/alerts"
 )
 
 // seed adds every line (or, whole=true, the whole file) of the samples.

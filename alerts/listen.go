@@ -15,7 +15,7 @@ import (
 	"sync"
 	"time"
 
-	"gatehouse/detect"
+	"github.com/gatehouse-dev/gatehouse/detect"
 )
 
 // DefaultMaxBody bounds one POST; an alert is a few kilobytes.

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"gatehouse/alerts"
-	"gatehouse/detect"
+	"github.com/gatehouse-dev/gatehouse/alerts"
+	"github.com/gatehouse-dev/gatehouse/detect"
 )
 
 func startListener(t *testing.T, configure func(*alerts.Listener)) *alerts.Listener {

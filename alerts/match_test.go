@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"gatehouse/alerts"
-	"gatehouse/detect"
+	"github.com/gatehouse-dev/gatehouse/alerts"
+	"github.com/gatehouse-dev/gatehouse/detect"
 )
 
 // The samples' alerts match the attempts they describe, and only those:

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"gatehouse/detect"
+	"github.com/gatehouse-dev/gatehouse/detect"
 )
 
 // Objects are written the way the builtin monitor writes them, or matching

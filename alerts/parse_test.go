@@ -13,8 +13,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
-	"gatehouse/alerts"
-	"gatehouse/detect"
+	"github.com/gatehouse-dev/gatehouse/alerts"
+	"github.com/gatehouse-dev/gatehouse/detect"
 )
 
 var received = time.Date(2026, 12, 1, 10, 0, 5, 0, time.UTC)

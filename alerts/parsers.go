@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"gatehouse/detect"
+	"github.com/gatehouse-dev/gatehouse/detect"
 )
 
 // Parser turns one unit of a format (a JSON line, a POST body, an audit

@@ -3,7 +3,7 @@ package alerts
 import (
 	"sync/atomic"
 
-	"gatehouse/detect"
+	"github.com/gatehouse-dev/gatehouse/detect"
 )
 
 // queue is a bounded hand-off: under a flood, events past its capacity are

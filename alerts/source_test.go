@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"gatehouse/alerts"
-	"gatehouse/detect"
+	"github.com/gatehouse-dev/gatehouse/alerts"
+	"github.com/gatehouse-dev/gatehouse/detect"
 )
 
 // next waits for one event or fails.

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"gatehouse/detect"
+	"github.com/gatehouse-dev/gatehouse/detect"
 )
 
 type tetragonProcess struct {

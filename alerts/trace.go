@@ -9,7 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"gatehouse/detect"
+	"github.com/gatehouse-dev/gatehouse/detect"
 )
 
 // DefaultTraceMax caps traces/alerts.jsonl.

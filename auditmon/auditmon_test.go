@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"gatehouse/detect"
-	"gatehouse/internal/auid"
+	"github.com/gatehouse-dev/gatehouse/detect"
+	"github.com/gatehouse-dev/gatehouse/internal/auid"
 )
 
 // The test binary doubles as the helper processes the real tests run.

@@ -9,8 +9,8 @@ import (
 
 	"github.com/elastic/go-libaudit/v2/auparse"
 
-	"gatehouse/alerts"
-	"gatehouse/detect"
+	"github.com/gatehouse-dev/gatehouse/alerts"
+	"github.com/gatehouse-dev/gatehouse/detect"
 )
 
 func TestRuleTexts(t *testing.T) {

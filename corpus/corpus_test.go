@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"gatehouse/corpus"
+	"github.com/gatehouse-dev/gatehouse/corpus"
 )
 
 func TestEveryEntryLoads(t *testing.T) {

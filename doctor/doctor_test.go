@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"gatehouse/doctor"
+	"github.com/gatehouse-dev/gatehouse/doctor"
 )
 
 // machine is a fake machine: files, commands on PATH with their output,

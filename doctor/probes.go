@@ -7,9 +7,9 @@ import (
 	"os/exec"
 	"time"
 
-	"gatehouse/agents"
-	"gatehouse/auditmon"
-	"gatehouse/monitor"
+	"github.com/gatehouse-dev/gatehouse/agents"
+	"github.com/gatehouse-dev/gatehouse/auditmon"
+	"github.com/gatehouse-dev/gatehouse/monitor"
 )
 
 // Probes are how the checks look at the machine; tests give fakes.

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/evidence"
 )
 
 // A connection recorded at accept and the request it then carried are one

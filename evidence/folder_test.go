@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/evidence"
 )
 
 func TestFolderIsPartialUntilFinished(t *testing.T) {

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/evidence"
 )
 
 var ovT0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/evidence"
 )
 
 func TestRedact(t *testing.T) {

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/evidence"
 )
 
 // The assume-breach takedown in a verdict: a FAIL still rests on the hits

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/evidence"
 )
 
 func exchange(mod func(*evidence.ExchangeObservation)) evidence.ExchangeObservation {

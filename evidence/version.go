@@ -6,7 +6,7 @@ import (
 	"runtime/debug"
 )
 
-// version is set at link time (-X gatehouse/evidence.version=...) by the Makefile.
+// version is set at link time (-X github.com/gatehouse-dev/gatehouse/evidence.version=...) by the Makefile.
 var version = ""
 
 // HarnessVersion names the harness build that produced a run.

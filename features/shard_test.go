@@ -5,7 +5,7 @@ import (
 	"testing"
 	"testing/fstest"
 
-	"gatehouse/features"
+	"github.com/gatehouse-dev/gatehouse/features"
 )
 
 // Every scenario of the real feature set is in exactly one shard, for

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"testing/fstest"
 
-	"gatehouse/features"
+	"github.com/gatehouse-dev/gatehouse/features"
 )
 
 func TestEmbeddedGates(t *testing.T) {

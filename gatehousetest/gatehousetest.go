@@ -28,15 +28,15 @@ import (
 	"testing"
 	"time"
 
-	"gatehouse/doctor"
-	"gatehouse/evidence"
-	"gatehouse/evidence/index"
-	"gatehouse/features"
-	"gatehouse/lab"
-	"gatehouse/probe/probetest"
-	"gatehouse/runner"
-	"gatehouse/steps"
-	"gatehouse/targets/profile"
+	"github.com/gatehouse-dev/gatehouse/doctor"
+	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/evidence/index"
+	"github.com/gatehouse-dev/gatehouse/features"
+	"github.com/gatehouse-dev/gatehouse/lab"
+	"github.com/gatehouse-dev/gatehouse/probe/probetest"
+	"github.com/gatehouse-dev/gatehouse/runner"
+	"github.com/gatehouse-dev/gatehouse/steps"
+	"github.com/gatehouse-dev/gatehouse/targets/profile"
 )
 
 // Options says what to run. Only Profile is required; every zero value is

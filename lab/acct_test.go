@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"gatehouse/lab"
+	"github.com/gatehouse-dev/gatehouse/lab"
 )
 
 // The session's kernel counts what it emits toward each lab destination,

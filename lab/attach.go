@@ -9,8 +9,8 @@ import (
 	"regexp"
 	"strings"
 
-	"gatehouse/ledger"
-	"gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/ledger"
+	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
 var sessionRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,31}$`)

@@ -4,7 +4,7 @@ import (
 	"regexp"
 	"strings"
 
-	"gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/evidence"
 )
 
 // tagRE is the shape of a session tag: the session canary ("ghc" and 16

@@ -4,7 +4,7 @@ import (
 	"net/netip"
 	"testing"
 
-	"gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/evidence"
 )
 
 // A hit is attributed by its in-band tag first, by source address second,

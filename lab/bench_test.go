@@ -7,7 +7,7 @@ import (
 	"os/exec"
 	"testing"
 
-	"gatehouse/lab"
+	"github.com/gatehouse-dev/gatehouse/lab"
 )
 
 func benchNeedLab(b *testing.B) {

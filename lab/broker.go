@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/evidence"
 )
 
 // BrokerPrefix starts every token the broker issues. It is not a canary

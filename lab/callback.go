@@ -9,7 +9,7 @@ import (
 	"net/http"
 	"time"
 
-	"gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/evidence"
 )
 
 // startCallback starts the team-controlled server a forbidden callback

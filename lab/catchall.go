@@ -13,7 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/evidence"
 )
 
 // An egress rule that allows a port to any address ("tcp dport 22 accept"

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/evidence"
 )
 
 // Every TCP and UDP port of every callback address is recorded, with the

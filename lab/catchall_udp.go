@@ -11,7 +11,7 @@ import (
 	"github.com/miekg/dns"
 	"golang.org/x/sys/unix"
 
-	"gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/evidence"
 )
 
 // serveCatchUDP records every datagram TPROXY hands the socket, with the

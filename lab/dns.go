@@ -8,7 +8,7 @@ import (
 
 	"github.com/miekg/dns"
 
-	"gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/evidence"
 )
 
 // answer is what the resolver holds for one name.

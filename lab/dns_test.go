@@ -8,8 +8,8 @@ import (
 
 	"github.com/miekg/dns"
 
-	"gatehouse/evidence"
-	"gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
 // query asks server (ip:53) from inside the session namespace.

@@ -15,7 +15,7 @@ import (
 	"sync"
 	"time"
 
-	"gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/evidence"
 )
 
 // startEndpoints starts every controlled endpoint inside the lab namespace.

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
-	"gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/evidence"
 )
 
 const (

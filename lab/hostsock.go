@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/evidence"
 )
 
 // Socket endpoints the harness serves on the host file system, in folders

@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"strings"
 
-	"gatehouse/lab/model"
+	"github.com/gatehouse-dev/gatehouse/lab/model"
 )
 
 // startInference starts the one destination a sandbox is allowed to reach:

@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"gatehouse/evidence"
-	"gatehouse/lab/intake"
+	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/lab/intake"
 )
 
 // startIntake serves the reference results-intake service (lab/intake) at

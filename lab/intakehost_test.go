@@ -9,9 +9,9 @@ import (
 
 	"github.com/miekg/dns"
 
-	"gatehouse/evidence"
-	"gatehouse/lab"
-	"gatehouse/lab/intake"
+	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/lab"
+	"github.com/gatehouse-dev/gatehouse/lab/intake"
 )
 
 // A session submits a result to the lab's intake by name over HTTPS with a

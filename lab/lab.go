@@ -14,10 +14,10 @@ import (
 	"sync"
 	"time"
 
-	"gatehouse/evidence"
-	"gatehouse/lab/intake"
-	"gatehouse/lab/model"
-	"gatehouse/ledger"
+	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/lab/intake"
+	"github.com/gatehouse-dev/gatehouse/lab/model"
+	"github.com/gatehouse-dev/gatehouse/ledger"
 )
 
 // Options configure Up.

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"gatehouse/evidence"
-	"gatehouse/lab"
+	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/lab"
 )
 
 func TestUpCloseLeavesNoNamespace(t *testing.T) {

@@ -7,7 +7,7 @@ import (
 
 	"github.com/miekg/dns"
 
-	"gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/evidence"
 )
 
 // Names under LabDomain exist so that a team can write a domain allowlist

@@ -7,9 +7,9 @@ import (
 
 	"github.com/miekg/dns"
 
-	"gatehouse/evidence"
-	"gatehouse/lab"
-	"gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/lab"
+	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
 // ask sends one query to the lab resolver from the session namespace.

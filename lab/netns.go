@@ -5,7 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	_ "gatehouse/internal/mainthread" // keep locked goroutines off the main thread
+	_ "github.com/gatehouse-dev/gatehouse/internal/mainthread" // keep locked goroutines off the main thread
 	"os"
 	"os/exec"
 	"path/filepath"

@@ -15,9 +15,9 @@ import (
 	"golang.org/x/net/ipv4"
 	"golang.org/x/net/ipv6"
 
-	"gatehouse/evidence"
-	"gatehouse/lab"
-	"gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/lab"
+	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
 type attempt func(ctx context.Context, nw targets.Network, marker string) error

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"sync"
 
-	"gatehouse/lab/model"
+	"github.com/gatehouse-dev/gatehouse/lab/model"
 )
 
 // DefaultMaxTranscript bounds the model records kept in memory per session;

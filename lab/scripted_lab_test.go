@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"gatehouse/evidence"
-	"gatehouse/lab"
-	"gatehouse/lab/model"
+	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/lab"
+	"github.com/gatehouse-dev/gatehouse/lab/model"
 )
 
 // A client inside a session namespace reaches the scripted model at the

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"gatehouse/evidence"
-	"gatehouse/lab/model"
+	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/lab/model"
 )
 
 // The scripted model's requests are hits on "inference" pinned on the

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"gatehouse/lab"
+	"github.com/gatehouse-dev/gatehouse/lab"
 )
 
 func TestSealedFailsClosed(t *testing.T) {

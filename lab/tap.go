@@ -7,7 +7,7 @@ import (
 	"net"
 	"sync"
 
-	"gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/evidence"
 )
 
 // A request hit needs a complete request to reach a handler. A

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/evidence"
 )
 
 func TestHitLogCapsAndCounts(t *testing.T) {

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"gatehouse/ledger"
+	"github.com/gatehouse-dev/gatehouse/ledger"
 )
 
 // A child process records a folder and dies without cleaning up; a sweep

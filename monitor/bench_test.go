@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"gatehouse/detect"
-	"gatehouse/monitor"
+	"github.com/gatehouse-dev/gatehouse/detect"
+	"github.com/gatehouse-dev/gatehouse/monitor"
 )
 
 // BenchmarkDetectionLatency: a child in a registered cgroup connects to

@@ -16,7 +16,7 @@ import (
 
 	"github.com/miekg/dns"
 
-	"gatehouse/detect"
+	"github.com/gatehouse-dev/gatehouse/detect"
 )
 
 // record is one ring buffer record, decoded.

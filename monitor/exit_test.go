@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"gatehouse/detect"
-	"gatehouse/monitor"
+	"github.com/gatehouse-dev/gatehouse/detect"
+	"github.com/gatehouse-dev/gatehouse/monitor"
 )
 
 // linger starts the "linger" child in cg and waits until it is ready; send

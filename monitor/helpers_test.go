@@ -21,8 +21,8 @@ import (
 	"github.com/miekg/dns"
 	"golang.org/x/sys/unix"
 
-	"gatehouse/detect"
-	"gatehouse/monitor"
+	"github.com/gatehouse-dev/gatehouse/detect"
+	"github.com/gatehouse-dev/gatehouse/monitor"
 )
 
 // The test binary doubles as the child whose activity is observed: with

@@ -49,7 +49,7 @@ import (
 	"github.com/cilium/ebpf/ringbuf"
 	"golang.org/x/sys/unix"
 
-	"gatehouse/detect"
+	"github.com/gatehouse-dev/gatehouse/detect"
 )
 
 // Errors a caller tells apart.

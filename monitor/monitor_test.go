@@ -17,8 +17,8 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 
-	"gatehouse/detect"
-	"gatehouse/monitor"
+	"github.com/gatehouse-dev/gatehouse/detect"
+	"github.com/gatehouse-dev/gatehouse/monitor"
 )
 
 // TestMonitorSeesSessionActivity: a child in a registered cgroup (and a

@@ -7,7 +7,7 @@ import (
 	"errors"
 	"testing"
 
-	"gatehouse/detect"
+	"github.com/gatehouse-dev/gatehouse/detect"
 )
 
 func TestBuiltinRules(t *testing.T) {

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/probe"
 )
 
 // A payload that is not text (a QUIC Initial starts 0xc3 0x00...) must

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"gatehouse/probe"
-	"gatehouse/probe/probetest"
+	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/probe/probetest"
 )
 
 // TestBinaryIsStatic: the probe runs in FROM-scratch images and jails

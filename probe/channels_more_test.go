@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/probe"
 )
 
 // A send's and a receive's active windows lie inside the attempt and

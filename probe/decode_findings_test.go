@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/probe"
 )
 
 // Searches and host checks carry a list of findings: a larger excerpt cap

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/probe"
 )
 
 var decodePlan = probe.Plan{Steps: []probe.Step{

@@ -14,7 +14,7 @@ import (
 
 	"golang.org/x/net/http2"
 
-	"gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/probe"
 )
 
 // serveUnix serves h on a unix socket in a test folder, over HTTP/1 or

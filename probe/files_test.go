@@ -8,7 +8,7 @@ import (
 	"syscall"
 	"testing"
 
-	"gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/probe"
 )
 
 func TestFiles(t *testing.T) {

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"testing"
 
-	"gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/probe"
 )
 
 // FuzzDecode feeds arbitrary probe output to Decode with small limits, so

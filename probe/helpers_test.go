@@ -7,7 +7,7 @@ import (
 	"os/exec"
 	"testing"
 
-	"gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/probe"
 )
 
 // runPlan runs steps through probe.Run and reads the output back with

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"testing"
 
-	"gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/probe"
 )
 
 // labServer is a loopback stand-in for a controlled endpoint: redirects,

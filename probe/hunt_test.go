@@ -11,7 +11,7 @@ import (
 	"sync"
 	"testing"
 
-	"gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/probe"
 )
 
 func TestHuntFindsPlantedValuesAndUsesThem(t *testing.T) {

@@ -9,7 +9,7 @@ import (
 	"github.com/miekg/dns"
 	"golang.org/x/net/icmp"
 
-	"gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/probe"
 )
 
 func TestICMP(t *testing.T) {

@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"gatehouse/probe/probetest"
+	"github.com/gatehouse-dev/gatehouse/probe/probetest"
 )
 
 func TestMain(m *testing.M) {

@@ -8,7 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/probe"
 )
 
 // tcpServer accepts on loopback and runs handle for each connection.

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/probe"
 )
 
 // The form an agent runs: the plan from a file, the reports also appended

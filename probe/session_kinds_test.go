@@ -15,7 +15,7 @@ import (
 	"syscall"
 	"testing"
 
-	"gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/probe"
 )
 
 func tok(tag string) string {

@@ -12,8 +12,8 @@ import (
 	"syscall"
 	"testing"
 
-	"gatehouse/probe"
-	"gatehouse/probe/probetest"
+	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/probe/probetest"
 )
 
 // TestBinaryTakedownInANamespaceOfItsOwn runs the real probe, as root, in

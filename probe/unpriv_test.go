@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"gatehouse/probe"
-	"gatehouse/probe/probetest"
+	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/probe/probetest"
 )
 
 // TestBinaryUnprivilegedICMP runs the probe as nobody in a fresh network

@@ -22,14 +22,14 @@ import (
 	"sync"
 	"time"
 
-	"gatehouse/corpus"
-	"gatehouse/detect"
-	"gatehouse/evidence"
-	"gatehouse/features"
-	"gatehouse/lab"
-	"gatehouse/steps"
-	"gatehouse/targets"
-	"gatehouse/targets/profile"
+	"github.com/gatehouse-dev/gatehouse/corpus"
+	"github.com/gatehouse-dev/gatehouse/detect"
+	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/features"
+	"github.com/gatehouse-dev/gatehouse/lab"
+	"github.com/gatehouse-dev/gatehouse/steps"
+	"github.com/gatehouse-dev/gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/targets/profile"
 )
 
 // Spec is a validated run request. Zero values: the run id is made here,

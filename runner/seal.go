@@ -7,11 +7,11 @@ import (
 	"path/filepath"
 	"time"
 
-	"gatehouse/evidence"
-	"gatehouse/evidence/bundle"
-	"gatehouse/evidence/index"
-	"gatehouse/evidence/keys"
-	htmlreport "gatehouse/evidence/report"
+	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/evidence/bundle"
+	"github.com/gatehouse-dev/gatehouse/evidence/index"
+	"github.com/gatehouse-dev/gatehouse/evidence/keys"
+	htmlreport "github.com/gatehouse-dev/gatehouse/evidence/report"
 )
 
 // Sealer is what a run seals with: a cosign key or a keyless identity.

@@ -8,15 +8,15 @@ import (
 	"os"
 	"strings"
 
-	"gatehouse/agents"
-	"gatehouse/auditmon"
-	"gatehouse/ledger"
-	"gatehouse/targets"
-	"gatehouse/targets/bwrap"
-	"gatehouse/targets/docker"
-	"gatehouse/targets/exec"
-	"gatehouse/targets/profile"
-	"gatehouse/targets/realwrap"
+	"github.com/gatehouse-dev/gatehouse/agents"
+	"github.com/gatehouse-dev/gatehouse/auditmon"
+	"github.com/gatehouse-dev/gatehouse/ledger"
+	"github.com/gatehouse-dev/gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/targets/bwrap"
+	"github.com/gatehouse-dev/gatehouse/targets/docker"
+	"github.com/gatehouse-dev/gatehouse/targets/exec"
+	"github.com/gatehouse-dev/gatehouse/targets/profile"
+	"github.com/gatehouse-dev/gatehouse/targets/realwrap"
 )
 
 // ConfigError is this machine's or the request's configuration (an unknown

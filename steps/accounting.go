@@ -6,8 +6,8 @@ import (
 	"net/netip"
 	"net/url"
 
-	"gatehouse/lab"
-	"gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/lab"
+	"github.com/gatehouse-dev/gatehouse/probe"
 )
 
 // emitter is the lab's kernel-side accounting, when it has one (the real

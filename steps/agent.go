@@ -1,7 +1,7 @@
 package steps
 
 import (
-	"gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
 // Agent is a real agent CLI that runs the normal path instead of the probe

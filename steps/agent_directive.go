@@ -5,7 +5,7 @@ import (
 	"net/url"
 	"strings"
 
-	"gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/probe"
 )
 
 // DirectiveMarker starts each command of the injected instruction that the

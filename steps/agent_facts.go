@@ -3,8 +3,8 @@ package steps
 import (
 	"strings"
 
-	"gatehouse/evidence"
-	"gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/probe"
 )
 
 // agentFacts fills res.Agent for a normal-path scenario an agent ran, and

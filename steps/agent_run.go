@@ -9,9 +9,9 @@ import (
 	"io/fs"
 	"strings"
 
-	"gatehouse/corpus"
-	"gatehouse/probe"
-	"gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/corpus"
+	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
 // Scripter is the lab's scripted model: Script registers one agent run's

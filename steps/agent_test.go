@@ -13,11 +13,11 @@ import (
 	"testing/fstest"
 	"time"
 
-	"gatehouse/evidence"
-	"gatehouse/features"
-	"gatehouse/probe"
-	"gatehouse/steps"
-	"gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/features"
+	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/steps"
+	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
 // fakeAgent stands in for an agent CLI: its command names the document and

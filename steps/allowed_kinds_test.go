@@ -11,11 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"gatehouse/evidence"
-	"gatehouse/lab"
-	"gatehouse/lab/labproxy"
-	"gatehouse/probe"
-	"gatehouse/targets/profile"
+	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/lab"
+	"github.com/gatehouse-dev/gatehouse/lab/labproxy"
+	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/targets/profile"
 )
 
 // The attempts at the allowed destination itself, each in a real session

@@ -5,8 +5,8 @@ import (
 	"sort"
 	"strings"
 
-	"gatehouse/lab"
-	"gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/lab"
+	"github.com/gatehouse-dev/gatehouse/probe"
 )
 
 // Lab addresses the attempts aim at (docs/lab.md). They exist only inside

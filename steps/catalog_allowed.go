@@ -1,8 +1,8 @@
 package steps
 
 import (
-	"gatehouse/lab"
-	"gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/lab"
+	"github.com/gatehouse-dev/gatehouse/probe"
 )
 
 // Attempts that send to the allowed destination itself, directly and

@@ -6,8 +6,8 @@ import (
 	"net"
 	"strconv"
 
-	"gatehouse/lab"
-	"gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/lab"
+	"github.com/gatehouse-dev/gatehouse/probe"
 )
 
 // An aimedFamily's attempts need the lab's own addresses: the

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"gatehouse/lab"
-	"gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/lab"
+	"github.com/gatehouse-dev/gatehouse/probe"
 )
 
 // Every network attempt's first packet must go to a lab destination the

@@ -13,11 +13,11 @@ import (
 	"sync"
 	"time"
 
-	"gatehouse/detect"
-	"gatehouse/evidence"
-	"gatehouse/lab"
-	"gatehouse/probe"
-	"gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/detect"
+	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/lab"
+	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
 // Detection is scored apart from prevention: the detectors' events are

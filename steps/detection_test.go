@@ -12,12 +12,12 @@ import (
 	"testing"
 	"time"
 
-	"gatehouse/detect"
-	"gatehouse/evidence"
-	"gatehouse/features"
-	"gatehouse/probe"
-	"gatehouse/steps"
-	"gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/detect"
+	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/features"
+	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/steps"
+	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
 // fakeSource is a detect.Source the test feeds.

@@ -5,11 +5,11 @@ import (
 	"strings"
 	"testing"
 
-	"gatehouse/evidence"
-	"gatehouse/features"
-	"gatehouse/lab"
-	"gatehouse/probe"
-	"gatehouse/steps"
+	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/features"
+	"github.com/gatehouse-dev/gatehouse/lab"
+	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/steps"
 )
 
 func runPlaces(t *testing.T, l steps.Lab, tgt *placeTarget, secretProcess steps.SecretProcess, gate string) []evidence.Result {

@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"gatehouse/evidence"
-	"gatehouse/probe"
-	"gatehouse/steps"
+	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/steps"
 )
 
 // cross-session through the steps, with sessions that send and receive

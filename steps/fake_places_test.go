@@ -14,10 +14,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"gatehouse/evidence"
-	"gatehouse/lab"
-	"gatehouse/probe"
-	"gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/lab"
+	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
 // brokerLab is the fake lab with a real credential broker.

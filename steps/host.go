@@ -12,9 +12,9 @@ import (
 
 	"github.com/cucumber/godog"
 
-	"gatehouse/evidence"
-	"gatehouse/lab"
-	"gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/lab"
+	"github.com/gatehouse-dev/gatehouse/probe"
 )
 
 // hostAttempts are the host-access attempts a feature row may name. hostDir

@@ -4,7 +4,7 @@ import (
 	"reflect"
 	"testing"
 
-	"gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/evidence"
 )
 
 // TestOutsideProcesses: the facts a target reports become the processes

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"gatehouse/evidence"
-	"gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/probe"
 )
 
 // maxHomes bounds the host homes the harness stats.

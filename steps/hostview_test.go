@@ -7,8 +7,8 @@ import (
 	"reflect"
 	"testing"
 
-	"gatehouse/evidence"
-	"gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/probe"
 )
 
 func TestPasswdHomes(t *testing.T) {

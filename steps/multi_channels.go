@@ -10,9 +10,9 @@ import (
 
 	"github.com/cucumber/godog"
 
-	"gatehouse/ledger"
-	"gatehouse/probe"
-	"gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/ledger"
+	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
 // exchangeFor is how long each side of cross-session sends and listens.

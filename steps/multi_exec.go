@@ -7,8 +7,8 @@ import (
 	"sync"
 	"time"
 
-	"gatehouse/evidence"
-	"gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/probe"
 )
 
 // party is one session of a two-session gate and what it did.

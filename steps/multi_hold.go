@@ -8,9 +8,9 @@ import (
 	"sync"
 	"time"
 
-	"gatehouse/evidence"
-	"gatehouse/probe"
-	"gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
 // Bounds of a holder (see holdAll).

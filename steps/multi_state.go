@@ -12,10 +12,10 @@ import (
 	"github.com/cucumber/godog"
 	"golang.org/x/sys/unix"
 
-	"gatehouse/evidence"
-	"gatehouse/ledger"
-	"gatehouse/probe"
-	"gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/ledger"
+	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
 type multiKey struct{}

@@ -10,8 +10,8 @@ import (
 
 	"github.com/cucumber/godog"
 
-	"gatehouse/probe"
-	"gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
 // Per-attempt timeout given to the probe. A drop policy makes blocked

@@ -10,8 +10,8 @@ import (
 
 	"github.com/cucumber/godog"
 
-	"gatehouse/evidence"
-	"gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/probe"
 )
 
 // The reusable-state gate: two sessions of one profile, one after the

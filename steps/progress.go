@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"io"
 
-	"gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/evidence"
 )
 
 func progress(w io.Writer, n int, r evidence.Result) {

@@ -9,11 +9,11 @@ import (
 	"sync"
 	"testing"
 
-	"gatehouse/evidence"
-	"gatehouse/features"
-	"gatehouse/lab"
-	"gatehouse/steps"
-	"gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/features"
+	"github.com/gatehouse-dev/gatehouse/lab"
+	"github.com/gatehouse-dev/gatehouse/steps"
+	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
 // The profile loader refuses any {{place:NAME}} or {{secret:NAME}} that

@@ -13,10 +13,10 @@ import (
 	"testing"
 	"time"
 
-	"gatehouse/evidence"
-	"gatehouse/lab"
-	"gatehouse/lab/labproxy"
-	"gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/lab"
+	"github.com/gatehouse-dev/gatehouse/lab/labproxy"
+	"github.com/gatehouse-dev/gatehouse/probe"
 )
 
 // The proxy attempts against a test proxy running inside each session's

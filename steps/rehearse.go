@@ -15,11 +15,11 @@ import (
 
 	"github.com/cucumber/godog"
 
-	"gatehouse/corpus"
-	"gatehouse/evidence"
-	"gatehouse/lab"
-	"gatehouse/lab/intake"
-	"gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/corpus"
+	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/lab"
+	"github.com/gatehouse-dev/gatehouse/lab/intake"
+	"github.com/gatehouse-dev/gatehouse/probe"
 )
 
 // Rehearsal is the report-triage rehearsal's input (set by 'gatehouse

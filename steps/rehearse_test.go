@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"gatehouse/evidence"
-	"gatehouse/lab/intake"
+	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/lab/intake"
 )
 
 func TestTreeDiffNamesWatchedChanges(t *testing.T) {

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"time"
 
-	"gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/evidence"
 )
 
 // rejudge makes a scenario's judgement again from a given set of hits,

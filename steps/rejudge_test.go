@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"gatehouse/evidence"
-	"gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/probe"
 )
 
 // A forbidden contact recorded after a verdict (a late packet, a hit the

@@ -11,10 +11,10 @@ import (
 	"sync"
 	"time"
 
-	"gatehouse/detect"
-	"gatehouse/evidence"
-	"gatehouse/internal/cgroupfs"
-	"gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/detect"
+	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/internal/cgroupfs"
+	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
 // Response is what Gatehouse does on a session's first detection

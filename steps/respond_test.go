@@ -8,11 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"gatehouse/detect"
-	"gatehouse/evidence"
-	"gatehouse/features"
-	"gatehouse/probe"
-	"gatehouse/steps"
+	"github.com/gatehouse-dev/gatehouse/detect"
+	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/features"
+	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/steps"
 )
 
 func runResponding(t *testing.T, tgt *keyedTarget, resp *steps.Response) *steps.Outcome {

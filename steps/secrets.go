@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	_ "gatehouse/internal/mainthread" // keep locked goroutines off the main thread
+	_ "github.com/gatehouse-dev/gatehouse/internal/mainthread" // keep locked goroutines off the main thread
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,10 +15,10 @@ import (
 
 	"github.com/cucumber/godog"
 
-	"gatehouse/evidence"
-	"gatehouse/lab"
-	"gatehouse/probe"
-	"gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/lab"
+	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
 // Where a hunt presents what it found: the broker (as a bearer token) and

@@ -12,10 +12,10 @@ import (
 	"strings"
 	"sync"
 
-	"gatehouse/evidence"
-	"gatehouse/lab"
-	"gatehouse/ledger"
-	"gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/lab"
+	"github.com/gatehouse-dev/gatehouse/ledger"
+	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
 // plantRoot is the host folder under which every planted canary lives: a

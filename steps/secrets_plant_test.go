@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
 // Planting fills every place and secret a profile may name, with a value

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/probe"
 )
 
 // huntTimeout is the per-attempt deadline of hunts and host checks: a hunt

@@ -9,9 +9,9 @@ import (
 
 	"github.com/cucumber/godog"
 
-	"gatehouse/corpus"
-	"gatehouse/probe"
-	"gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/corpus"
+	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
 func registerSession(sc *godog.ScenarioContext, r *runner) {

@@ -11,10 +11,10 @@ import (
 
 	"github.com/cucumber/godog"
 
-	"gatehouse/detect"
-	"gatehouse/evidence"
-	"gatehouse/probe"
-	"gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/detect"
+	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
 type stateKey struct{}

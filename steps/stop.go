@@ -11,10 +11,10 @@ import (
 
 	"github.com/cucumber/godog"
 
-	"gatehouse/evidence"
-	"gatehouse/lab"
-	"gatehouse/probe"
-	"gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/lab"
+	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
 // defaultStopLimit applies when the target does not report the profile's.

@@ -12,8 +12,8 @@ import (
 	"syscall"
 	"time"
 
-	"gatehouse/evidence"
-	"gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
 // nsIdent identifies a network namespace by device and inode: read once,

@@ -9,8 +9,8 @@ import (
 
 	"github.com/cucumber/godog"
 
-	"gatehouse/evidence"
-	"gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/probe"
 )
 
 // OwnStorage is where a profile binds a session's own storage

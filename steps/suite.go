@@ -19,9 +19,9 @@ import (
 
 	"github.com/cucumber/godog"
 
-	"gatehouse/detect"
-	"gatehouse/evidence"
-	"gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/detect"
+	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
 // Lab is what the steps need of the lab of controlled endpoints.

@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"gatehouse/evidence"
-	"gatehouse/features"
-	"gatehouse/probe"
-	"gatehouse/steps"
+	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/features"
+	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/steps"
 )
 
 // takedownOutput is a probe that answers takedown steps with report and

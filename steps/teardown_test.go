@@ -6,11 +6,11 @@ import (
 	"strings"
 	"testing"
 
-	"gatehouse/evidence"
-	"gatehouse/features"
-	"gatehouse/probe"
-	"gatehouse/steps"
-	"gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/features"
+	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/steps"
+	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
 // teardownTarget wraps the fake sandbox with what its teardown leaves:

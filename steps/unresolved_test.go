@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"gatehouse/detect"
-	"gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/detect"
+	"github.com/gatehouse-dev/gatehouse/probe"
 )
 
 // An attempt named by a lab literal whose name did not resolve in the

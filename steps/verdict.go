@@ -8,7 +8,7 @@ import (
 
 	"github.com/cucumber/godog"
 
-	"gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/evidence"
 )
 
 // Endpoints a policy may let a session reach: the positive control's

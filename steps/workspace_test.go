@@ -3,7 +3,7 @@ package steps
 import (
 	"testing"
 
-	"gatehouse/targets/profile"
+	"github.com/gatehouse-dev/gatehouse/targets/profile"
 )
 
 // A wrapper target binds a profile's workspace where the storage gates

@@ -16,7 +16,7 @@ import (
 	"strings"
 	"time"
 
-	"gatehouse/detect"
+	"github.com/gatehouse-dev/gatehouse/detect"
 )
 
 // ErrUnsupported means "this target cannot do that": the caller skips with

@@ -11,8 +11,8 @@ import (
 	"context"
 	"os"
 
-	"gatehouse/probe"
-	"gatehouse/targets/supervisor"
+	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/targets/supervisor"
 )
 
 func main() {

@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"os"
 
-	"gatehouse/agents"
-	"gatehouse/lab"
-	"gatehouse/lab/model"
-	"gatehouse/steps"
-	"gatehouse/targets"
-	"gatehouse/targets/profile"
+	"github.com/gatehouse-dev/gatehouse/agents"
+	"github.com/gatehouse-dev/gatehouse/lab"
+	"github.com/gatehouse-dev/gatehouse/lab/model"
+	"github.com/gatehouse-dev/gatehouse/steps"
+	"github.com/gatehouse-dev/gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/targets/profile"
 )
 
 // agentBridge is an installed agent CLI as the steps run it on the normal

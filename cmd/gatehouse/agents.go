@@ -10,7 +10,7 @@ import (
 	"os"
 	"text/tabwriter"
 
-	"gatehouse/agents"
+	"github.com/gatehouse-dev/gatehouse/agents"
 )
 
 const agentsHelp = `Usage: gatehouse agents list [--output json]

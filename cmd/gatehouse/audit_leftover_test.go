@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"gatehouse/auditmon"
-	"gatehouse/probe/probetest"
+	"github.com/gatehouse-dev/gatehouse/auditmon"
+	"github.com/gatehouse-dev/gatehouse/probe/probetest"
 )
 
 // needAuditMonitor skips where --monitor audit cannot run; it returns

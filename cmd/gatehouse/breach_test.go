@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"gatehouse/evidence"
-	"gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/probe"
 )
 
 // TestAssumeBreachTakedown: on the assume-breach path root in the guest

@@ -10,10 +10,10 @@ import (
 	"strings"
 	"testing"
 
-	"gatehouse/features"
-	"gatehouse/lab"
-	"gatehouse/probe/probetest"
-	"gatehouse/targets/profile"
+	"github.com/gatehouse-dev/gatehouse/features"
+	"github.com/gatehouse-dev/gatehouse/lab"
+	"github.com/gatehouse-dev/gatehouse/probe/probetest"
+	"github.com/gatehouse-dev/gatehouse/targets/profile"
 )
 
 func brokenProfile(name string) string {

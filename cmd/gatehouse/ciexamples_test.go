@@ -11,7 +11,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"gatehouse/evidence/keyless/keylesstest"
+	"github.com/gatehouse-dev/gatehouse/evidence/keyless/keylesstest"
 )
 
 // The CI examples a team copies. TestCIExamples parses them, checks their

@@ -14,9 +14,9 @@ import (
 	"sync"
 	"time"
 
-	"gatehouse/evidence/comparison"
-	"gatehouse/runner"
-	"gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/evidence/comparison"
+	"github.com/gatehouse-dev/gatehouse/runner"
+	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
 const compareHelp = `Usage: gatehouse compare --profile A --profile B [--profile C ...] [--run DIR ...] [--gates LIST] [--out DIR]

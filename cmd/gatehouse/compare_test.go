@@ -10,10 +10,10 @@ import (
 	"strings"
 	"testing"
 
-	"gatehouse/evidence"
-	"gatehouse/evidence/comparison"
-	"gatehouse/probe/probetest"
-	"gatehouse/targets/docker"
+	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/evidence/comparison"
+	"github.com/gatehouse-dev/gatehouse/probe/probetest"
+	"github.com/gatehouse-dev/gatehouse/targets/docker"
 )
 
 // TestMain lets this test binary be the OCI runtime shim of the lab Docker

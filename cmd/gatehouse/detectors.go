@@ -12,12 +12,12 @@ import (
 	"strings"
 	"time"
 
-	"gatehouse/alerts"
-	"gatehouse/auditmon"
-	"gatehouse/detect"
-	"gatehouse/features"
-	"gatehouse/monitor"
-	"gatehouse/steps"
+	"github.com/gatehouse-dev/gatehouse/alerts"
+	"github.com/gatehouse-dev/gatehouse/auditmon"
+	"github.com/gatehouse-dev/gatehouse/detect"
+	"github.com/gatehouse-dev/gatehouse/features"
+	"github.com/gatehouse-dev/gatehouse/monitor"
+	"github.com/gatehouse-dev/gatehouse/steps"
 )
 
 // detectFlags are run's detection sources: Gatehouse's own monitor, the

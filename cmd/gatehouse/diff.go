@@ -8,8 +8,8 @@ import (
 	"os"
 	"strings"
 
-	"gatehouse/evidence/bundle"
-	"gatehouse/evidence/diff"
+	"github.com/gatehouse-dev/gatehouse/evidence/bundle"
+	"github.com/gatehouse-dev/gatehouse/evidence/diff"
 )
 
 const diffHelp = `Usage: gatehouse diff A B [--key cosign.pub]

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"gatehouse/detect"
-	"gatehouse/evidence"
-	"gatehouse/targets/docker"
+	"github.com/gatehouse-dev/gatehouse/detect"
+	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/targets/docker"
 )
 
 // The builtin monitor on docker sessions: a container descends from the

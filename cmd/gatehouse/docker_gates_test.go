@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"gatehouse/evidence"
-	"gatehouse/targets/docker"
+	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/targets/docker"
 )
 
 // allGates are the nine gates, each run on both paths.

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"gatehouse/doctor"
+	"github.com/gatehouse-dev/gatehouse/doctor"
 )
 
 const doctorHelp = `Usage: gatehouse doctor [--output text|json]

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"gatehouse/doctor"
+	"github.com/gatehouse-dev/gatehouse/doctor"
 )
 
 // On this machine (the CI's kind), the doctor says a bwrap run can work,

@@ -10,10 +10,10 @@ import (
 	"strings"
 	"testing"
 
-	"gatehouse/evidence"
-	"gatehouse/evidence/keyless"
-	"gatehouse/evidence/keyless/keylesstest"
-	"gatehouse/probe/probetest"
+	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/evidence/keyless"
+	"github.com/gatehouse-dev/gatehouse/evidence/keyless/keylesstest"
+	"github.com/gatehouse-dev/gatehouse/probe/probetest"
 )
 
 const (

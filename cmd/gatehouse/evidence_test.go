@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"gatehouse/evidence/index"
-	"gatehouse/probe/probetest"
-	"gatehouse/targets/profile"
+	"github.com/gatehouse-dev/gatehouse/evidence/index"
+	"github.com/gatehouse-dev/gatehouse/probe/probetest"
+	"github.com/gatehouse-dev/gatehouse/targets/profile"
 )
 
 // signedRun is one real run of the external-callback gate, as the CLI left it.

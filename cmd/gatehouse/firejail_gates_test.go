@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/evidence"
 )
 
 // needFirejail skips, with the reason, unless firejail and root are here.

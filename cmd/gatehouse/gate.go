@@ -5,8 +5,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"gatehouse/features"
-	"gatehouse/steps"
+	"github.com/gatehouse-dev/gatehouse/features"
+	"github.com/gatehouse-dev/gatehouse/steps"
 	"io"
 	"io/fs"
 	"os"
@@ -14,10 +14,10 @@ import (
 	"strings"
 	"time"
 
-	"gatehouse/evidence/bundle"
-	"gatehouse/evidence/gate"
-	"gatehouse/evidence/index"
-	"gatehouse/targets/profile"
+	"github.com/gatehouse-dev/gatehouse/evidence/bundle"
+	"github.com/gatehouse-dev/gatehouse/evidence/gate"
+	"github.com/gatehouse-dev/gatehouse/evidence/index"
+	"github.com/gatehouse-dev/gatehouse/targets/profile"
 )
 
 const gateHelp = `Usage: gatehouse gate (--key cosign.pub | --certificate-identity ID

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"gatehouse/evidence"
-	"gatehouse/evidence/gate"
-	"gatehouse/evidence/index"
+	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/evidence/gate"
+	"github.com/gatehouse-dev/gatehouse/evidence/index"
 )
 
 // A decision resting on the shards of a group lists every run with what it

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"gatehouse/evidence"
-	"gatehouse/evidence/index"
-	"gatehouse/targets/docker"
+	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/evidence/index"
+	"github.com/gatehouse-dev/gatehouse/targets/docker"
 )
 
 // TestGvisorGoferOnHostNetwork: gvisor-hardened with one mistake, runsc's

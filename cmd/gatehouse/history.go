@@ -9,7 +9,7 @@ import (
 	"io/fs"
 	"os"
 
-	"gatehouse/evidence/index"
+	"github.com/gatehouse-dev/gatehouse/evidence/index"
 )
 
 const historyHelp = `Usage: gatehouse history [--db PATH] [--limit N]

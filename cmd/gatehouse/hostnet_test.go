@@ -3,7 +3,7 @@ package main
 import (
 	"testing"
 
-	"gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/evidence"
 )
 
 // A sandbox on the host (lab) network shares one network and one set of

@@ -7,7 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"gatehouse/runner"
+	"github.com/gatehouse-dev/gatehouse/runner"
 	"io"
 	"net"
 	"net/http"
@@ -18,10 +18,10 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"gatehouse/corpus"
-	"gatehouse/evidence"
-	"gatehouse/lab/intake"
-	"gatehouse/lab/intake/contract"
+	"github.com/gatehouse-dev/gatehouse/corpus"
+	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/lab/intake"
+	"github.com/gatehouse-dev/gatehouse/lab/intake/contract"
 )
 
 const intakeHelp = `Usage: gatehouse intake --url URL --token-cmd CMD [--contract intake.yaml] [--out DIR] [--key cosign.key]

@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"gatehouse/evidence"
-	"gatehouse/lab/intake"
-	"gatehouse/lab/intake/contract"
+	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/lab/intake"
+	"github.com/gatehouse-dev/gatehouse/lab/intake/contract"
 )
 
 // The reference service through the whole verb: its token command is this

@@ -6,13 +6,13 @@ import (
 	"io"
 	"time"
 
-	"gatehouse/evidence"
-	"gatehouse/evidence/bundle"
-	"gatehouse/evidence/comparison"
-	"gatehouse/evidence/diff"
-	"gatehouse/evidence/gate"
-	"gatehouse/evidence/index"
-	htmlreport "gatehouse/evidence/report"
+	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/evidence/bundle"
+	"github.com/gatehouse-dev/gatehouse/evidence/comparison"
+	"github.com/gatehouse-dev/gatehouse/evidence/diff"
+	"github.com/gatehouse-dev/gatehouse/evidence/gate"
+	"github.com/gatehouse-dev/gatehouse/evidence/index"
+	htmlreport "github.com/gatehouse-dev/gatehouse/evidence/report"
 )
 
 // Pipelines read --output json, not the text: one document per command,

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"io"
 
-	"gatehouse/evidence/keys"
+	"github.com/gatehouse-dev/gatehouse/evidence/keys"
 )
 
 const keysHelp = `Usage: gatehouse keys generate [--out PREFIX]

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"gatehouse/ledger"
-	"gatehouse/probe/probetest"
+	"github.com/gatehouse-dev/gatehouse/ledger"
+	"github.com/gatehouse-dev/gatehouse/probe/probetest"
 )
 
 // asGatehouse makes the test binary act as the gatehouse command (TestMain).

@@ -15,8 +15,8 @@ import (
 	"syscall"
 	"time"
 
-	"gatehouse/lab"
-	"gatehouse/runner"
+	"github.com/gatehouse-dev/gatehouse/lab"
+	"github.com/gatehouse-dev/gatehouse/runner"
 )
 
 const labHelp = `Usage: gatehouse lab up [--detach] [--docker] | down | status

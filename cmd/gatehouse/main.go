@@ -15,8 +15,8 @@ import (
 	"strings"
 	"syscall"
 
-	"gatehouse/ledger"
-	"gatehouse/targets/docker"
+	"github.com/gatehouse-dev/gatehouse/ledger"
+	"github.com/gatehouse-dev/gatehouse/targets/docker"
 )
 
 // Exit codes, shared by every verb.

@@ -4,7 +4,7 @@ import (
 	"sort"
 	"time"
 
-	"gatehouse/evidence/comparison"
+	"github.com/gatehouse-dev/gatehouse/evidence/comparison"
 )
 
 // summary is a run's session starts as the matrix shows them.

@@ -14,10 +14,10 @@ import (
 	"strings"
 	"time"
 
-	"gatehouse/evidence"
-	"gatehouse/evidence/bundle"
-	"gatehouse/evidence/index"
-	"gatehouse/features"
+	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/evidence/bundle"
+	"github.com/gatehouse-dev/gatehouse/evidence/index"
+	"github.com/gatehouse-dev/gatehouse/features"
 )
 
 const mergeHelp = `Usage: gatehouse merge --group ID (--key cosign.key | --keyless --trusted-root FILE)

@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"gatehouse/auditmon"
-	"gatehouse/detect"
-	"gatehouse/evidence"
-	"gatehouse/monitor"
+	"github.com/gatehouse-dev/gatehouse/auditmon"
+	"github.com/gatehouse-dev/gatehouse/detect"
+	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/monitor"
 )
 
 // The builtin monitor, on a real run: every observable network attempt is

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"testing"
 
-	"gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/evidence"
 )
 
 // fakeDockerd is a container engine API on a unix socket in a test folder,

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/evidence"
 )
 
 // realGates are the gates a mistake with real things (a token, a socket,

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/evidence"
 )
 
 // sessionGates are the gates the session-model mistakes may touch.

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"gatehouse/evidence"
-	"gatehouse/targets/profile"
+	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/targets/profile"
 )
 
 // crossSessionGates are the session gates and their neighbours: a mistake in

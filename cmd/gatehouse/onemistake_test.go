@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"gatehouse/evidence"
-	"gatehouse/lab"
+	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/lab"
 )
 
 // One-mistake profiles (testdata/profiles): bwrap-hardened with exactly one

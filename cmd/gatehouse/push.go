@@ -11,8 +11,8 @@ import (
 	"os"
 	"path/filepath"
 
-	"gatehouse/evidence/bundle"
-	"gatehouse/evidence/ocistore"
+	"github.com/gatehouse-dev/gatehouse/evidence/bundle"
+	"github.com/gatehouse-dev/gatehouse/evidence/ocistore"
 )
 
 const pushHelp = `Usage: gatehouse push --to DIR|oci-layout:DIR [--image DIGEST] RUN_FOLDER_OR_ARCHIVE

@@ -17,9 +17,9 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 
-	"gatehouse/evidence/bundle"
-	"gatehouse/evidence/ocistore"
-	"gatehouse/probe/probetest"
+	"github.com/gatehouse-dev/gatehouse/evidence/bundle"
+	"github.com/gatehouse-dev/gatehouse/evidence/ocistore"
+	"github.com/gatehouse-dev/gatehouse/probe/probetest"
 )
 
 // signedArchivedRun makes a key pair and one real signed, archived run of

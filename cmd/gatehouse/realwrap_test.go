@@ -6,11 +6,11 @@ import (
 	"strings"
 	"testing"
 
-	"gatehouse/agents"
-	"gatehouse/evidence"
-	"gatehouse/targets/profile"
-	"gatehouse/targets/profiles"
-	"gatehouse/targets/realwrap"
+	"github.com/gatehouse-dev/gatehouse/agents"
+	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/targets/profile"
+	"github.com/gatehouse-dev/gatehouse/targets/profiles"
+	"github.com/gatehouse-dev/gatehouse/targets/realwrap"
 )
 
 // needTool skips when the shipped profile's tool is not in the cache.

@@ -7,7 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"gatehouse/runner"
+	"github.com/gatehouse-dev/gatehouse/runner"
 	"io"
 	"os"
 	"os/exec"
@@ -16,13 +16,13 @@ import (
 	"sync"
 	"time"
 
-	"gatehouse/corpus"
-	"gatehouse/evidence"
-	"gatehouse/features"
-	"gatehouse/lab"
-	"gatehouse/lab/intake"
-	"gatehouse/steps"
-	"gatehouse/targets/profile"
+	"github.com/gatehouse-dev/gatehouse/corpus"
+	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/features"
+	"github.com/gatehouse-dev/gatehouse/lab"
+	"github.com/gatehouse-dev/gatehouse/lab/intake"
+	"github.com/gatehouse-dev/gatehouse/steps"
+	"github.com/gatehouse-dev/gatehouse/targets/profile"
 )
 
 const rehearseHelp = `Usage: gatehouse rehearse triage --profile FILE --repo DIR --report FILE

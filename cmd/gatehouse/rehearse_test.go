@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"gatehouse/evidence"
-	"gatehouse/probe/probetest"
-	"gatehouse/steps"
+	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/probe/probetest"
+	"github.com/gatehouse-dev/gatehouse/steps"
 )
 
 // rehearsalRepo copies the fixture repository into a temporary folder and

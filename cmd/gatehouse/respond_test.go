@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/evidence"
 )
 
 // effectOf finds one effect of a response.

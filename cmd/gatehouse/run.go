@@ -13,14 +13,14 @@ import (
 	"strings"
 	"time"
 
-	"gatehouse/detect"
-	"gatehouse/evidence"
-	"gatehouse/evidence/index"
-	"gatehouse/features"
-	"gatehouse/lab"
-	"gatehouse/runner"
-	"gatehouse/steps"
-	"gatehouse/targets/profile"
+	"github.com/gatehouse-dev/gatehouse/detect"
+	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/evidence/index"
+	"github.com/gatehouse-dev/gatehouse/features"
+	"github.com/gatehouse-dev/gatehouse/lab"
+	"github.com/gatehouse-dev/gatehouse/runner"
+	"github.com/gatehouse-dev/gatehouse/steps"
+	"github.com/gatehouse-dev/gatehouse/targets/profile"
 )
 
 const runHelp = `Usage: gatehouse run --profile FILE [--target NAME] [--gates LIST] [--out DIR]

@@ -11,10 +11,10 @@ import (
 	"strings"
 	"testing"
 
-	"gatehouse/evidence"
-	"gatehouse/lab"
-	"gatehouse/ledger"
-	"gatehouse/probe/probetest"
+	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/lab"
+	"github.com/gatehouse-dev/gatehouse/ledger"
+	"github.com/gatehouse-dev/gatehouse/probe/probetest"
 )
 
 // needSandbox skips, with the reason, where real sandboxes cannot run.

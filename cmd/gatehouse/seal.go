@@ -7,11 +7,11 @@ import (
 	"io"
 	"path/filepath"
 
-	"gatehouse/evidence"
-	"gatehouse/evidence/bundle"
-	"gatehouse/evidence/index"
-	"gatehouse/evidence/keyless"
-	"gatehouse/runner"
+	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/evidence/bundle"
+	"github.com/gatehouse-dev/gatehouse/evidence/index"
+	"github.com/gatehouse-dev/gatehouse/evidence/keyless"
+	"github.com/gatehouse-dev/gatehouse/runner"
 )
 
 // seal finishes a complete run folder (runner.Seal: report.html, then

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/evidence"
 )
 
 // plantedRE matches what long-lived-secret and host-access plant: canaries

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/evidence"
 )
 
 // The session gates, each on both paths, FAIL on the leaky profile with the

@@ -10,12 +10,12 @@ import (
 	"strings"
 	"testing"
 
-	"gatehouse/evidence"
-	"gatehouse/evidence/bundle"
-	"gatehouse/evidence/index"
-	"gatehouse/features"
-	"gatehouse/probe/probetest"
-	"gatehouse/runner"
+	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/evidence/bundle"
+	"github.com/gatehouse-dev/gatehouse/evidence/index"
+	"github.com/gatehouse-dev/gatehouse/features"
+	"github.com/gatehouse-dev/gatehouse/probe/probetest"
+	"github.com/gatehouse-dev/gatehouse/runner"
 )
 
 // TestShardedRunGatedAsOneRelease runs every gate on bwrap-hardened as four

@@ -8,10 +8,10 @@ import (
 	"os"
 	"sync"
 
-	"gatehouse/runner"
-	"gatehouse/targets"
-	"gatehouse/targets/docker"
-	"gatehouse/targets/profile"
+	"github.com/gatehouse-dev/gatehouse/runner"
+	"github.com/gatehouse-dev/gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/targets/docker"
+	"github.com/gatehouse-dev/gatehouse/targets/profile"
 )
 
 // newTarget makes a target by runner's registry of adapters. A target that

@@ -4,7 +4,7 @@ import (
 	"slices"
 	"testing"
 
-	"gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/evidence"
 )
 
 // A team's own gate (examples/team/features, written with the step

@@ -11,11 +11,11 @@ import (
 	"sort"
 	"strings"
 
-	"gatehouse/evidence"
-	"gatehouse/evidence/bundle"
-	"gatehouse/evidence/keyless"
-	"gatehouse/evidence/keys"
-	htmlreport "gatehouse/evidence/report"
+	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/evidence/bundle"
+	"github.com/gatehouse-dev/gatehouse/evidence/keyless"
+	"github.com/gatehouse-dev/gatehouse/evidence/keys"
+	htmlreport "github.com/gatehouse-dev/gatehouse/evidence/report"
 )
 
 const verifyHelp = `Usage: gatehouse verify BUNDLE --key cosign.pub

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io"
 
-	"gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/evidence"
 )
 
 func runVersion(ctx context.Context, args []string, stdout, stderr io.Writer) error {

@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"gatehouse/evidence/bundle"
+	"github.com/gatehouse-dev/gatehouse/evidence/bundle"
 )
 
 func TestArchiveRoundTrip(t *testing.T) {

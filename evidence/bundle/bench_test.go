@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"gatehouse/evidence/bundle"
+	"github.com/gatehouse-dev/gatehouse/evidence/bundle"
 )
 
 // A full run: 12 gates on both paths and 5,000 trace lines of each kind

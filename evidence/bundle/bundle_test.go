@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"gatehouse/evidence/bundle"
-	"gatehouse/evidence/keys"
+	"github.com/gatehouse-dev/gatehouse/evidence/bundle"
+	"github.com/gatehouse-dev/gatehouse/evidence/keys"
 )
 
 const testImage = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"

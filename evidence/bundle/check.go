@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 
-	"gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/evidence"
 )
 
 // checkSums verifies SHA256SUMS against its subject and parses it; its

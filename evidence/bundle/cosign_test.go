@@ -11,8 +11,8 @@ import (
 
 	sgbundle "github.com/sigstore/sigstore-go/pkg/bundle"
 
-	"gatehouse/evidence/bundle"
-	"gatehouse/evidence/keys"
+	"github.com/gatehouse-dev/gatehouse/evidence/bundle"
+	"github.com/gatehouse-dev/gatehouse/evidence/keys"
 )
 
 // cosignVersion is the CLI scripts/cosign.sh builds from the module proxy.

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"gatehouse/evidence"
-	"gatehouse/evidence/keys"
+	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/evidence/keys"
 )
 
 var (

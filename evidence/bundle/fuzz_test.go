@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"gatehouse/evidence/bundle"
+	"github.com/gatehouse-dev/gatehouse/evidence/bundle"
 )
 
 // FuzzParseSums: the parser never panics, and whatever it accepts formats

@@ -11,10 +11,10 @@ import (
 
 	"github.com/sigstore/sigstore-go/pkg/root"
 
-	"gatehouse/evidence/bundle"
-	"gatehouse/evidence/keyless"
-	"gatehouse/evidence/keyless/keylesstest"
-	"gatehouse/evidence/keys"
+	"github.com/gatehouse-dev/gatehouse/evidence/bundle"
+	"github.com/gatehouse-dev/gatehouse/evidence/keyless"
+	"github.com/gatehouse-dev/gatehouse/evidence/keyless/keylesstest"
+	"github.com/gatehouse-dev/gatehouse/evidence/keys"
 )
 
 const (

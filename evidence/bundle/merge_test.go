@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"gatehouse/evidence/bundle"
-	"gatehouse/evidence/keys"
+	"github.com/gatehouse-dev/gatehouse/evidence/bundle"
+	"github.com/gatehouse-dev/gatehouse/evidence/keys"
 )
 
 func TestMergeSealVerifiesAndRefusesTampering(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/evidence"
 )
 
 // readSmall reads a metadata file with a size cap, mapping "not there" to

@@ -5,7 +5,7 @@ import (
 	"sort"
 	"strings"
 
-	"gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/evidence"
 )
 
 // Statement is an in-toto Statement v1. We marshal our own structs with

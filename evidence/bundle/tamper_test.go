@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"gatehouse/evidence/bundle"
+	"github.com/gatehouse-dev/gatehouse/evidence/bundle"
 )
 
 // rewriteAttestation decodes an attestation's JSON, lets f change it, and

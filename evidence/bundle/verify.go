@@ -9,7 +9,7 @@ import (
 
 	sgbundle "github.com/sigstore/sigstore-go/pkg/bundle"
 
-	"gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/evidence"
 )
 
 // Verified is what a bundle proves once every check has passed.

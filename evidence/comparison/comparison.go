@@ -18,7 +18,7 @@ import (
 	"strings"
 	"time"
 
-	"gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/evidence"
 )
 
 // Comparison is what compare records.

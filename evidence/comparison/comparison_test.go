@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/evidence"
 )
 
 func TestMatrixTakesWorstVerdictAndNamesWhatGotThrough(t *testing.T) {

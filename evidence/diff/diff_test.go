@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"gatehouse/evidence"
-	"gatehouse/evidence/diff"
+	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/evidence/diff"
 )
 
 // side builds a run whose effective config on the normal path has the given

@@ -13,7 +13,7 @@ import (
 	"path/filepath"
 	"sort"
 
-	"gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/evidence"
 )
 
 // Side is one run as the diff reads it.

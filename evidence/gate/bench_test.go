@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"gatehouse/evidence/gate"
-	"gatehouse/evidence/index"
+	"github.com/gatehouse-dev/gatehouse/evidence/gate"
+	"github.com/gatehouse-dev/gatehouse/evidence/index"
 )
 
 // BenchmarkGate: index lookup plus decision on an index of 10,000 runs

@@ -3,8 +3,8 @@ package gate
 import (
 	"fmt"
 
-	"gatehouse/evidence/bundle"
-	"gatehouse/evidence/index"
+	"github.com/gatehouse-dev/gatehouse/evidence/bundle"
+	"github.com/gatehouse-dev/gatehouse/evidence/index"
 )
 
 // Confirm finishes a passing decision that rests on one run with the

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"gatehouse/evidence/index"
+	"github.com/gatehouse-dev/gatehouse/evidence/index"
 )
 
 // checkDetection requires, for every gate in req.RequireDetection and

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"gatehouse/evidence"
-	"gatehouse/evidence/gate"
-	"gatehouse/evidence/index"
+	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/evidence/gate"
+	"github.com/gatehouse-dev/gatehouse/evidence/index"
 )
 
 func ms(v float64) *float64 { return &v }

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"gatehouse/evidence/index"
+	"github.com/gatehouse-dev/gatehouse/evidence/index"
 )
 
 // Paths every required gate must pass on unless the request says otherwise.

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"time"
 
-	"gatehouse/evidence"
-	"gatehouse/evidence/index"
+	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/evidence/index"
 )
 
 // checkGates requires, for every required gate and every path, a run that

@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"gatehouse/evidence"
-	"gatehouse/evidence/bundle"
-	"gatehouse/evidence/gate"
-	"gatehouse/evidence/index"
+	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/evidence/bundle"
+	"github.com/gatehouse-dev/gatehouse/evidence/gate"
+	"github.com/gatehouse-dev/gatehouse/evidence/index"
 )
 
 func onPath(path string, rs []evidence.Result) []evidence.Result {

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"gatehouse/evidence"
-	"gatehouse/evidence/index"
+	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/evidence/index"
 )
 
 func shardRow(id, group, shard, gate string, ended time.Time) index.Run {

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"gatehouse/evidence/index"
+	"github.com/gatehouse-dev/gatehouse/evidence/index"
 )
 
 // writerEnv makes the test binary act as one writer process.

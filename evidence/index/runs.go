@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	"gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/evidence"
 )
 
 // Run is one recorded bundle.

@@ -10,8 +10,8 @@ import (
 
 	sgbundle "github.com/sigstore/sigstore-go/pkg/bundle"
 
-	"gatehouse/evidence/keyless"
-	"gatehouse/evidence/keyless/keylesstest"
+	"github.com/gatehouse-dev/gatehouse/evidence/keyless"
+	"github.com/gatehouse-dev/gatehouse/evidence/keyless/keylesstest"
 )
 
 const (

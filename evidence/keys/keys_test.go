@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"gatehouse/evidence/keys"
+	"github.com/gatehouse-dev/gatehouse/evidence/keys"
 )
 
 func TestGenerateLoad(t *testing.T) {

@@ -34,8 +34,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
-	"gatehouse/evidence"
-	"gatehouse/evidence/bundle"
+	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/evidence/bundle"
 )
 
 // Media types and annotation keys of an evidence artifact.

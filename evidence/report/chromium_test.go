@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"gatehouse/evidence/report"
+	"github.com/gatehouse-dev/gatehouse/evidence/report"
 )
 
 // chromium runs Debian's headless Chromium on one file and returns stdout.

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"gatehouse/evidence"
-	"gatehouse/evidence/report"
+	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/evidence/report"
 )
 
 // The report shows detection apart from the verdict: a Detection column in

@@ -3,8 +3,8 @@ package report_test
 import (
 	"time"
 
-	"gatehouse/detect"
-	"gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/detect"
+	"github.com/gatehouse-dev/gatehouse/evidence"
 )
 
 // Hostile strings a sandboxed agent controls: they end up in hit summaries,

@@ -3,7 +3,7 @@ package report
 import (
 	"fmt"
 
-	"gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/evidence"
 )
 
 // NotProven says what a run's evidence does not prove, in the words both the

@@ -17,7 +17,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/evidence"
 )
 
 // FileName is the report's name inside a run folder (and so a bundle).

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/evidence"
 )
 
 // A timeline puts one session's records on one time axis: what the probe

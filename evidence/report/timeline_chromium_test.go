@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"gatehouse/evidence/report"
+	"github.com/gatehouse-dev/gatehouse/evidence/report"
 )
 
 // TestTimelineInChromium opens the report of one leaky session that has

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"gatehouse/evidence"
-	"gatehouse/evidence/report"
+	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/evidence/report"
 )
 
 // Load keeps the alerts matched to some attempt; the "dropped" line and

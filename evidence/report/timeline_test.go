@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/evidence"
 )
 
 var tz = time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/evidence"
 )
 
 // Caps on what one scenario shows; the traces in the bundle hold the rest.

@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"gatehouse/gatehousetest"
+	"github.com/gatehouse-dev/gatehouse/gatehousetest"
 )
 
 // What a team writes: its sandbox profile, the gates it must pass. Each

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"gatehouse/lab/intake"
+	"github.com/gatehouse-dev/gatehouse/lab/intake"
 )
 
 func body(t *testing.T, mod func(m map[string]any)) []byte {

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"gatehouse/lab/intake"
+	"github.com/gatehouse-dev/gatehouse/lab/intake"
 )
 
 type fixture struct {

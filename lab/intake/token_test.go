@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"gatehouse/lab/intake"
+	"github.com/gatehouse-dev/gatehouse/lab/intake"
 )
 
 var t0 = time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)

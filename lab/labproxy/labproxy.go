@@ -38,8 +38,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"gatehouse/lab"
-	"gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/lab"
+	"github.com/gatehouse-dev/gatehouse/probe"
 )
 
 // Config is the proxy's policy.

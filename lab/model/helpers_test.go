@@ -12,7 +12,7 @@ import (
 	"sync"
 	"testing"
 
-	"gatehouse/lab/model"
+	"github.com/gatehouse-dev/gatehouse/lab/model"
 )
 
 // The fixtures' session: its key, its document and the commands the

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"time"
 
-	"gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/evidence"
 )
 
 // Record is one request to the scripted model, as the transcript keeps it

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"gatehouse/lab/model"
+	"github.com/gatehouse-dev/gatehouse/lab/model"
 )
 
 func TestPreconnectAndModelList(t *testing.T) {

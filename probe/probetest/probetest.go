@@ -30,7 +30,7 @@ func Build(t testing.TB) string {
 			return
 		}
 		path = filepath.Join(dir, "probe")
-		cmd := exec.Command("go", "build", "-trimpath", "-o", path, "gatehouse/cmd/gatehouse-probe")
+		cmd := exec.Command("go", "build", "-trimpath", "-o", path, "github.com/gatehouse-dev/gatehouse/cmd/gatehouse-probe")
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		out, e := cmd.CombinedOutput()
 		if e != nil {

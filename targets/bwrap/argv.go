@@ -5,8 +5,8 @@ import (
 	"sort"
 	"strconv"
 
-	"gatehouse/targets"
-	"gatehouse/targets/profile"
+	"github.com/gatehouse-dev/gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/targets/profile"
 )
 
 // buildPrefix returns the argv up to (not including) the "--" before the

@@ -2,12 +2,12 @@ package bwrap_test
 
 import (
 	"context"
-	"gatehouse/probe/probetest"
+	"github.com/gatehouse-dev/gatehouse/probe/probetest"
 	"io"
 	"testing"
 
-	"gatehouse/targets"
-	"gatehouse/targets/bwrap"
+	"github.com/gatehouse-dev/gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/targets/bwrap"
 )
 
 // BenchmarkSessionStart measures one hardened bubblewrap session from Start

@@ -7,9 +7,9 @@ import (
 	"os/exec"
 	"testing"
 
-	"gatehouse/targets"
-	"gatehouse/targets/profile"
-	"gatehouse/targets/profiles"
+	"github.com/gatehouse-dev/gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/targets/profile"
+	"github.com/gatehouse-dev/gatehouse/targets/profiles"
 )
 
 func benchNeed(b *testing.B) {

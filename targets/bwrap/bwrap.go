@@ -20,8 +20,8 @@ import (
 	"os/exec"
 	"strings"
 
-	"gatehouse/targets"
-	"gatehouse/targets/profile"
+	"github.com/gatehouse-dev/gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/targets/profile"
 )
 
 // Options configure the target.

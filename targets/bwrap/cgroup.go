@@ -4,14 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"gatehouse/internal/cgroupfs"
+	"github.com/gatehouse-dev/gatehouse/internal/cgroupfs"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
-	"gatehouse/ledger"
+	"github.com/gatehouse-dev/gatehouse/ledger"
 )
 
 // cgroup is a cgroup v2 folder that holds every process of a session (one

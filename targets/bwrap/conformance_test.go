@@ -1,13 +1,13 @@
 package bwrap_test
 
 import (
-	"gatehouse/probe/probetest"
+	"github.com/gatehouse-dev/gatehouse/probe/probetest"
 	"testing"
 
-	"gatehouse/targets"
-	"gatehouse/targets/bwrap"
-	"gatehouse/targets/profiles"
-	"gatehouse/targets/targettest"
+	"github.com/gatehouse-dev/gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/targets/bwrap"
+	"github.com/gatehouse-dev/gatehouse/targets/profiles"
+	"github.com/gatehouse-dev/gatehouse/targets/targettest"
 )
 
 func TestConformance(t *testing.T) {

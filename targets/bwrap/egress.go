@@ -3,8 +3,8 @@ package bwrap
 import (
 	"context"
 
-	"gatehouse/targets/egress"
-	"gatehouse/targets/profile"
+	"github.com/gatehouse-dev/gatehouse/targets/egress"
+	"github.com/gatehouse-dev/gatehouse/targets/profile"
 )
 
 // applyEgress loads the profile's ruleset in the session namespace through

@@ -4,16 +4,16 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"gatehouse/probe/probetest"
+	"github.com/gatehouse-dev/gatehouse/probe/probetest"
 	"os"
 	"os/exec"
 	"testing"
 	"time"
 
-	"gatehouse/targets"
-	"gatehouse/targets/bwrap"
-	"gatehouse/targets/profile"
-	"gatehouse/targets/profiles"
+	"github.com/gatehouse-dev/gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/targets/bwrap"
+	"github.com/gatehouse-dev/gatehouse/targets/profile"
+	"github.com/gatehouse-dev/gatehouse/targets/profiles"
 )
 
 // needSandbox skips unless the test can create namespaces and run bwrap.

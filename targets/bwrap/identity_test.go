@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"gatehouse/targets"
-	"gatehouse/targets/profile"
-	"gatehouse/targets/profiles"
+	"github.com/gatehouse-dev/gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/targets/profile"
+	"github.com/gatehouse-dev/gatehouse/targets/profiles"
 )
 
 // status prints uid and CapEff as the sandboxed process sees them.

@@ -8,9 +8,9 @@ import (
 	"strconv"
 	"strings"
 
-	"gatehouse/probe"
-	"gatehouse/targets"
-	"gatehouse/targets/egress"
+	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/targets/egress"
 )
 
 // maxFacts caps what Inspect reads from the probe: it runs inside the

@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"gatehouse/internal/auid"
-	_ "gatehouse/internal/mainthread" // keep locked goroutines off the main thread
+	"github.com/gatehouse-dev/gatehouse/internal/auid"
+	_ "github.com/gatehouse-dev/gatehouse/internal/mainthread" // keep locked goroutines off the main thread
 	"net"
 	"os"
 	"os/exec"
@@ -15,7 +15,7 @@ import (
 	"syscall"
 	"time"
 
-	"gatehouse/targets/supervisor"
+	"github.com/gatehouse-dev/gatehouse/targets/supervisor"
 )
 
 // startTimeout bounds how long the sandbox may take to serve its first request.

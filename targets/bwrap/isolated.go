@@ -8,7 +8,7 @@ import (
 	"os/exec"
 	"sync"
 
-	"gatehouse/ledger"
+	"github.com/gatehouse-dev/gatehouse/ledger"
 )
 
 // isolatedNetns makes an empty network namespace (only lo, no route

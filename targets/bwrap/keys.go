@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	"gatehouse/detect"
-	"gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/detect"
+	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
 var _ targets.SessionKeyer = (*session)(nil)

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"gatehouse/targets"
-	"gatehouse/targets/profiles"
+	"github.com/gatehouse-dev/gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/targets/profiles"
 )
 
 // The keys a session gives monitors are the real ones: the cgroup id is

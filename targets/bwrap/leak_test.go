@@ -2,17 +2,17 @@ package bwrap_test
 
 import (
 	"context"
-	"gatehouse/probe/probetest"
+	"github.com/gatehouse-dev/gatehouse/probe/probetest"
 	"os"
 	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
-	"gatehouse/targets"
-	"gatehouse/targets/bwrap"
-	"gatehouse/targets/profile"
-	"gatehouse/targets/profiles"
+	"github.com/gatehouse-dev/gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/targets/bwrap"
+	"github.com/gatehouse-dev/gatehouse/targets/profile"
+	"github.com/gatehouse-dev/gatehouse/targets/profiles"
 )
 
 // After Stop nothing of the session is left: no process in its namespace,

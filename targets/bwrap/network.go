@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"syscall"
 
-	"gatehouse/targets"
-	"gatehouse/targets/profile"
+	"github.com/gatehouse-dev/gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/targets/profile"
 )
 
 // ErrSharedNetwork means the session would run in the machine's own network

@@ -6,8 +6,8 @@ import (
 	"regexp"
 	"testing"
 
-	"gatehouse/targets"
-	"gatehouse/targets/profile"
+	"github.com/gatehouse-dev/gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/targets/profile"
 )
 
 var placeRef = regexp.MustCompile(`\{\{place:([^}]+)\}\}(/[^\s"]*)?`)

@@ -6,10 +6,10 @@ import (
 	"strings"
 	"testing"
 
-	"gatehouse/probe"
-	"gatehouse/probe/probetest"
-	"gatehouse/targets"
-	"gatehouse/targets/profiles"
+	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/probe/probetest"
+	"github.com/gatehouse-dev/gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/targets/profiles"
 )
 
 // Inspect's facts come from the probe, run inside the sandbox: they must

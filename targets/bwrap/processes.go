@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"strings"
 
-	"gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
 var _ targets.ProcessLister = (*session)(nil)

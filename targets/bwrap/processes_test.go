@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"gatehouse/targets"
-	"gatehouse/targets/profiles"
+	"github.com/gatehouse-dev/gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/targets/profiles"
 )
 
 // A process that made a network namespace of its own is invisible to a

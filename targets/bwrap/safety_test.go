@@ -3,17 +3,17 @@ package bwrap_test
 import (
 	"context"
 	"errors"
-	"gatehouse/probe/probetest"
+	"github.com/gatehouse-dev/gatehouse/probe/probetest"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
-	"gatehouse/targets"
-	"gatehouse/targets/bwrap"
-	"gatehouse/targets/profile"
-	"gatehouse/targets/profiles"
+	"github.com/gatehouse-dev/gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/targets/bwrap"
+	"github.com/gatehouse-dev/gatehouse/targets/profile"
+	"github.com/gatehouse-dev/gatehouse/targets/profiles"
 )
 
 // A sandbox must never share the machine's own network namespace.

@@ -9,10 +9,10 @@ import (
 	"os/exec"
 	"sync"
 
-	"gatehouse/targets"
-	"gatehouse/targets/egress"
-	"gatehouse/targets/profile"
-	"gatehouse/targets/supervisor"
+	"github.com/gatehouse-dev/gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/targets/egress"
+	"github.com/gatehouse-dev/gatehouse/targets/profile"
+	"github.com/gatehouse-dev/gatehouse/targets/supervisor"
 )
 
 // errStopped is returned by every call on a stopped session.

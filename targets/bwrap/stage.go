@@ -15,8 +15,8 @@ import (
 	"sort"
 	"strings"
 
-	"gatehouse/ledger"
-	"gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/ledger"
+	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
 // Inside is where the staging folder appears in the sandbox. Not /tmp:

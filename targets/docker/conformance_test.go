@@ -3,9 +3,9 @@ package docker_test
 import (
 	"testing"
 
-	"gatehouse/targets"
-	"gatehouse/targets/docker"
-	"gatehouse/targets/targettest"
+	"github.com/gatehouse-dev/gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/targets/docker"
+	"github.com/gatehouse-dev/gatehouse/targets/targettest"
 )
 
 // TestTargetConformance runs the shared conformance suite against the

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	_ "gatehouse/internal/mainthread" // keep locked goroutines off the main thread
+	_ "github.com/gatehouse-dev/gatehouse/internal/mainthread" // keep locked goroutines off the main thread
 	"os"
 	"os/exec"
 	"path/filepath"

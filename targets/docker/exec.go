@@ -12,7 +12,7 @@ import (
 	"github.com/moby/moby/api/pkg/stdcopy"
 	"github.com/moby/moby/client"
 
-	"gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
 // Exec runs cmd through the exec API (testcontainers-go's Exec buffers the

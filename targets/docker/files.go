@@ -11,8 +11,8 @@ import (
 
 	"github.com/moby/moby/api/types/mount"
 
-	"gatehouse/probe"
-	"gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
 // harnessApplets are the busybox applets Session.applet runs.

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"gatehouse/probe"
-	"gatehouse/targets"
-	"gatehouse/targets/docker"
+	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/targets/docker"
 )
 
 // TestFilesBoundReadOnly: on the lab daemon a session's files are bound

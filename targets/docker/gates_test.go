@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"gatehouse/targets"
-	"gatehouse/targets/docker"
+	"github.com/gatehouse-dev/gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/targets/docker"
 )
 
 // startLab starts a session through the lab daemon's shim (NewLab), so

@@ -11,8 +11,8 @@ import (
 
 	"github.com/moby/moby/client"
 
-	"gatehouse/probe"
-	"gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
 // Inspect reads back what the daemon and runtime applied (docker inspect),

@@ -16,8 +16,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"gatehouse/targets"
-	"gatehouse/targets/docker"
+	"github.com/gatehouse-dev/gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/targets/docker"
 )
 
 // inNetns runs fn on a thread that joined the lab namespace. The thread is

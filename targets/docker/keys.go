@@ -3,7 +3,7 @@ package docker
 import (
 	"context"
 	"fmt"
-	"gatehouse/internal/cgroupfs"
+	"github.com/gatehouse-dev/gatehouse/internal/cgroupfs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -12,8 +12,8 @@ import (
 
 	"github.com/moby/moby/client"
 
-	"gatehouse/detect"
-	"gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/detect"
+	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
 var _ targets.SessionKeyer = (*Session)(nil)

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"gatehouse/targets/docker"
+	"github.com/gatehouse-dev/gatehouse/targets/docker"
 )
 
 // One lab daemon per test binary: testcontainers-go talks to one Docker

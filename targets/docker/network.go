@@ -8,8 +8,8 @@ import (
 
 	"github.com/moby/moby/api/types/mount"
 
-	"gatehouse/targets"
-	"gatehouse/targets/egress"
+	"github.com/gatehouse-dev/gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/targets/egress"
 )
 
 // netPlan is what one session gets on the host, decided before create:

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
 var _ targets.ProcessLister = (*Session)(nil)

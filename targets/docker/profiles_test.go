@@ -3,8 +3,8 @@ package docker_test
 import (
 	"testing"
 
-	"gatehouse/targets/profile"
-	"gatehouse/targets/profiles"
+	"github.com/gatehouse-dev/gatehouse/targets/profile"
+	"github.com/gatehouse-dev/gatehouse/targets/profiles"
 )
 
 // TestShippedProfilesValidate: the docker section of each shipped docker

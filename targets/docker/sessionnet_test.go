@@ -7,11 +7,11 @@ import (
 	"testing"
 	"time"
 
-	"gatehouse/evidence"
-	"gatehouse/lab"
-	"gatehouse/targets"
-	"gatehouse/targets/docker"
-	"gatehouse/targets/profiles"
+	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/lab"
+	"github.com/gatehouse-dev/gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/targets/docker"
+	"github.com/gatehouse-dev/gatehouse/targets/profiles"
 )
 
 // upLab brings a real lab up for one test and attaches one session.

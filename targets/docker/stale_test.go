@@ -9,7 +9,7 @@ import (
 	"slices"
 	"testing"
 
-	"gatehouse/targets/docker"
+	"github.com/gatehouse-dev/gatehouse/targets/docker"
 )
 
 // TestReapStale: the state folder and namespace of a lab daemon whose

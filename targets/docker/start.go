@@ -14,8 +14,8 @@ import (
 	"github.com/testcontainers/testcontainers-go"
 	tclog "github.com/testcontainers/testcontainers-go/log"
 
-	"gatehouse/targets"
-	"gatehouse/targets/egress"
+	"github.com/gatehouse-dev/gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/targets/egress"
 )
 
 // toolsDir holds what Gatehouse copies in: the probe, and busybox for

@@ -13,7 +13,7 @@ import (
 	"github.com/moby/moby/client"
 	tclog "github.com/testcontainers/testcontainers-go/log"
 
-	"gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
 // Target starts one container per session on the daemon at Host.

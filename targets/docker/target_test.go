@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"gatehouse/targets"
-	"gatehouse/targets/docker"
+	"github.com/gatehouse-dev/gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/targets/docker"
 )
 
 func TestStartDaemonRefusesHostNamespace(t *testing.T) {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/moby/moby/client"
 
-	"gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
 // openPaths lets a private user namespace's root (an unmapped uid on the

@@ -6,8 +6,8 @@ import (
 	osexec "os/exec"
 	"testing"
 
-	"gatehouse/targets"
-	"gatehouse/targets/profiles"
+	"github.com/gatehouse-dev/gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/targets/profiles"
 )
 
 // BenchmarkSessionStart measures one firejail-hardened session from Start

@@ -4,14 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"gatehouse/internal/cgroupfs"
+	"github.com/gatehouse-dev/gatehouse/internal/cgroupfs"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
-	"gatehouse/ledger"
+	"github.com/gatehouse-dev/gatehouse/ledger"
 )
 
 // (The same as targets/bwrap's, kept apart so each adapter stands alone.)

@@ -3,8 +3,8 @@ package exec_test
 import (
 	"testing"
 
-	"gatehouse/targets"
-	"gatehouse/targets/targettest"
+	"github.com/gatehouse-dev/gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/targets/targettest"
 )
 
 func TestConformance(t *testing.T) {

@@ -8,8 +8,8 @@ import (
 	"os"
 	"path/filepath"
 
-	"gatehouse/probe"
-	"gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
 var _ targets.SessionCredentialer = (*session)(nil)

@@ -26,8 +26,8 @@ import (
 	"syscall"
 	"time"
 
-	"gatehouse/targets"
-	"gatehouse/targets/profile"
+	"github.com/gatehouse-dev/gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/targets/profile"
 )
 
 // Options configure the target.

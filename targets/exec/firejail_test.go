@@ -3,9 +3,9 @@ package exec_test
 import (
 	"testing"
 
-	"gatehouse/targets"
-	"gatehouse/targets/profiles"
-	"gatehouse/targets/targettest"
+	"github.com/gatehouse-dev/gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/targets/profiles"
+	"github.com/gatehouse-dev/gatehouse/targets/targettest"
 )
 
 func TestFirejailConformance(t *testing.T) {

@@ -9,11 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"gatehouse/probe/probetest"
-	"gatehouse/targets"
-	gexec "gatehouse/targets/exec"
-	"gatehouse/targets/profile"
-	"gatehouse/targets/profiles"
+	"github.com/gatehouse-dev/gatehouse/probe/probetest"
+	"github.com/gatehouse-dev/gatehouse/targets"
+	gexec "github.com/gatehouse-dev/gatehouse/targets/exec"
+	"github.com/gatehouse-dev/gatehouse/targets/profile"
+	"github.com/gatehouse-dev/gatehouse/targets/profiles"
 )
 
 // needRoot skips unless the test can create namespaces, mounts and cgroups.

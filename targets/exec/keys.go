@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"syscall"
 
-	"gatehouse/detect"
-	"gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/detect"
+	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
 var _ targets.SessionKeyer = (*session)(nil)

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
 // The keys a session gives monitors are the real ones: the cgroup id is

@@ -3,7 +3,7 @@ package exec
 import (
 	"errors"
 	"fmt"
-	_ "gatehouse/internal/mainthread" // keep locked goroutines off the main thread
+	_ "github.com/gatehouse-dev/gatehouse/internal/mainthread" // keep locked goroutines off the main thread
 	"os"
 	osexec "os/exec"
 	"runtime"

@@ -13,8 +13,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"gatehouse/targets"
-	"gatehouse/targets/profile"
+	"github.com/gatehouse-dev/gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/targets/profile"
 )
 
 func TestMain(m *testing.M) {

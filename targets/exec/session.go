@@ -5,7 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"gatehouse/internal/auid"
+	"github.com/gatehouse-dev/gatehouse/internal/auid"
 	"io"
 	"io/fs"
 	"os"
@@ -16,10 +16,10 @@ import (
 	"syscall"
 	"time"
 
-	"gatehouse/targets"
-	"gatehouse/targets/egress"
-	"gatehouse/targets/profile"
-	"gatehouse/targets/supervisor"
+	"github.com/gatehouse-dev/gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/targets/egress"
+	"github.com/gatehouse-dev/gatehouse/targets/profile"
+	"github.com/gatehouse-dev/gatehouse/targets/supervisor"
 )
 
 // errStopped is returned by every call on a stopped session.

@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"gatehouse/probe"
-	"gatehouse/probe/probetest"
-	"gatehouse/targets"
-	"gatehouse/targets/profiles"
+	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/probe/probetest"
+	"github.com/gatehouse-dev/gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/targets/profiles"
 )
 
 func run(t *testing.T, s targets.Session, script string, env map[string]string) string {

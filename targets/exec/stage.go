@@ -14,9 +14,9 @@ import (
 	"sort"
 	"strings"
 
-	"gatehouse/ledger"
-	"gatehouse/targets"
-	"gatehouse/targets/profile"
+	"github.com/gatehouse-dev/gatehouse/ledger"
+	"github.com/gatehouse-dev/gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/targets/profile"
 )
 
 // Where the session's staging folder appears: bound at /gatehouse in the

@@ -9,7 +9,7 @@ import (
 	"io"
 	"io/fs"
 
-	"gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
 // Target is a fake targets.Target.

@@ -9,8 +9,8 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"gatehouse/evidence"
-	"gatehouse/lab"
+	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/lab"
 )
 
 // Allow is what the allowed destination may receive (the `allow` field):

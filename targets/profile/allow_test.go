@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"gatehouse/evidence"
-	"gatehouse/targets/profile"
+	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/targets/profile"
 )
 
 const api = "{host: inference.lab.gatehouse.test, methods: [POST], paths: [/v1/complete], max_body: 65536, ports: [80, 443]}"

@@ -4,7 +4,7 @@ import (
 	"sort"
 	"strings"
 
-	"gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
 // linuxCaps are the capability names of Linux 5.9 and later, without the

@@ -9,7 +9,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"gatehouse/targets/egress"
+	"github.com/gatehouse-dev/gatehouse/targets/egress"
 )
 
 // ErrCannotCheck means a check could not run on this machine (nft missing,

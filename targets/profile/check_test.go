@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"gatehouse/targets/profile"
+	"github.com/gatehouse-dev/gatehouse/targets/profile"
 )
 
 func needNFT(t *testing.T) {

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
 // Control is one thing standing between the sandbox and a forbidden

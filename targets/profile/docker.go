@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"gatehouse/targets/docker"
+	"github.com/gatehouse-dev/gatehouse/targets/docker"
 )
 
 // Targets whose sessions are containers, configured by the docker section.

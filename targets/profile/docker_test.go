@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"gatehouse/targets/profile"
-	"gatehouse/targets/profiles"
+	"github.com/gatehouse-dev/gatehouse/targets/profile"
+	"github.com/gatehouse-dev/gatehouse/targets/profiles"
 )
 
 // TestShippedDockerProfilesLoad: the docker and gvisor profiles load

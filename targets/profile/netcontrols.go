@@ -3,7 +3,7 @@ package profile
 import (
 	"strings"
 
-	"gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
 // netAdmin: the path's root can change the session namespace's network

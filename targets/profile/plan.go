@@ -7,8 +7,8 @@ import (
 	"regexp"
 	"strings"
 
-	"gatehouse/targets"
-	"gatehouse/targets/egress"
+	"github.com/gatehouse-dev/gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/targets/egress"
 )
 
 // Plan is what a run of a profile will do, worked out without running

@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"gatehouse/targets"
-	"gatehouse/targets/profile"
-	"gatehouse/targets/profiles"
+	"github.com/gatehouse-dev/gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/targets/profile"
+	"github.com/gatehouse-dev/gatehouse/targets/profiles"
 )
 
 // Binds of well-known dangerous host paths are warnings with the field and

@@ -6,7 +6,7 @@ import (
 	"sort"
 	"strings"
 
-	"gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
 // WriteText prints the plan for people: one section per line heading,

@@ -12,8 +12,8 @@ import (
 	"strings"
 	"time"
 
-	"gatehouse/targets"
-	"gatehouse/targets/docker"
+	"github.com/gatehouse-dev/gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/targets/docker"
 )
 
 // Profile is one decoded profile. Fields mirror the YAML schema documented

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"gatehouse/targets"
-	"gatehouse/targets/profile"
-	"gatehouse/targets/profiles"
+	"github.com/gatehouse-dev/gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/targets/profile"
+	"github.com/gatehouse-dev/gatehouse/targets/profiles"
 )
 
 func TestShippedProfilesLoad(t *testing.T) {

@@ -6,7 +6,7 @@ import (
 	"sort"
 	"strings"
 
-	"gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
 // facts are what the loader worked out beyond the decoded fields.

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"gatehouse/targets/profile"
+	"github.com/gatehouse-dev/gatehouse/targets/profile"
 )
 
 // One mistake each, in the options and fields a target would refuse only

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"gatehouse/targets/profile"
+	"github.com/gatehouse-dev/gatehouse/targets/profile"
 )
 
 func TestWrapperSections(t *testing.T) {

@@ -16,13 +16,13 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"gatehouse/agents"
-	"gatehouse/probe/probetest"
-	"gatehouse/targets"
-	"gatehouse/targets/exec"
-	"gatehouse/targets/profile"
-	"gatehouse/targets/profiles"
-	"gatehouse/targets/realwrap"
+	"github.com/gatehouse-dev/gatehouse/agents"
+	"github.com/gatehouse-dev/gatehouse/probe/probetest"
+	"github.com/gatehouse-dev/gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/targets/exec"
+	"github.com/gatehouse-dev/gatehouse/targets/profile"
+	"github.com/gatehouse-dev/gatehouse/targets/profiles"
+	"github.com/gatehouse-dev/gatehouse/targets/realwrap"
 )
 
 // benchUID is the normal path's user in the shipped profiles: both the

@@ -9,13 +9,13 @@ import (
 	"testing"
 	"time"
 
-	"gatehouse/agents"
-	"gatehouse/probe/probetest"
-	"gatehouse/targets"
-	"gatehouse/targets/exec"
-	"gatehouse/targets/profile"
-	"gatehouse/targets/profiles"
-	"gatehouse/targets/realwrap"
+	"github.com/gatehouse-dev/gatehouse/agents"
+	"github.com/gatehouse-dev/gatehouse/probe/probetest"
+	"github.com/gatehouse-dev/gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/targets/exec"
+	"github.com/gatehouse-dev/gatehouse/targets/profile"
+	"github.com/gatehouse-dev/gatehouse/targets/profiles"
+	"github.com/gatehouse-dev/gatehouse/targets/realwrap"
 )
 
 // Codex with the network off refuses getsockopt in its seccomp filter; the

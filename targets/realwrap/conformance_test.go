@@ -8,14 +8,14 @@ import (
 	osexec "os/exec"
 	"testing"
 
-	"gatehouse/agents"
-	"gatehouse/probe/probetest"
-	"gatehouse/targets"
-	"gatehouse/targets/exec"
-	"gatehouse/targets/profile"
-	"gatehouse/targets/profiles"
-	"gatehouse/targets/realwrap"
-	"gatehouse/targets/targettest"
+	"github.com/gatehouse-dev/gatehouse/agents"
+	"github.com/gatehouse-dev/gatehouse/probe/probetest"
+	"github.com/gatehouse-dev/gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/targets/exec"
+	"github.com/gatehouse-dev/gatehouse/targets/profile"
+	"github.com/gatehouse-dev/gatehouse/targets/profiles"
+	"github.com/gatehouse-dev/gatehouse/targets/realwrap"
+	"github.com/gatehouse-dev/gatehouse/targets/targettest"
 )
 
 // Each real wrapper passes the conformance suite on both paths, in a

@@ -10,9 +10,9 @@ import (
 	"os"
 	"path/filepath"
 
-	"gatehouse/agents"
-	"gatehouse/targets/exec"
-	"gatehouse/targets/profile"
+	"github.com/gatehouse-dev/gatehouse/agents"
+	"github.com/gatehouse-dev/gatehouse/targets/exec"
+	"github.com/gatehouse-dev/gatehouse/targets/profile"
 )
 
 // ErrNotInstalled means the target's tool is not in the cache; the message

@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"time"
 
-	"gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
 // ErrGone means the sandbox instance (and its supervisor) ended.

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"gatehouse/targets"
-	"gatehouse/targets/supervisor"
+	"github.com/gatehouse-dev/gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/targets/supervisor"
 )
 
 // startControl runs a supervisor in control mode ("init 0"): its stdin is

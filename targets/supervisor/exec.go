@@ -7,7 +7,7 @@ import (
 	"io"
 	"time"
 
-	"gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
 // Exec runs one command in the sandbox and waits for it. A non-zero exit is

@@ -13,7 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"gatehouse/targets/supervisor"
+	"github.com/gatehouse-dev/gatehouse/targets/supervisor"
 )
 
 // socketQueries are the socket calls Codex's sandbox (0.171.0, network

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"gatehouse/targets"
-	"gatehouse/targets/supervisor"
+	"github.com/gatehouse-dev/gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/targets/supervisor"
 )
 
 // The test binary doubles as the supervisor: started with GH_SUPERVISOR=1

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
 var cases = []testCase{

@@ -11,8 +11,8 @@ import (
 	"sync"
 	"time"
 
-	"gatehouse/targets"
-	"gatehouse/targets/fake"
+	"github.com/gatehouse-dev/gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/targets/fake"
 )
 
 // memTarget is a fake that understands exactly the suite's scripts and

@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
 // Paths the suite uses inside the sandbox.

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
 const variantEnv = "GH_TARGETTEST_VARIANT"

@@ -18,7 +18,7 @@ import (
 	"github.com/sigstore/sigstore-go/pkg/sign"
 	"github.com/sigstore/sigstore-go/pkg/testing/ca"
 
-	"gatehouse/evidence/keyless"
+	"github.com/gatehouse-dev/gatehouse/evidence/keyless"
 )
 
 // Token is the OIDC token the virtual Fulcio demands. It has the shape of a

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"gatehouse/evidence"
-	"gatehouse/lab/intake"
+	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/lab/intake"
 )
 
 // Check names, in the order Run makes them.

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"gatehouse/evidence"
-	"gatehouse/lab/intake"
-	"gatehouse/lab/intake/contract"
+	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/lab/intake"
+	"github.com/gatehouse-dev/gatehouse/lab/intake/contract"
 )
 
 // clock is a fake clock the service, the minter and the gate's waits share.

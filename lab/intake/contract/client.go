@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"gatehouse/lab/intake"
+	"github.com/gatehouse-dev/gatehouse/lab/intake"
 )
 
 // maxShown bounds the request and response bodies kept in an Exchange.

@@ -16,7 +16,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"gatehouse/lab/intake"
+	"github.com/gatehouse-dev/gatehouse/lab/intake"
 )
 
 // Operation is one abstract operation as a service spells it: a method and
