@@ -63,6 +63,9 @@ func TestSchemasRefuseBrokenDocuments(t *testing.T) {
 		{"verify", `{"schema":"gatehouse.verify/v1","bundle":"x","verified":true,"results":[],"not_proven":[]}`},
 		{"diff", `{"schema":"gatehouse.diff/v1","a":{},"b":{},"regressed":false,"gates":[{"gate":"g","path":"normal","a":"MAYBE","b":"PASS","a_ms":1,"b_ms":1,"changed":true,"regressed":false}],"changes":[]}`},
 		{"history", `{"schema":"gatehouse.history/v1","db":"x","runs":[{"id":"r"}]}`},
+		{"run", `{"schema":"gatehouse.run/v1","id":"r","folder":"d","signed":false,"signer":"","index":"i","decision":"pass","exit_code":0,"results":[{"gate":"g","path":"normal","verdict":"FAIL","positive_control":true,"reason":"","detection":"not measured","response":"","duration_ms":1}]}`},
+		{"run", `{"schema":"gatehouse.run/v1","id":"r","folder":"d","signed":true,"signer":"","index":"i","decision":"inconclusive","exit_code":3,"results":[]}`},
+		{"run", `{"schema":"gatehouse.run/v1","id":"r","folder":"d","signed":false,"signer":"","index":"i","decision":"fail","exit_code":0,"results":[{"gate":"g","path":"normal","verdict":"FAIL","positive_control":true,"reason":"","detection":"not measured","response":"","duration_ms":1}]}`},
 	} {
 		if err := schemaCheck(t, tt.name, tt.doc); err == nil {
 			t.Errorf("%s schema accepted a broken document: %s", tt.name, tt.doc)

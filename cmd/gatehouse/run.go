@@ -26,6 +26,7 @@ import (
 const runHelp = `Usage: gatehouse run --profile FILE [--target NAME] [--gates LIST] [--out DIR]
                      [--shard K/N --group ID]
                      [--key cosign.key | --keyless --trusted-root FILE] [--archive] [--db PATH]
+                     [--output text|json]
        gatehouse run --check --profile FILE [--gates LIST] [--output text|json]
 
 Runs the gates against a sandbox target, prints each scenario's verdict as it
@@ -75,6 +76,13 @@ env (secrets as {{secret:NAME}}, never values), gates, stop, where each control
 lives (outside or inside the guest's reach, per path), and warnings for binds
 of dangerous host paths (/, the engine sockets, /proc, /sys, /etc, homes, ...).
 The plan is recorded as plan.json, the warnings in run.json.
+
+--output json prints, after the run, exactly one JSON document on stdout
+instead of the summary table (schema gatehouse.run/v1 in
+docs/schemas/run.v1.json: id, folder, signed, signer, index, decision,
+exit_code and per scenario gate, path, verdict, positive_control, reason,
+detection, response); the plan and progress go to stderr then. A run that
+could not finish prints no document.
 
 --check does all of that and runs nothing: exit 0 and the plan when the profile
 is valid, 2 when it is not. --output json prints the plan as JSON (schema in
@@ -138,7 +146,7 @@ type runFlags struct {
 	signing                                      signFlags // keyless; see seal.go
 	archive                                      bool
 	check                                        bool   // validate and print the plan only; see check.go
-	output                                       string // --check: text | json
+	output                                       string // text | json (--check: the plan; else the results)
 	concurrency                                  int
 	seed                                         int64
 	quiet                                        bool
@@ -175,7 +183,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fl.BoolVar(&f.archive, "archive", false, "also write <out>/<id>.tar.gz of the run folder")
 	fl.StringVar(&f.db, "db", "", "SQLite index to record the run in (default <out>/"+index.DefaultName+")")
 	fl.BoolVar(&f.check, "check", false, "check the profile (everything a run would refuse) and print its plan; run nothing")
-	fl.StringVar(&f.output, "output", "text", "with --check: the plan as text or json (schema in docs/profiles.md)")
+	fl.StringVar(&f.output, "output", "text", "text, or json: one document on stdout after the run (schema gatehouse.run/v1, docs/schemas/run.v1.json; progress goes to stderr); with --check the plan (docs/profiles.md)")
 	f.detect.register(fl)
 	if err := fl.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -192,8 +200,8 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if f.check {
 		return runCheck(ctx, f, stdout)
 	}
-	if f.output != "text" {
-		return usagef("run: --output applies to --check only")
+	if err := checkOutput("run", f.output); err != nil {
+		return err
 	}
 	return execute(ctx, f, stdout, stderr)
 }
@@ -378,6 +386,10 @@ func execute(ctx context.Context, f runFlags, stdout, stderr io.Writer) error {
 	// them here, whatever happens to the run.
 	defer closeTargets(context.WithoutCancel(ctx))
 	progress := stdout
+	if f.output == "json" {
+		// stdout holds the document and nothing else.
+		progress = stderr
+	}
 	if f.quiet {
 		progress = io.Discard
 	}
@@ -408,6 +420,13 @@ func execute(ctx context.Context, f runFlags, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if f.output == "json" {
+		fmt.Fprintf(stderr, "evidence: %s\n%s", dir, note.String())
+		if err := writeJSON(stdout, runDocOf(*res.Record, dir, p.signer, indexPath(f), archivePath(f, dir), results)); err != nil {
+			return err
+		}
+		return verdictExit(results)
+	}
 	printSummary(stdout, results)
 	fmt.Fprintf(stdout, "\nevidence: %s\n%s", dir, note.String())
 	return verdictExit(results)
@@ -418,10 +437,10 @@ func verdictExit(results []evidence.Result) error {
 	for _, r := range results {
 		n[r.Verdict]++
 	}
-	switch {
-	case n[evidence.Fail] > 0:
+	switch _, code := decide(results); code {
+	case exitViolation:
 		return &exitError{code: exitViolation, msg: fmt.Sprintf("%d scenario(s) FAILED: the sandbox let a forbidden effect happen", n[evidence.Fail])}
-	case n[evidence.Inconclusive] > 0 || len(results) == 0:
+	case exitInconclusive:
 		return &exitError{code: exitInconclusive, msg: fmt.Sprintf("%d scenario(s) INCONCLUSIVE: nothing was proven either way for them", n[evidence.Inconclusive])}
 	}
 	return nil

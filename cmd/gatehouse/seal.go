@@ -26,17 +26,13 @@ func seal(ctx context.Context, f runFlags, p *plan, folder *evidence.Folder, not
 	if err != nil {
 		return dir, err
 	}
-	if f.archive {
-		tgz := filepath.Join(f.out, filepath.Base(dir)+".tar.gz")
+	if tgz := archivePath(f, dir); tgz != "" {
 		if err := runner.WriteArchive(dir, tgz); err != nil {
 			return dir, err
 		}
 		fmt.Fprintf(note, "archive:  %s\n", tgz)
 	}
-	db := f.db
-	if db == "" {
-		db = index.DefaultPath(f.out)
-	}
+	db := indexPath(f)
 	ix, err := index.Open(ctx, db)
 	if err != nil {
 		return dir, fmt.Errorf("run: evidence is in %s but could not be indexed: %w", dir, err)
@@ -51,6 +47,22 @@ func seal(ctx context.Context, f runFlags, p *plan, folder *evidence.Folder, not
 		fmt.Fprintf(note, "signed:   %s; recorded in %s\n", p.signer.Identity(), db)
 	}
 	return dir, nil
+}
+
+// indexPath is the SQLite index a run is recorded in.
+func indexPath(f runFlags) string {
+	if f.db != "" {
+		return f.db
+	}
+	return index.DefaultPath(f.out)
+}
+
+// archivePath is where --archive writes the run's tar.gz ("" without it).
+func archivePath(f runFlags, dir string) string {
+	if !f.archive {
+		return ""
+	}
+	return filepath.Join(f.out, filepath.Base(dir)+".tar.gz")
 }
 
 // sealer is what a run seals with: a cosign key or a keyless identity.

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"github.com/gatehouse-dev/gatehouse/evidence"
+)
+
+// runDoc is `run --output json`: the summary table as one document, so a
+// pipeline reads the run's folder, signature and decision without
+// scraping text. Progress goes to stderr in this mode.
+type runDoc struct {
+	Schema   string      `json:"schema"`
+	ID       string      `json:"id"`
+	Folder   string      `json:"folder"`
+	Signed   bool        `json:"signed"`
+	Signer   string      `json:"signer"` // key fingerprint or keyless identity; "" = unsigned
+	Index    string      `json:"index"`
+	Archive  string      `json:"archive,omitempty"`
+	Group    string      `json:"group,omitempty"`
+	Shard    string      `json:"shard,omitempty"`
+	Decision string      `json:"decision"` // pass | fail | inconclusive
+	ExitCode int         `json:"exit_code"`
+	Results  []runResult `json:"results"`
+}
+
+// runResult is a verify row plus what only a live run has: the response
+// cell ("" when no response was asked for) and the time it took.
+type runResult struct {
+	resultRow
+	Response   string  `json:"response"`
+	DurationMS float64 `json:"duration_ms"`
+}
+
+// decide is the run's exit decision, as verdictExit returns it.
+func decide(results []evidence.Result) (string, int) {
+	n := map[evidence.Verdict]int{}
+	for _, r := range results {
+		n[r.Verdict]++
+	}
+	switch {
+	case n[evidence.Fail] > 0:
+		return "fail", exitViolation
+	case n[evidence.Inconclusive] > 0 || len(results) == 0:
+		return "inconclusive", exitInconclusive
+	}
+	return "pass", exitOK
+}
+
+func runDocOf(rec evidence.Run, dir string, signer sealer, index, archive string, results []evidence.Result) runDoc {
+	d := runDoc{Schema: "gatehouse.run/v1", ID: rec.ID, Folder: dir, Index: index, Archive: archive,
+		Group: rec.Group, Shard: rec.Shard, Results: []runResult{}}
+	if signer != nil {
+		d.Signed, d.Signer = true, signer.Identity()
+	}
+	d.Decision, d.ExitCode = decide(results)
+	for i, row := range rows(results) {
+		d.Results = append(d.Results, runResult{resultRow: row, Response: evidence.ResponseCell(results[i]), DurationMS: results[i].DurationMS})
+	}
+	return d
+}
