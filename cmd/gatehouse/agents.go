@@ -58,7 +58,7 @@ func runAgents(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	cache := agents.DefaultCache(os.Getenv)
 	switch args[0] {
 	case "list":
-		fl := flag.NewFlagSet("agents list", flag.ContinueOnError)
+		fl := newFlagSet(ctx, "agents list")
 		fl.SetOutput(stderr)
 		output := fl.String("output", "text", "text or json")
 		fl.Usage = func() { fmt.Fprint(stderr, agentsHelp) }

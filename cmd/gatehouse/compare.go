@@ -62,7 +62,7 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	var profs, runDirs listFlag
 	var keepGoing bool
 	var f runFlags
-	fl := flag.NewFlagSet("compare", flag.ContinueOnError)
+	fl := newFlagSet(ctx, "compare")
 	fl.SetOutput(stderr)
 	fl.Usage = func() { fmt.Fprint(stderr, compareHelp); fl.PrintDefaults() }
 	fl.Var(&profs, "profile", "profile YAML (repeat; with --run, at least two columns in all)")

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -32,7 +31,7 @@ Flags:
 `
 
 func runDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fl := flag.NewFlagSet("diff", flag.ContinueOnError)
+	fl := newFlagSet(ctx, "diff")
 	fl.SetOutput(stderr)
 	fl.Usage = func() { fmt.Fprint(stderr, diffHelp); fl.PrintDefaults() }
 	var vf verifyFlags

@@ -47,7 +47,7 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) err
 
 // doctorWith is runDoctor over the given probes (fakes in tests).
 func doctorWith(ctx context.Context, args []string, p doctor.Probes, stdout, stderr io.Writer) error {
-	fl := flag.NewFlagSet("doctor", flag.ContinueOnError)
+	fl := newFlagSet(ctx, "doctor")
 	fl.SetOutput(stderr)
 	fl.Usage = func() { fmt.Fprint(stderr, doctorHelp); fl.PrintDefaults() }
 	output := fl.String("output", "text", "text or json (schema gatehouse.doctor/v1, docs/ci.md)")

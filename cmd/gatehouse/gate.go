@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"github.com/gatehouse-dev/gatehouse/features"
 	"github.com/gatehouse-dev/gatehouse/steps"
@@ -60,7 +59,7 @@ Flags:
 `
 
 func runGate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fl := flag.NewFlagSet("gate", flag.ContinueOnError)
+	fl := newFlagSet(ctx, "gate")
 	fl.SetOutput(stderr)
 	fl.Usage = func() { fmt.Fprint(stderr, gateHelp); fl.PrintDefaults() }
 	var vf verifyFlags

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -26,7 +25,7 @@ Flags:
 `
 
 func runHistory(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fl := flag.NewFlagSet("history", flag.ContinueOnError)
+	fl := newFlagSet(ctx, "history")
 	fl.SetOutput(stderr)
 	fl.Usage = func() { fmt.Fprint(stderr, historyHelp); fl.PrintDefaults() }
 	db := fl.String("db", index.DefaultPath("gatehouse-runs"), "SQLite index of recorded runs")

@@ -58,13 +58,13 @@ Flags:
 
 func runIntake(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 && args[0] == "mint" {
-		return runIntakeMint(args[1:], stdout, stderr)
+		return runIntakeMint(ctx, args[1:], stdout, stderr)
 	}
 	var f runFlags
 	var url, tokenCmd, contractFile string
 	var reference bool
 	var expiredTTL time.Duration
-	fl := flag.NewFlagSet("intake", flag.ContinueOnError)
+	fl := newFlagSet(ctx, "intake")
 	fl.SetOutput(stderr)
 	fl.Usage = func() { fmt.Fprint(stderr, intakeHelp); fl.PrintDefaults() }
 	fl.StringVar(&url, "url", "", "base URL of the service under test (paths of the contract are appended)")
@@ -255,11 +255,11 @@ func startReference(ctx context.Context) (stop func(), url, tokenCmd string, err
 
 // runIntakeMint is the reference service's token command: it mints with
 // the seed in --seed-file and prints the token.
-func runIntakeMint(args []string, stdout, stderr io.Writer) error {
+func runIntakeMint(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var seedFile string
 	var sub intake.Subject
 	var ttl time.Duration
-	fl := flag.NewFlagSet("intake mint", flag.ContinueOnError)
+	fl := newFlagSet(ctx, "intake mint")
 	fl.SetOutput(stderr)
 	fl.StringVar(&seedFile, "seed-file", "", "file holding the Ed25519 seed (hex)")
 	fl.StringVar(&sub.Run, "run", "", "run")

@@ -33,7 +33,7 @@ func runKeys(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fmt.Fprint(stderr, keysHelp)
 		return usagef("keys: want 'keys generate'")
 	}
-	fl := flag.NewFlagSet("keys generate", flag.ContinueOnError)
+	fl := newFlagSet(ctx, "keys generate")
 	fl.SetOutput(stderr)
 	fl.Usage = func() { fmt.Fprint(stderr, keysHelp); fl.PrintDefaults() }
 	prefix := fl.String("out", "cosign", "path prefix: writes PREFIX.key and PREFIX.pub")

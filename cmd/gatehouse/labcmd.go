@@ -59,12 +59,14 @@ func runLab(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 		return nil
 	}
-	if os.Geteuid() != 0 {
+	// 'lab up --help' works without root (help, completion); everything
+	// else needs it.
+	if os.Geteuid() != 0 && !(args[0] == "up" && isHelp(args[1:])) {
 		return usagef("lab: needs root to manage network namespaces")
 	}
 	switch args[0] {
 	case "up":
-		fl := flag.NewFlagSet("lab up", flag.ContinueOnError)
+		fl := newFlagSet(ctx, "lab up")
 		fl.SetOutput(stderr)
 		detach := fl.Bool("detach", false, "serve in the background")
 		withDocker := fl.Bool("docker", false, "also run a Docker daemon inside the lab namespace")

@@ -52,6 +52,8 @@ func verbs() []verb {
 		{"history", "list the runs recorded in the index", runHistory},
 		{"doctor", "check what a run needs on this machine and say what to install", runDoctor},
 		{"version", "print the harness version", runVersion},
+		{"help", "show the commands, or a command's help (help COMMAND [SUB])", runHelpVerb},
+		{"completion", "print a shell completion script (completion bash|zsh|fish)", runCompletion},
 	}
 }
 
@@ -64,7 +66,7 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
 		usage(stdout)
 		if len(args) == 0 {
 			return exitUsage
@@ -89,7 +91,7 @@ func usage(w io.Writer) {
 		if strings.HasPrefix(v.summary, "(internal)") {
 			continue
 		}
-		fmt.Fprintf(w, "  %-9s %s\n", v.name, v.summary)
+		fmt.Fprintf(w, "  %-10s %s\n", v.name, v.summary)
 	}
 	fmt.Fprintln(w, "\nExit codes: 0 pass, 1 violation (or evidence refused), 2 usage/config, 3 inconclusive or the run could not finish.")
 }

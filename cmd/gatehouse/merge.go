@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"html/template"
 	"io"
@@ -84,7 +83,7 @@ type mergedResult struct {
 }
 
 func runMerge(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fl := flag.NewFlagSet("merge", flag.ContinueOnError)
+	fl := newFlagSet(ctx, "merge")
 	fl.SetOutput(stderr)
 	fl.Usage = func() { fmt.Fprint(stderr, mergeHelp); fl.PrintDefaults() }
 	group := fl.String("group", "", "run group to merge (required)")

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -40,7 +39,7 @@ Flags:
 `
 
 func runPush(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fl := flag.NewFlagSet("push", flag.ContinueOnError)
+	fl := newFlagSet(ctx, "push")
 	fl.SetOutput(stderr)
 	fl.Usage = func() { fmt.Fprint(stderr, pushHelp); fl.PrintDefaults() }
 	to := fl.String("to", "", "OCI image layout to store into: DIR or oci-layout:DIR (required)")

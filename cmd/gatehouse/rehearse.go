@@ -86,7 +86,7 @@ func runRehearse(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	var f runFlags
 	var repo, report, instruction string
-	fl := flag.NewFlagSet("rehearse triage", flag.ContinueOnError)
+	fl := newFlagSet(ctx, "rehearse triage")
 	fl.SetOutput(stderr)
 	fl.Usage = func() { fmt.Fprint(stderr, rehearseHelp); fl.PrintDefaults() }
 	fl.StringVar(&f.profile, "profile", "", "profile YAML of the sandbox the agent runs in (required)")

@@ -157,7 +157,7 @@ type runFlags struct {
 
 func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var f runFlags
-	fl := flag.NewFlagSet("run", flag.ContinueOnError)
+	fl := newFlagSet(ctx, "run")
 	fl.SetOutput(stderr)
 	fl.Usage = func() { fmt.Fprint(stderr, runHelp); fl.PrintDefaults() }
 	fl.StringVar(&f.profile, "profile", "", "profile YAML describing the sandbox (required)")

@@ -83,7 +83,7 @@ func (f *verifyFlags) register(fl *flag.FlagSet, keyUsage string) {
 
 func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var f verifyFlags
-	fl := flag.NewFlagSet("verify", flag.ContinueOnError)
+	fl := newFlagSet(ctx, "verify")
 	fl.SetOutput(stderr)
 	fl.Usage = func() { fmt.Fprint(stderr, verifyHelp); fl.PrintDefaults() }
 	f.register(fl, "cosign public key (cosign.pub) the bundle must be signed with")
