@@ -62,6 +62,7 @@ func runAgents(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fl.SetOutput(stderr)
 		output := fl.String("output", "text", "text or json")
 		fl.Usage = func() { fmt.Fprint(stderr, agentsHelp) }
+		shortFlags(fl)
 		if err := fl.Parse(args[1:]); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
 				return nil

@@ -75,6 +75,7 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fl.BoolVar(&f.quiet, "quiet", false, "print only the matrix")
 	fl.StringVar(&f.key, "key", "", "cosign private key: every run is sealed as with 'run --key', and the matrix names each run's SHA256SUMS digest")
 	output := outputFlag(fl)
+	shortFlags(fl)
 	if err := fl.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil

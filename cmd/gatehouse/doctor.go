@@ -51,6 +51,7 @@ func doctorWith(ctx context.Context, args []string, p doctor.Probes, stdout, std
 	fl.SetOutput(stderr)
 	fl.Usage = func() { fmt.Fprint(stderr, doctorHelp); fl.PrintDefaults() }
 	output := fl.String("output", "text", "text or json (schema gatehouse.doctor/v1, docs/ci.md)")
+	shortFlags(fl)
 	if err := fl.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil

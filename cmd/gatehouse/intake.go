@@ -75,6 +75,7 @@ func runIntake(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fl.StringVar(&f.out, "out", "gatehouse-runs", "folder that receives the run folder")
 	fl.StringVar(&f.key, "key", "", "cosign private key to seal the run folder with (password from COSIGN_PASSWORD)")
 	fl.StringVar(&f.db, "db", "", "SQLite index to record the run in (default <out>/gatehouse-index.db)")
+	shortFlags(fl)
 	if err := fl.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -266,6 +267,7 @@ func runIntakeMint(ctx context.Context, args []string, stdout, stderr io.Writer)
 	fl.StringVar(&sub.Report, "report", "", "report")
 	fl.StringVar(&sub.Tenant, "tenant", "", "tenant")
 	fl.DurationVar(&ttl, "ttl", 0, "lifetime (default one hour; negative: already expired)")
+	shortFlags(fl)
 	if err := fl.Parse(args); err != nil {
 		return &usageError{err}
 	}

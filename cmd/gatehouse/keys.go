@@ -37,6 +37,7 @@ func runKeys(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fl.SetOutput(stderr)
 	fl.Usage = func() { fmt.Fprint(stderr, keysHelp); fl.PrintDefaults() }
 	prefix := fl.String("out", "cosign", "path prefix: writes PREFIX.key and PREFIX.pub")
+	shortFlags(fl)
 	if err := fl.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil

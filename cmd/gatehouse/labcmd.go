@@ -71,6 +71,7 @@ func runLab(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		detach := fl.Bool("detach", false, "serve in the background")
 		withDocker := fl.Bool("docker", false, "also run a Docker daemon inside the lab namespace")
 		fl.Usage = func() { fmt.Fprint(stderr, labHelp); fmt.Fprintln(stderr, "\nFlags of 'lab up':"); fl.PrintDefaults() }
+		shortFlags(fl)
 		if err := fl.Parse(args[1:]); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
 				return nil

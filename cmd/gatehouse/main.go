@@ -93,6 +93,8 @@ func usage(w io.Writer) {
 		}
 		fmt.Fprintf(w, "  %-10s %s\n", v.name, v.summary)
 	}
+	fmt.Fprintln(w, "\nFlags: -flag and --flag are the same; -o is --output, -p --profile and -k --key wherever a command has them.")
+	fmt.Fprintln(w, "Shell completion: source <(gatehouse completion bash)   (or zsh, fish)")
 	fmt.Fprintln(w, "\nExit codes: 0 pass, 1 violation (or evidence refused), 2 usage/config, 3 inconclusive or the run could not finish.")
 }
 

@@ -101,6 +101,7 @@ func runRehearse(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fl.StringVar(&f.out, "out", "gatehouse-runs", "folder that receives the run folder")
 	fl.StringVar(&f.key, "key", "", "cosign private key to seal the run with (password from COSIGN_PASSWORD)")
 	fl.StringVar(&f.db, "db", "", "SQLite index to record the run in (default <out>/gatehouse-index.db)")
+	shortFlags(fl)
 	if err := fl.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil

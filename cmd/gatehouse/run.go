@@ -185,6 +185,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fl.BoolVar(&f.check, "check", false, "check the profile (everything a run would refuse) and print its plan; run nothing")
 	fl.StringVar(&f.output, "output", "text", "text, or json: one document on stdout after the run (schema gatehouse.run/v1, docs/schemas/run.v1.json; progress goes to stderr); with --check the plan (docs/profiles.md)")
 	f.detect.register(fl)
+	shortFlags(fl)
 	if err := fl.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil

@@ -135,6 +135,7 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 // package stops at the first positional one) and returns the positionals.
 func parseArgs(fl *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
+	shortFlags(fl)
 	for {
 		if err := fl.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
