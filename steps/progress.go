@@ -8,7 +8,13 @@ import (
 )
 
 func progress(w io.Writer, n int, r evidence.Result) {
-	fmt.Fprintf(w, "  [%2d] %-18s %-13s %-12s %6.1fs  %s\n", n, r.Gate, r.Path, r.Verdict, r.DurationMS/1000, short(evidence.Redact(r.Reason), 110))
+	fmt.Fprint(w, ProgressLine(n, r))
+}
+
+// ProgressLine is the line printed when the n-th scenario finishes; the
+// CLI's live status line counts verdicts from it.
+func ProgressLine(n int, r evidence.Result) string {
+	return fmt.Sprintf("  [%2d] %-18s %-13s %-12s %6.1fs  %s\n", n, r.Gate, r.Path, r.Verdict, r.DurationMS/1000, short(evidence.Redact(r.Reason), 110))
 }
 
 func short(s string, n int) string {

@@ -33,6 +33,9 @@ Runs the gates against a sandbox target, prints each scenario's verdict as it
 finishes and a summary table at the end, and writes a run folder
 (run.json, results.json, plan.json, report.html, policy/, traces/, reports/)
 under --out.
+On a terminal, a status line under the progress counts the verdicts so far
+and the time spent; in CI (not a terminal, or TERM=dumb) the progress is
+plain lines only.
 
 With --key (a cosign private key; its password comes from COSIGN_PASSWORD, as
 with cosign), the folder is sealed before it gets its final name: SHA256SUMS
@@ -393,6 +396,11 @@ func execute(ctx context.Context, f runFlags, stdout, stderr io.Writer) error {
 	}
 	if f.quiet {
 		progress = io.Discard
+	} else if isTerminal(progress) {
+		live := newLiveLine(progress, time.Now)
+		live.tick(time.Second)
+		defer live.Close()
+		progress = live
 	}
 	spec := runner.Spec{
 		Out: f.out, Profile: p.prof, ProfileFile: f.profile, Plan: p.effective, Target: tgt, TargetName: p.target,
@@ -416,6 +424,9 @@ func execute(ctx context.Context, f runFlags, stdout, stderr io.Writer) error {
 		return err
 	}
 	folder, results := res.Folder, res.Results
+	if live, ok := progress.(*liveLine); ok {
+		live.Close() // the status line goes before the summary
+	}
 	var note strings.Builder
 	dir, err := seal(ctx, f, p, folder, &note)
 	if err != nil {
