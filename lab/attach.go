@@ -187,6 +187,7 @@ func (l *Lab) detach(ctx context.Context, session string) error {
 	delete(l.bySrc, a.v4)
 	delete(l.bySrc, a.v6)
 	l.mu.Unlock()
+	l.conns.forget(a.v4, a.v6)
 	return nil
 }
 

@@ -13,6 +13,10 @@ import (
 type connSet struct {
 	mu    sync.Mutex
 	conns map[*trackedConn]struct{}
+	// cut are the peers whose link was cut: a connection from one that
+	// the server accepts only now (it waited in the backlog while the
+	// accept loop lagged) is ended at once, like those closed at the cut.
+	cut map[netip.Addr]bool
 }
 
 type trackedConn struct {
@@ -42,6 +46,13 @@ func (l trackedListener) Accept() (net.Conn, error) {
 	}
 	tc := &trackedConn{Conn: c, set: l.set}
 	l.set.mu.Lock()
+	if ap, err := netip.ParseAddrPort(c.RemoteAddr().String()); err == nil && l.set.cut[ap.Addr().Unmap()] {
+		l.set.mu.Unlock()
+		_ = c.Close()
+		// The server sees a connection that ends at once, as one from a
+		// peer that vanished would.
+		return tc, nil
+	}
 	if l.set.conns == nil {
 		l.set.conns = map[*trackedConn]struct{}{}
 	}
@@ -53,10 +64,16 @@ func (l trackedListener) Accept() (net.Conn, error) {
 // track wraps ln so that its connections can be ended by peer address.
 func (s *connSet) track(ln net.Listener) net.Listener { return trackedListener{Listener: ln, set: s} }
 
-// closeFrom ends every tracked connection whose peer is one of addrs and
-// returns how many it ended.
+// closeFrom ends every tracked connection whose peer is one of addrs, and
+// every one accepted from them later, and returns how many it ended now.
 func (s *connSet) closeFrom(addrs ...netip.Addr) int {
 	s.mu.Lock()
+	if s.cut == nil {
+		s.cut = map[netip.Addr]bool{}
+	}
+	for _, a := range addrs {
+		s.cut[a.Unmap()] = true
+	}
 	var victims []*trackedConn
 	for c := range s.conns {
 		ap, err := netip.ParseAddrPort(c.RemoteAddr().String())
@@ -74,4 +91,14 @@ func (s *connSet) closeFrom(addrs ...netip.Addr) int {
 		_ = c.Close()
 	}
 	return len(victims)
+}
+
+// forget drops addrs from the cut set: the session is detached and its
+// addresses may go to a later session.
+func (s *connSet) forget(addrs ...netip.Addr) {
+	s.mu.Lock()
+	for _, a := range addrs {
+		delete(s.cut, a.Unmap())
+	}
+	s.mu.Unlock()
 }

@@ -157,6 +157,9 @@ func TestRespondStopOnDocker(t *testing.T) {
 				for _, e := range resp.Effects {
 					t.Logf("%s: %s observed %v latency %s %s", where, e.Effect, e.Observed, msOf(e.LatencyMS), e.Reason)
 				}
+				for _, n := range resp.Notes {
+					t.Logf("%s: note: %s", where, n)
+				}
 			}
 			assertNothingLeft(t, r.stdout)
 		})
