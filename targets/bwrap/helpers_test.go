@@ -79,6 +79,13 @@ func startSession(t *testing.T, p *profile.Profile, spec targets.Spec) (targets.
 		if err := s.Stop(context.Background()); err != nil {
 			t.Errorf("Stop: %v", err)
 		}
+		// The leaky profile's stop leaves the init: the harness's own
+		// teardown ends it and removes its socket, as a run does.
+		if rp, ok := s.(interface{ Reap(context.Context) error }); ok {
+			if err := rp.Reap(context.Background()); err != nil {
+				t.Errorf("Reap: %v", err)
+			}
+		}
 	})
 	return s, root
 }

@@ -96,6 +96,13 @@ func start(t *testing.T, nt NewTarget) (targets.Target, targets.Session) {
 		if err := s.Stop(ctx); err != nil {
 			t.Errorf("Stop: %v", err)
 		}
+		// A profile whose stop leaves processes (stop scope process) is
+		// ended by the harness's own teardown, as a run ends it.
+		if rp, ok := s.(interface{ Reap(context.Context) error }); ok {
+			if err := rp.Reap(ctx); err != nil {
+				t.Errorf("Reap: %v", err)
+			}
+		}
 	})
 	return tg, s
 }
