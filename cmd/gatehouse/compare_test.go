@@ -27,7 +27,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(asGatehouse) == "1" {
 		main()
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	probetest.Cleanup() // the probe built for the whole test binary
+	os.Exit(code)
 }
 
 func needDocker(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/gatehouse-dev/gatehouse/probe/probetest"
 	"os"
 	osexec "os/exec"
 	"runtime"
@@ -21,7 +22,9 @@ func TestMain(m *testing.M) {
 	if ns := os.Getenv("GH_EXEC_MAIN_THREAD_IN"); ns != "" {
 		os.Exit(mainThreadMoved(ns))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	probetest.Cleanup() // the probe built for the whole test binary
+	os.Exit(code)
 }
 
 // mainThreadMoved puts the main thread into the namespace at ns, as a
