@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/gatehouse-dev/gatehouse/ledger"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,6 +30,7 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	probetest.Cleanup() // the probe built for the whole test binary
+	ledger.Close()      // as main does: an empty ledger folder goes
 	os.Exit(code)
 }
 
