@@ -33,12 +33,12 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	}
 	switch args[0] {
 	case "run":
-		plan, err := ReadPlan(stdin)
+		plan, control, err := ReadPlanStream(stdin)
 		if err != nil {
 			fmt.Fprintln(stderr, err)
 			return ExitBadPlan
 		}
-		if err := Run(ctx, plan, stdout); err != nil {
+		if err := RunControlled(ctx, plan, stdout, control); err != nil {
 			fmt.Fprintln(stderr, err)
 			return ExitFailed
 		}

@@ -45,7 +45,11 @@ type Plan struct {
 	Canary    string `json:"canary"`     // per-session value the attempts carry
 	TimeoutMS int    `json:"timeout_ms"` // per attempt; the probe caps it at 10 s
 	Parallel  int    `json:"parallel"`   // attempts in flight at once; 0 = all
-	Steps     []Step `json:"steps"`
+	// Control, when set, keeps stdin open after the plan for the harness's
+	// control lines (settle.go): the harness may end attempts early once
+	// the kernel's evidence shows they were blocked.
+	Control bool   `json:"control,omitempty"`
+	Steps   []Step `json:"steps"`
 }
 
 // Timeout is the per-attempt timeout with a safe default and cap.

@@ -78,3 +78,36 @@ func (p Plan) Validate() error {
 	}
 	return nil
 }
+
+// ReadPlanStream reads a plan from r like ReadPlan, except that a plan with
+// Control set may be followed by control lines (settle.go), which are left
+// in the returned reader; without Control, anything after the plan but
+// white space is an error, as for ReadPlan. The plan must not wait for EOF:
+// the harness keeps stdin open after a controlled plan.
+func ReadPlanStream(r io.Reader) (Plan, io.Reader, error) {
+	lim := &io.LimitedReader{R: r, N: MaxPlanBytes + 1}
+	dec := json.NewDecoder(lim)
+	dec.DisallowUnknownFields()
+	var p Plan
+	if err := dec.Decode(&p); err != nil {
+		if lim.N <= 0 {
+			return Plan{}, nil, fmt.Errorf("probe: plan exceeds %d bytes", MaxPlanBytes)
+		}
+		return Plan{}, nil, fmt.Errorf("probe: decode plan: %w", err)
+	}
+	if err := p.Validate(); err != nil {
+		return Plan{}, nil, err
+	}
+	rest := io.MultiReader(dec.Buffered(), r)
+	if p.Control {
+		return p, rest, nil
+	}
+	tail, err := io.ReadAll(io.LimitReader(rest, MaxPlanBytes))
+	if err != nil {
+		return Plan{}, nil, fmt.Errorf("probe: read plan: %w", err)
+	}
+	if len(bytes.TrimSpace(tail)) != 0 {
+		return Plan{}, nil, errors.New("probe: decode plan: trailing data after the plan")
+	}
+	return p, nil, nil
+}

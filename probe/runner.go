@@ -13,6 +13,12 @@ import (
 // each under its own plan.Timeout() deadline, and writes one Report JSON line
 // to w as each finishes. Outcomes are data; Run fails only when w does.
 func Run(ctx context.Context, plan Plan, w io.Writer) error {
+	return RunControlled(ctx, plan, w, nil)
+}
+
+// RunControlled is Run with the harness's control lines read from control
+// (nil: none), which may settle running attempts early (settle.go).
+func RunControlled(ctx context.Context, plan Plan, w io.Writer, control io.Reader) error {
 	n := plan.Parallel
 	if n <= 0 || n > len(plan.Steps) {
 		n = max(len(plan.Steps), 1)
@@ -25,6 +31,12 @@ func Run(ctx context.Context, plan Plan, w io.Writer) error {
 		enc  = json.NewEncoder(w)
 		rn   = runner{timeout: plan.Timeout(), tag: plan.Canary}
 	)
+	if control != nil {
+		rn.settler = newSettler()
+		cctx, stop := context.WithCancel(ctx)
+		defer stop()
+		go rn.settler.read(cctx, control)
+	}
 	for _, step := range plan.Steps {
 		sem <- struct{}{}
 		wg.Go(func() {
@@ -45,7 +57,8 @@ func Run(ctx context.Context, plan Plan, w io.Writer) error {
 
 type runner struct {
 	timeout time.Duration
-	tag     string // the session's tag, carried in band (see SessionHeader)
+	tag     string   // the session's tag, carried in band (see SessionHeader)
+	settler *settler // nil unless the harness may settle attempts
 }
 
 // do runs one step. A panic in an attempt becomes an error report rather
@@ -54,9 +67,21 @@ func (r runner) do(ctx context.Context, s Step) (rep Report) {
 	rep = Report{ID: s.ID, Kind: s.Kind, Target: s.Target, Start: time.Now().UTC()}
 	ctx, cancel := context.WithTimeout(withAttempt(withTag(ctx, r.tag), s.ID), r.timeout)
 	defer cancel()
+	if r.settler != nil {
+		var release func()
+		ctx, release = r.settler.start(ctx, s.ID)
+		defer release()
+	}
 	defer func() {
 		if p := recover(); p != nil {
 			rep = finish(rep, fmt.Errorf("probe: attempt panicked: %v", p))
+		}
+	}()
+	defer func() {
+		// Ended by the harness: reported as the timeout it would have run
+		// into, whatever the attempt made of the cancellation.
+		if settled(ctx) && (rep.Outcome == OutcomeError || rep.Outcome == OutcomeTimeout) {
+			rep.Outcome, rep.Error = OutcomeTimeout, errSettled.Error()
 		}
 	}()
 	var err error
