@@ -69,7 +69,9 @@ func acctRuleset(dests []acctDest) string {
 		fmt.Fprintf(&b, "\tcounter %s { }\n", d.Name)
 	}
 	fmt.Fprintf(&b, "\tcounter %s { }\n", LoopbackResolverDest)
+	b.WriteString(emittedSets)
 	b.WriteString("\tchain out {\n\t\ttype filter hook output priority -400; policy accept;\n")
+	b.WriteString(emittedRules)
 	for _, d := range dests {
 		fmt.Fprintf(&b, "\t\t%s daddr %s counter name %s\n", d.Family, d.Addr, d.Name)
 	}

@@ -155,6 +155,9 @@ func (l *Lab) up(ctx context.Context) error {
 	if err := l.addCatchAll(ctx); err != nil {
 		return err
 	}
+	if err := l.addArrivals(ctx); err != nil {
+		return err
+	}
 	return l.Sealed(ctx)
 }
 

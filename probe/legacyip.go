@@ -75,3 +75,12 @@ func legacyDial(dial func(ctx context.Context, network, addr string) (net.Conn, 
 // LegacyIPv4 is legacyIPv4 for the harness, which must know where an
 // attempt at "http://2852039166/" really goes.
 func LegacyIPv4(host string) (netip.Addr, bool) { return legacyIPv4(host) }
+
+// HostAddr is the address a URL host or dial target names, in any form the
+// probe dials: an ordinary address or a legacy IPv4 form. false: a name.
+func HostAddr(host string) (netip.Addr, bool) {
+	if a, err := netip.ParseAddr(host); err == nil {
+		return a, true
+	}
+	return legacyIPv4(host)
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/cucumber/godog"
@@ -107,7 +108,8 @@ func (r *runner) callInference(ctx context.Context) error {
 
 // runProbe runs network attempts with the short per-attempt timeout.
 func (r *runner) runProbe(ctx context.Context, s *scenario, steps []probe.Step) error {
-	p := probe.Plan{TimeoutMS: int(attemptTimeout / time.Millisecond), Steps: steps}
+	// Control: blocked attempts may be settled early (settle.go).
+	p := probe.Plan{TimeoutMS: int(attemptTimeout / time.Millisecond), Steps: steps, Control: true}
 	_, err := r.runPlan(ctx, s, p, 30*time.Second)
 	return err
 }
@@ -172,15 +174,35 @@ type planOutput struct {
 
 // probePlan runs the plan with the probe itself, its plan on stdin.
 func (r *runner) probePlan(ctx context.Context, s *scenario, p probe.Plan, lim probe.Limits) (planOutput, error) {
+	var watch *settleWatch
+	if p.Control {
+		if watch = r.newSettleWatch(ctx, s, p); watch == nil {
+			p.Control = false
+		}
+	}
 	in, err := json.Marshal(p)
 	if err != nil {
 		return planOutput{}, err
 	}
 	out := planOutput{stdout: probe.NewCapWriter(lim.MaxBytes)}
 	stderr := probe.NewCapWriter(16 << 10)
-	res, err := s.sess.Exec(ctx, targets.Command{
+	cmd := targets.Command{
 		Args: []string{probe.SandboxPath, "run"}, Stdin: bytes.NewReader(in), Stdout: out.stdout, Stderr: stderr,
-	})
+	}
+	var watched sync.WaitGroup
+	if watch != nil {
+		cmd.Stdin, cmd.Stdout = watch.stdin(in), watch.stdout(out.stdout)
+		wctx, stop := context.WithCancel(ctx)
+		watched.Go(func() { watch.run(wctx, p.Timeout()+time.Second) })
+		defer func() {
+			stop()
+			watched.Wait()
+			if f := watch.finding(); f != "" {
+				s.findings = append(s.findings, f)
+			}
+		}()
+	}
+	res, err := s.sess.Exec(ctx, cmd)
 	if err != nil {
 		return out, fmt.Errorf("run probe in %s: %w", s.session, err)
 	}
