@@ -1,0 +1,177 @@
+package steps
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net/netip"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/gatehouse-dev/gatehouse/lab"
+	"github.com/gatehouse-dev/gatehouse/probe"
+)
+
+func flow(proto, addr string, port uint16) lab.Flow {
+	return lab.Flow{Addr: netip.MustParseAddr(addr), Proto: proto, Port: port}
+}
+
+func TestStepFlows(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		st   probe.Step
+		want []lab.Flow
+	}{
+		{"tcp", probe.Step{Kind: probe.KindTCP, Target: "203.0.113.10:9000"}, []lab.Flow{flow("tcp", "203.0.113.10", 9000)}},
+		{"tcp v6", probe.Step{Kind: probe.KindTCP, Target: "[2001:db8:cafe::10]:9000"}, []lab.Flow{flow("tcp", "2001:db8:cafe::10", 9000)}},
+		{"udp", probe.Step{Kind: probe.KindUDP, Target: "192.88.99.10:443"}, []lab.Flow{flow("udp", "192.88.99.10", 443)}},
+		{"icmp", probe.Step{Kind: probe.KindICMP, Target: "3ffe::10"}, []lab.Flow{flow("icmp", "3ffe::10", 0)}},
+		{"http", probe.Step{Kind: probe.KindHTTP, Target: "http://203.0.113.10/c/x"}, []lab.Flow{flow("tcp", "203.0.113.10", 80)}},
+		{"https port", probe.Step{Kind: probe.KindHTTP, Target: "https://[3ffe::10]:8443/c"}, []lab.Flow{flow("tcp", "3ffe::10", 8443)}},
+		{"mapped", probe.Step{Kind: probe.KindHTTP, Target: "http://[::ffff:169.254.169.254]/"}, []lab.Flow{flow("tcp", "169.254.169.254", 80)}},
+		{"legacy hex", probe.Step{Kind: probe.KindHTTP, Target: "http://0xa9fea9fe/latest/"}, []lab.Flow{flow("tcp", "169.254.169.254", 80)}},
+		{"lab redirect", probe.Step{Kind: probe.KindHTTP, Follow: true, Target: "http://203.0.113.100/redirect?to=http://203.0.113.10/r/x"},
+			[]lab.Flow{flow("tcp", "203.0.113.100", 80), flow("tcp", "203.0.113.10", 80)}},
+		// Where the next packet goes is someone else's word, or needs a lookup.
+		{"other redirect", probe.Step{Kind: probe.KindHTTP, Follow: true, Target: "http://203.0.113.100/go"}, nil},
+		{"redirect to a name", probe.Step{Kind: probe.KindHTTP, Follow: true, Target: "http://203.0.113.100/redirect?to=http://callback.lab.gatehouse.test/"}, nil},
+		{"name", probe.Step{Kind: probe.KindHTTP, Target: "http://callback.lab.gatehouse.test/x"}, nil},
+		{"proxy env", probe.Step{Kind: probe.KindHTTP, UseProxy: true, Target: "http://203.0.113.10/x"}, nil},
+		{"proxy kind", probe.Step{Kind: probe.KindProxy, Target: "203.0.113.10:80"}, nil},
+		{"dns", probe.Step{Kind: probe.KindDNS, Target: "x.oob.gatehouse.test", Server: "203.0.113.53:53"}, nil},
+		{"tcp name", probe.Step{Kind: probe.KindTCP, Target: "callback.lab.gatehouse.test:9000"}, nil},
+		{"bad port", probe.Step{Kind: probe.KindHTTP, Target: "http://203.0.113.10:99999/"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.Equal(t, tc.want, stepFlows(tc.st))
+		})
+	}
+}
+
+func TestBlockedFlow(t *testing.T) {
+	tcp := flow("tcp", "203.0.113.10", 80)
+	udp := flow("udp", "203.0.113.10", 9001)
+	ev := func(emitted uint64, arrived bool, connecting int, f lab.Flow) lab.FlowEvidence {
+		return lab.FlowEvidence{Emitted: map[lab.Flow]uint64{f: emitted}, Arrived: map[lab.Flow]bool{f: arrived}, Connecting: map[lab.Flow]int{f: connecting}}
+	}
+	for _, tc := range []struct {
+		name            string
+		f               lab.Flow
+		ev              lab.FlowEvidence
+		before          uint64
+		planned, wait   int
+		early, settling bool
+	}{
+		{"tcp blocked", tcp, ev(2, false, 2, tcp), 0, 2, 2, true, true},
+		{"tcp blocked late", tcp, ev(4, false, 2, tcp), 0, 2, 2, false, true},
+		{"tcp arrived", tcp, ev(2, true, 2, tcp), 0, 2, 2, true, false},
+		{"tcp one not connecting yet", tcp, ev(2, false, 1, tcp), 0, 2, 2, true, false},
+		{"tcp SYNs counted before the run", tcp, ev(2, false, 2, tcp), 1, 2, 2, true, false},
+		{"tcp sockets but no SYN counted (an inner namespace)", tcp, ev(0, false, 1, tcp), 0, 1, 1, true, false},
+		{"udp blocked", udp, ev(1, false, 0, udp), 0, 1, 1, true, true},
+		{"udp fewer packets than steps", udp, ev(1, false, 0, udp), 0, 2, 1, true, false},
+		{"udp after the window", udp, ev(1, false, 0, udp), 0, 1, 1, false, false},
+		{"udp arrived", udp, ev(1, true, 0, udp), 0, 1, 1, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.Equal(t, tc.settling, blockedFlow(tc.f, tc.ev, tc.before, tc.planned, tc.wait, tc.early))
+		})
+	}
+}
+
+func TestLineTap(t *testing.T) {
+	var lines []string
+	var out strings.Builder
+	tap := &lineTap{w: &out, line: func(b []byte) { lines = append(lines, string(b)) }}
+	for _, chunk := range []string{"a", "b\nc", "\n", strings.Repeat("x", 70<<10), "\nd\n"} {
+		n, err := tap.Write([]byte(chunk))
+		require.NoError(t, err)
+		require.Equal(t, len(chunk), n)
+	}
+	require.Equal(t, []string{"ab", "c", "d"}, lines, "a line over 64 KiB is skipped, the next is read")
+	require.Equal(t, 8+70<<10, out.Len())
+}
+
+// fakeFlows is a lab whose evidence the test sets.
+type fakeFlows struct {
+	mu    sync.Mutex
+	ev    lab.FlowEvidence
+	holds []string
+}
+
+func (f *fakeFlows) Flows(context.Context, string) (lab.FlowEvidence, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.ev, nil
+}
+
+func (f *fakeFlows) Holds(context.Context, string) ([]string, error) { return f.holds, nil }
+
+// The watch settles an attempt only on complete evidence, and never
+// while something could hold a packet.
+func TestSettleWatch(t *testing.T) {
+	blocked := flow("tcp", "203.0.113.10", 9000)
+	plan := probe.Plan{Steps: []probe.Step{
+		{ID: "tcp", Kind: probe.KindTCP, Target: "203.0.113.10:9000"},
+		{ID: "named", Kind: probe.KindTCP, Target: "callback.lab.gatehouse.test:9000"},
+	}}
+	for _, tc := range []struct {
+		name    string
+		arrived bool
+		holds   []string
+		want    string
+	}{
+		{"blocked", false, nil, "settle tcp"},
+		{"arrived", true, nil, ""},
+		{"held", false, []string{"queueing discipline tbf on the session's link"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fl := &fakeFlows{holds: tc.holds, ev: lab.FlowEvidence{
+				Emitted:    map[lab.Flow]uint64{},
+				Arrived:    map[lab.Flow]bool{},
+				Connecting: map[lab.Flow]int{},
+			}}
+			w := &settleWatch{s: &scenario{session: "s1"}, fl: fl, flows: map[string][]lab.Flow{}, perFlow: map[lab.Flow]int{},
+				reported: map[string]bool{}, settled: map[string]time.Duration{}, steps: len(plan.Steps), before: map[lab.Flow]uint64{}}
+			for _, st := range plan.Steps {
+				if fs := stepFlows(st); fs != nil {
+					w.flows[st.ID] = fs
+					w.perFlow[fs[0]]++
+				}
+			}
+			require.Len(t, w.flows, 1, "a step to a name cannot be settled")
+			in := w.stdin([]byte(`{}`))
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() { w.run(ctx, 3*time.Second); close(done) }()
+			fl.mu.Lock()
+			fl.ev = lab.FlowEvidence{Emitted: map[lab.Flow]uint64{blocked: 1}, Arrived: map[lab.Flow]bool{blocked: tc.arrived}, Connecting: map[lab.Flow]int{blocked: 1}}
+			fl.mu.Unlock()
+			rd := bufio.NewReader(in)
+			first, err := rd.ReadString('\n')
+			require.NoError(t, err)
+			require.Equal(t, "{}\n", first)
+			if tc.want != "" {
+				line, err := rd.ReadString('\n')
+				require.NoError(t, err)
+				require.Equal(t, tc.want+"\n", line)
+				cancel()
+				<-done
+				require.Contains(t, w.finding(), "1 blocked attempt(s) settled")
+				return
+			}
+			// Nothing may come before the watch gives up (its limit) or is
+			// told the run ended.
+			go func() { time.Sleep(500 * time.Millisecond); cancel() }()
+			rest, err := io.ReadAll(rd)
+			require.NoError(t, err)
+			require.Empty(t, string(rest))
+			require.Empty(t, w.finding())
+			<-done
+		})
+	}
+}
