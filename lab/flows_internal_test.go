@@ -58,8 +58,8 @@ func TestSynSent(t *testing.T) {
 	require.NoError(t, synSent(tcp, m))
 	require.NoError(t, synSent(tcp6, m))
 	require.Equal(t, map[Flow]int{
-		{Addr: netip.MustParseAddr("203.0.113.10"), Proto: "tcp", Port: 9000}:     2,
-		{Addr: netip.MustParseAddr("2001:db8::10"), Proto: "tcp", Port: 80}: 1,
+		{Addr: netip.MustParseAddr("203.0.113.10"), Proto: "tcp", Port: 9000}: 2,
+		{Addr: netip.MustParseAddr("2001:db8::10"), Proto: "tcp", Port: 80}:   1,
 	}, m)
 	require.Error(t, synSent([]byte("head\n 0: 1:2 zz:0050 02\n"), map[Flow]int{}))
 }
