@@ -57,3 +57,28 @@ func BenchmarkAttach(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkEmitted measures one reading of a session's accounting counters
+// (what a "settle early" poll costs).
+func BenchmarkEmitted(b *testing.B) {
+	benchNeedLab(b)
+	ctx := context.Background()
+	l, err := lab.Up(ctx, lab.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close(ctx)
+	if _, err := l.Attach(ctx, "e"); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		got, err := l.Emitted(ctx, "e")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, ok := got["callback4"]; !ok {
+			b.Fatalf("no callback4 counter: %v", got)
+		}
+	}
+}
