@@ -114,7 +114,7 @@ func (l *Lab) sealedOnce(ctx context.Context) error {
 			add("route %s dev %s table %s: %s", r.Dst, r.Dev, orMain(r.Table), why)
 		}
 	}
-	if err := l.connectFails(outside); err != nil {
+	for _, err := range l.connectFails(outside) {
 		add("%v", err)
 	}
 	if len(findings) > 0 {
@@ -153,8 +153,8 @@ func orMain(t string) string {
 }
 
 // connectFails checks from inside the lab namespace, on one thread visit,
-// that none of dsts has a route.
-func (l *Lab) connectFails(dsts []string) error {
+// that none of dsts has a route; it returns one error per failed check.
+func (l *Lab) connectFails(dsts []string) []error {
 	var errs []error
 	err := InNetns(NetnsPath(l.name), func() error {
 		for _, dst := range dsts {
@@ -165,9 +165,9 @@ func (l *Lab) connectFails(dsts []string) error {
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("cannot enter %s: %w", l.name, err)
+		return []error{fmt.Errorf("cannot enter %s: %w", l.name, err)}
 	}
-	return errors.Join(errs...)
+	return errs
 }
 
 // unroutable checks that a UDP connect() to dst, from the calling thread's
