@@ -1,13 +1,17 @@
 package lab
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"os/exec"
+	"net"
+	"net/netip"
+	"os"
 	"strings"
+
+	"github.com/google/nftables"
+	"github.com/google/nftables/expr"
+	"golang.org/x/sys/unix"
 )
 
 // Every session namespace gets an accounting table that counts, per lab
@@ -81,19 +85,119 @@ func acctRuleset(dests []acctDest) string {
 	return b.String()
 }
 
-func addAccounting(ctx context.Context, netns string, dests []acctDest) error {
-	cmd := exec.CommandContext(ctx, "nsenter", "--net="+netns, "nft", "-f", "-")
-	cmd.Stdin = strings.NewReader(acctRuleset(dests))
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("accounting table: %v: %s", err, bytes.TrimSpace(out))
+// addAccounting loads the accounting table (acctRuleset, written as
+// nftables bytecode) into the namespace at netns, in one batch: the table
+// appears whole or not at all. `nft list ruleset` shows it exactly as
+// acctRuleset reads.
+func addAccounting(netns string, dests []acctDest) error {
+	f, err := os.Open(netns)
+	if err != nil {
+		return fmt.Errorf("accounting table: %w", err)
+	}
+	defer f.Close()
+	c, err := nftables.New(nftables.WithNetNSFd(int(f.Fd())))
+	if err != nil {
+		return fmt.Errorf("accounting table in %s: %w", netns, err)
+	}
+	if err := acctBatch(c, dests); err != nil {
+		return fmt.Errorf("accounting table in %s: %w", netns, err)
+	}
+	if err := c.Flush(); err != nil {
+		return fmt.Errorf("accounting table in %s: load: %w", netns, err)
 	}
 	return nil
+}
+
+// acctBatch queues the accounting table on c: what nft makes of
+// acctRuleset, expression for expression.
+func acctBatch(c *nftables.Conn, dests []acctDest) error {
+	t := c.AddTable(&nftables.Table{Name: acctTable, Family: nftables.TableFamilyINet})
+	for _, d := range dests {
+		c.AddObj(&nftables.NamedObj{Table: t, Name: d.Name, Type: nftables.ObjTypeCounter, Obj: &expr.Counter{}})
+	}
+	c.AddObj(&nftables.NamedObj{Table: t, Name: LoopbackResolverDest, Type: nftables.ObjTypeCounter, Obj: &expr.Counter{}})
+	accept := nftables.ChainPolicyAccept
+	ch := c.AddChain(&nftables.Chain{
+		Name: "out", Table: t, Type: nftables.ChainTypeFilter,
+		Hooknum: nftables.ChainHookOutput, Priority: nftables.ChainPriorityRef(-400), Policy: &accept,
+	})
+	counter := func(name string) expr.Any { return &expr.Objref{Type: int(nftables.ObjTypeCounter), Name: name} }
+	for _, d := range dests {
+		m, err := daddrIs(d.Family, d.Addr)
+		if err != nil {
+			return fmt.Errorf("destination %s: %w", d.Name, err)
+		}
+		c.AddRule(&nftables.Rule{Table: t, Chain: ch, Exprs: append(m, counter(d.Name))})
+	}
+	// DNS to the sandbox's own loopback: daddr, then l4proto in the
+	// anonymous set { tcp, udp }, then th dport 53. Set IDs are chosen here
+	// (unique within this batch) so the library's shared counter is not used.
+	for i, fam := range []struct {
+		family byte
+		daddr  []expr.Any
+	}{
+		// 127.0.0.0/8: nft compares the first byte only, so do we.
+		{unix.NFPROTO_IPV4, []expr.Any{
+			&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: 16, Len: 1},
+			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{127}},
+		}},
+		{unix.NFPROTO_IPV6, []expr.Any{
+			&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: 24, Len: 16},
+			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: net.IPv6loopback.To16()},
+		}},
+	} {
+		set := &nftables.Set{Table: t, ID: uint32(i + 1), Name: "__set%d", Anonymous: true, Constant: true, KeyType: nftables.TypeInetProto}
+		if err := c.AddSet(set, []nftables.SetElement{{Key: []byte{unix.IPPROTO_TCP}}, {Key: []byte{unix.IPPROTO_UDP}}}); err != nil {
+			return fmt.Errorf("loopback resolver set: %w", err)
+		}
+		ex := []expr.Any{
+			&expr.Meta{Key: expr.MetaKeyNFPROTO, Register: 1},
+			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{fam.family}},
+		}
+		ex = append(ex, fam.daddr...)
+		ex = append(ex,
+			&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: 1},
+			&expr.Lookup{SourceRegister: 1, SetName: set.Name, SetID: set.ID},
+			&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseTransportHeader, Offset: 2, Len: 2},
+			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{0, 53}},
+			counter(LoopbackResolverDest),
+		)
+		c.AddRule(&nftables.Rule{Table: t, Chain: ch, Exprs: ex})
+	}
+	return nil
+}
+
+// daddrIs matches packets of family ("ip" or "ip6") sent to addr, as nft
+// compiles "ip daddr A" / "ip6 daddr A" in an inet table.
+func daddrIs(family, addr string) ([]expr.Any, error) {
+	a, err := netip.ParseAddr(addr)
+	if err != nil {
+		return nil, err
+	}
+	var proto byte
+	var off uint32
+	var b []byte
+	switch {
+	case family == "ip" && a.Is4():
+		proto, off, b = unix.NFPROTO_IPV4, 16, a.AsSlice()
+	case family == "ip6" && a.Is6() && !a.Is4In6():
+		proto, off, b = unix.NFPROTO_IPV6, 24, a.AsSlice()
+	default:
+		return nil, fmt.Errorf("address %s is not of family %s", addr, family)
+	}
+	return []expr.Any{
+		&expr.Meta{Key: expr.MetaKeyNFPROTO, Register: 1},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{proto}},
+		&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: off, Len: uint32(len(b))},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: b},
+	}, nil
 }
 
 // Emitted returns, per destination, how many packets the session's kernel
 // has sent toward it so far. An error means the accounting table is gone
 // (a sandbox with the power to flush it, or a profile that flushed the
-// whole ruleset): no kernel-side proof of attempt can then be had.
+// whole ruleset): no kernel-side proof of attempt can then be had. It is
+// one netlink dump of the table's objects, cheap enough to poll.
 func (l *Lab) Emitted(ctx context.Context, session string) (map[string]uint64, error) {
 	l.mu.Lock()
 	a, ok := l.sessions[session]
@@ -101,35 +205,44 @@ func (l *Lab) Emitted(ctx context.Context, session string) (map[string]uint64, e
 	if !ok {
 		return nil, fmt.Errorf("lab: emitted: no session %q", session)
 	}
-	out, err := exec.CommandContext(ctx, "nsenter", "--net="+NetnsPath(a.netns), "nft", "-j", "list", "counters", "table", "inet", acctTable).Output()
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("lab: emitted: %w", err)
+	}
+	got, err := readCounters(NetnsPath(a.netns))
 	if err != nil {
 		return nil, fmt.Errorf("lab: emitted: the accounting table of %s cannot be read: %w", session, err)
 	}
-	return parseCounters(out, l.addrs.acctDests())
+	return checkCounters(got, l.addrs.acctDests())
 }
 
-func parseCounters(js []byte, dests []acctDest) (map[string]uint64, error) {
-	var doc struct {
-		Nftables []map[string]json.RawMessage `json:"nftables"`
+// readCounters dumps the counters of the accounting table in the namespace
+// at netns, by name.
+func readCounters(netns string) (map[string]uint64, error) {
+	f, err := os.Open(netns)
+	if err != nil {
+		return nil, err
 	}
-	if err := json.Unmarshal(js, &doc); err != nil {
-		return nil, fmt.Errorf("lab: emitted: %w", err)
+	defer f.Close()
+	c, err := nftables.New(nftables.WithNetNSFd(int(f.Fd())))
+	if err != nil {
+		return nil, err
+	}
+	objs, err := c.GetObjects(&nftables.Table{Name: acctTable, Family: nftables.TableFamilyINet})
+	if err != nil {
+		return nil, err
 	}
 	got := map[string]uint64{}
-	for _, item := range doc.Nftables {
-		raw, ok := item["counter"]
-		if !ok {
-			continue
+	for _, o := range objs {
+		if co, ok := o.(*nftables.CounterObj); ok {
+			got[co.Name] = co.Packets
 		}
-		var c struct {
-			Name    string `json:"name"`
-			Packets uint64 `json:"packets"`
-		}
-		if err := json.Unmarshal(raw, &c); err != nil {
-			return nil, fmt.Errorf("lab: emitted: %w", err)
-		}
-		got[c.Name] = c.Packets
 	}
+	return got, nil
+}
+
+// checkCounters refuses a reading that lacks any destination's counter
+// (a table that is gone reads as no counters at all).
+func checkCounters(got map[string]uint64, dests []acctDest) (map[string]uint64, error) {
 	for _, d := range dests {
 		if _, ok := got[d.Name]; !ok {
 			return nil, errors.New("lab: emitted: the accounting table lacks counter " + d.Name)

@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"os"
 	"regexp"
-	"strings"
 
+	"github.com/gatehouse-dev/gatehouse/internal/namedns"
 	"github.com/gatehouse-dev/gatehouse/ledger"
 	"github.com/gatehouse-dev/gatehouse/targets"
+	"github.com/vishvananda/netlink"
 )
 
 var sessionRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,31}$`)
@@ -107,33 +107,55 @@ func (l *Lab) reserve(session string) (*attachment, error) {
 
 func (l *Lab) plumb(ctx context.Context, a *attachment) error {
 	s := a.netns
-	if _, err := ip(ctx, "netns", "add", s); err != nil {
-		return err // exists already: not ours, leave it alone
+	// Fails when the name exists: not ours, leave it alone. Its lo is up.
+	if err := namedns.Add(s); err != nil {
+		return err
 	}
 	release, _ := ledger.Record(ledger.Entry{Kind: ledger.Netns, What: s})
 	l.mu.Lock()
 	a.created, a.release = true, release
 	l.mu.Unlock()
-	steps := [][]string{
-		{"-n", s, "link", "set", "lo", "up"},
-		// Created inside the lab namespace with its peer moved straight into
-		// the session namespace: no end ever exists in the host namespace.
-		{"-n", l.name, "link", "add", a.labVeth, "type", "veth", "peer", "name", a.peerVeth, "netns", s},
-		{"-n", l.name, "addr", "add", a.link.LabV4, "dev", a.labVeth},
-		{"-n", l.name, "-6", "addr", "add", a.link.LabV6, "dev", a.labVeth, "nodad"},
-		{"-n", l.name, "link", "set", a.labVeth, "up"},
-		{"-n", s, "addr", "add", a.link.SessionV4, "dev", a.peerVeth},
-		{"-n", s, "-6", "addr", "add", a.link.SessionV6, "dev", a.peerVeth, "nodad"},
-		{"-n", s, "link", "set", a.peerVeth, "up"},
-		{"-n", s, "route", "add", "default", "via", strings.TrimSuffix(a.link.LabV4, "/30")},
-		{"-n", s, "-6", "route", "add", "default", "via", strings.TrimSuffix(a.link.LabV6, "/64")},
+	sh, err := rtnlAt(NetnsPath(s))
+	if err != nil {
+		return fmt.Errorf("netlink in %s: %w", s, err)
 	}
-	for _, args := range steps {
-		if _, err := ip(ctx, args...); err != nil {
+	defer sh.Close()
+	sf, err := namedns.Open(s)
+	if err != nil {
+		return err
+	}
+	defer sf.Close()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	// Created inside the lab namespace with its peer moved straight into
+	// the session namespace: no end ever exists in the host namespace.
+	veth := &netlink.Veth{LinkAttrs: netlink.NewLinkAttrs(), PeerName: a.peerVeth, PeerTxQLen: -1, PeerNamespace: netlink.NsFd(sf.Fd())}
+	veth.Name = a.labVeth
+	if err := l.rtnl.LinkAdd(veth); err != nil {
+		return fmt.Errorf("%s: add veth %s (peer %s in %s): %w", l.name, a.labVeth, a.peerVeth, s, err)
+	}
+	if err := addAddrs(l.rtnl, l.name, a.labVeth, a.link.LabV4, a.link.LabV6); err != nil {
+		return err
+	}
+	if err := linkUp(l.rtnl, l.name, a.labVeth); err != nil {
+		return err
+	}
+	if err := addAddrs(sh, s, a.peerVeth, a.link.SessionV4, a.link.SessionV6); err != nil {
+		return err
+	}
+	if err := linkUp(sh, s, a.peerVeth); err != nil {
+		return err
+	}
+	for _, gw := range []string{a.link.LabV4, a.link.LabV6} {
+		if err := addDefaultRoute(sh, s, netip.MustParsePrefix(gw).Addr()); err != nil {
 			return err
 		}
 	}
-	if err := addAccounting(ctx, NetnsPath(s), l.addrs.acctDests()); err != nil {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := addAccounting(NetnsPath(s), l.addrs.acctDests()); err != nil {
 		return err
 	}
 	// As on a typical host, where unprivileged users may send ICMP echo
@@ -164,16 +186,14 @@ func (l *Lab) detach(ctx context.Context, session string) error {
 	var err error
 	l.plumbing.Lock()
 	defer l.plumbing.Unlock()
-	if _, serr := os.Stat(NetnsPath(l.name)); serr == nil {
-		if _, derr := ip(ctx, "-n", l.name, "link", "del", a.labVeth); derr != nil && !strings.Contains(derr.Error(), "Cannot find device") {
-			err = derr
-		}
+	if l.rtnl != nil {
+		err = delLink(l.rtnl, l.name, a.labVeth)
 	}
 	l.mu.Lock()
 	created, release := a.created, a.release
 	l.mu.Unlock()
 	if created {
-		derr := deleteNetns(ctx, a.netns)
+		derr := deleteNetns(a.netns)
 		if derr == nil && release != nil {
 			release()
 		}
@@ -191,11 +211,5 @@ func (l *Lab) detach(ctx context.Context, session string) error {
 	return nil
 }
 
-// deleteNetns removes a named namespace if it exists.
-func deleteNetns(ctx context.Context, name string) error {
-	if _, err := os.Stat(NetnsPath(name)); errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	_, err := ip(ctx, "netns", "del", name)
-	return err
-}
+// deleteNetns removes a named namespace if it exists (as `ip netns del`).
+func deleteNetns(name string) error { return namedns.Delete(name) }

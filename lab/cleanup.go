@@ -14,7 +14,7 @@ var nsRE = regexp.MustCompile(`^gh-[0-9a-f]{4,6}(-[a-z0-9][a-z0-9-]{0,31})?$`)
 // List returns the lab and session namespaces present on this machine,
 // whichever process made them.
 func List(ctx context.Context) ([]string, error) {
-	names, err := namespaces(ctx)
+	names, err := namespaces()
 	if err != nil {
 		return nil, fmt.Errorf("lab: list: %w", err)
 	}
@@ -52,7 +52,7 @@ func cleanup(ctx context.Context, match func(name string) bool) error {
 		if !match(names[i]) {
 			continue
 		}
-		if err := deleteNetns(ctx, names[i]); err != nil {
+		if err := deleteNetns(names[i]); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -10,14 +10,15 @@ import (
 	"net/netip"
 	"os"
 	"regexp"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/internal/namedns"
 	"github.com/gatehouse-dev/gatehouse/lab/intake"
 	"github.com/gatehouse-dev/gatehouse/lab/model"
 	"github.com/gatehouse-dev/gatehouse/ledger"
+	"github.com/vishvananda/netlink"
 )
 
 // Options configure Up.
@@ -67,6 +68,10 @@ type Lab struct {
 	// while Sealed reads the namespace: a half-made or half-removed veth
 	// must not read as a foreign interface or route.
 	plumbing sync.RWMutex
+
+	// rtnl is a route netlink socket inside the lab namespace, open from Up
+	// to Close: links and addresses are made and inspected through it.
+	rtnl *netlink.Handle
 
 	created   bool   // the lab namespace is ours to delete (never another run's)
 	release   func() // drops its ledger entry
@@ -121,26 +126,22 @@ func Up(ctx context.Context, opts Options) (*Lab, error) {
 }
 
 func (l *Lab) up(ctx context.Context) error {
-	// `ip netns add` fails when the name exists, so a namespace we did not
-	// make is never adopted, and never deleted by our Close.
-	if _, err := ip(ctx, "netns", "add", l.name); err != nil {
+	// Adding fails when the name exists, so a namespace we did not make is
+	// never adopted, and never deleted by our Close. Its lo is up.
+	if err := namedns.Add(l.name); err != nil {
 		return err
 	}
 	l.created = true
 	l.release, _ = ledger.Record(ledger.Entry{Kind: ledger.Netns, What: l.name})
-	if _, err := ip(ctx, "-n", l.name, "link", "set", "lo", "up"); err != nil {
-		return err
+	h, err := rtnlAt(NetnsPath(l.name))
+	if err != nil {
+		return fmt.Errorf("netlink in %s: %w", l.name, err)
 	}
-	for _, a := range l.addrs.loAddrs() {
-		args := []string{"-n", l.name, "addr", "add", a, "dev", "lo"}
-		if strings.Contains(a, ":") {
-			// Without nodad an IPv6 address stays "tentative" for a moment,
-			// even on lo, and binding to it fails with EADDRNOTAVAIL.
-			args = append(args, "nodad")
-		}
-		if _, err := ip(ctx, args...); err != nil {
-			return err
-		}
+	l.rtnl = h
+	// Without nodad (addAddrs sets it) an IPv6 address stays "tentative" for
+	// a moment, even on lo, and binding to it fails with EADDRNOTAVAIL.
+	if err := addAddrs(l.rtnl, l.name, "lo", l.addrs.loAddrs()...); err != nil {
+		return err
 	}
 	// The lab routes between sessions (the cross-session gate needs that to
 	// be possible, so the sandbox's own policy is what is tested).
@@ -254,8 +255,15 @@ func (l *Lab) close(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("session %s: %w", n, err))
 		}
 	}
+	if l.rtnl != nil {
+		// The socket holds the namespace: close it before deleting.
+		l.plumbing.Lock()
+		l.rtnl.Close()
+		l.rtnl = nil
+		l.plumbing.Unlock()
+	}
 	if l.created {
-		if err := deleteNetns(ctx, l.name); err != nil {
+		if err := deleteNetns(l.name); err != nil {
 			errs = append(errs, err)
 		} else if l.release != nil {
 			l.release()

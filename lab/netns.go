@@ -1,25 +1,28 @@
 package lab
 
 import (
-	"bytes"
-	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
-	_ "github.com/gatehouse-dev/gatehouse/internal/mainthread" // keep locked goroutines off the main thread
+	"net"
+	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
 
+	_ "github.com/gatehouse-dev/gatehouse/internal/mainthread" // keep locked goroutines off the main thread
+	"github.com/gatehouse-dev/gatehouse/internal/namedns"
+	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
 
-// netnsDir is where `ip netns add` bind-mounts named namespaces.
-const netnsDir = "/run/netns"
+// netnsDir is where named namespaces are bind-mounted (as `ip netns add`
+// does; see internal/namedns).
+const netnsDir = namedns.Dir
 
-// NetnsPath is the file that names a network namespace created by `ip netns add`.
-func NetnsPath(name string) string { return filepath.Join(netnsDir, name) }
+// NetnsPath is the file that names a network namespace, as made by `ip
+// netns add` or namedns.Add.
+func NetnsPath(name string) string { return namedns.Path(name) }
 
 // InNetns runs fn on an OS thread that has joined the network namespace at
 // path, then returns the thread to the namespace it came from. Sockets that
@@ -88,43 +91,102 @@ func readSysctl(path, key string) (string, error) {
 	return out, err
 }
 
-// ip runs one iproute2 command and returns its standard output.
-func ip(ctx context.Context, args ...string) ([]byte, error) {
-	cmd := exec.CommandContext(ctx, "ip", args...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("ip %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+// rtnlAt opens a route netlink handle bound to the namespace at path. Its
+// socket is made on InNetns's throwaway thread and belongs to that
+// namespace for its whole life, so the handle serves from any goroutine
+// without switching a thread again. The caller closes it.
+func rtnlAt(path string) (*netlink.Handle, error) {
+	var h *netlink.Handle
+	err := InNetns(path, func() (err error) {
+		h, err = netlink.NewHandle(unix.NETLINK_ROUTE)
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
-	return stdout.Bytes(), nil
+	return h, nil
 }
 
-// ipJSON runs an iproute2 command with -j and decodes its output into v.
-func ipJSON(ctx context.Context, v any, args ...string) error {
-	out, err := ip(ctx, append([]string{"-j"}, args...)...)
+// linkUp sets the interface dev of namespace ns up (`ip link set DEV up`).
+func linkUp(h *netlink.Handle, ns, dev string) error {
+	lk, err := h.LinkByName(dev)
 	if err != nil {
-		return err
+		return fmt.Errorf("%s: set %s up: %w", ns, dev, err)
 	}
-	if len(bytes.TrimSpace(out)) == 0 {
-		return nil // iproute2 prints nothing for an empty list
-	}
-	if err := json.Unmarshal(out, v); err != nil {
-		return fmt.Errorf("ip %s: decode: %w", strings.Join(args, " "), err)
+	if err := h.LinkSetUp(lk); err != nil {
+		return fmt.Errorf("%s: set %s up: %w", ns, dev, err)
 	}
 	return nil
 }
 
-// namespaces lists the named network namespaces.
-func namespaces(ctx context.Context) ([]string, error) {
-	var list []struct {
-		Name string `json:"name"`
+// addAddrs puts addresses ("a.b.c.d/n", "x::y/n") on dev in namespace ns.
+// IPv6 addresses skip duplicate address detection (nodad): otherwise they
+// stay "tentative" for a moment and binding to them fails. IPv4 ones get no
+// broadcast address, as with `ip addr add`.
+func addAddrs(h *netlink.Handle, ns, dev string, addrs ...string) error {
+	lk, err := h.LinkByName(dev)
+	if err != nil {
+		return fmt.Errorf("%s: address %s: %w", ns, dev, err)
 	}
-	if err := ipJSON(ctx, &list, "netns", "list"); err != nil {
+	for _, s := range addrs {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return fmt.Errorf("%s: address %s on %s: %w", ns, s, dev, err)
+		}
+		a := &netlink.Addr{IPNet: &net.IPNet{IP: p.Addr().AsSlice(), Mask: net.CIDRMask(p.Bits(), p.Addr().BitLen())}}
+		if p.Addr().Is6() {
+			a.Flags = unix.IFA_F_NODAD
+		} else {
+			a.Broadcast = net.IPv4zero // none; the library would compute one
+		}
+		if err := h.AddrAdd(lk, a); err != nil {
+			return fmt.Errorf("%s: add address %s on %s: %w", ns, s, dev, err)
+		}
+	}
+	return nil
+}
+
+// addDefaultRoute routes everything of gw's family via gw (`ip route add
+// default via GW`, protocol boot as iproute2 sets it).
+func addDefaultRoute(h *netlink.Handle, ns string, gw netip.Addr) error {
+	// No destination: the route's family is the gateway's.
+	r := &netlink.Route{Gw: gw.AsSlice(), Protocol: unix.RTPROT_BOOT, Table: unix.RT_TABLE_MAIN}
+	if err := h.RouteAdd(r); err != nil {
+		return fmt.Errorf("%s: add default route via %s: %w", ns, gw, err)
+	}
+	return nil
+}
+
+// delLink removes the interface dev of namespace ns; one that is already
+// gone is not an error.
+func delLink(h *netlink.Handle, ns, dev string) error {
+	lk, err := h.LinkByName(dev)
+	var nf netlink.LinkNotFoundError
+	if errors.As(err, &nf) {
+		return nil
+	}
+	if err == nil {
+		err = h.LinkDel(lk)
+	}
+	if err != nil && !errors.Is(err, unix.ENODEV) {
+		return fmt.Errorf("%s: delete %s: %w", ns, dev, err)
+	}
+	return nil
+}
+
+// namespaces lists the named network namespaces (the entries of
+// /run/netns, which is what `ip netns list` reads).
+func namespaces() ([]string, error) {
+	entries, err := os.ReadDir(netnsDir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
 		return nil, err
 	}
-	names := make([]string, 0, len(list))
-	for _, n := range list {
-		names = append(names, n.Name)
+	names := make([]string, 0, len(entries))
+	for _, e := range entries {
+		names = append(names, e.Name())
 	}
 	return names, nil
 }

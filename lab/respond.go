@@ -38,13 +38,30 @@ func (l *Lab) Cut(ctx context.Context, session string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := ip(ctx, "-n", l.name, "link", "set", a.labVeth, "down"); err != nil {
+	if err := l.linkDown(a.labVeth); err != nil {
 		return err
 	}
 	// Its connections to the endpoints end now: nothing of the session
 	// can reach them to close them, and a handler waiting on one would
 	// hold the lab's shutdown.
 	l.conns.closeFrom(a.v4, a.v6)
+	return nil
+}
+
+// linkDown sets one of the lab's interfaces down (`ip link set DEV down`).
+func (l *Lab) linkDown(dev string) error {
+	l.plumbing.RLock()
+	defer l.plumbing.RUnlock()
+	if l.rtnl == nil {
+		return fmt.Errorf("lab: cut %s: the lab is closed", dev)
+	}
+	lk, err := l.rtnl.LinkByName(dev)
+	if err == nil {
+		err = l.rtnl.LinkSetDown(lk)
+	}
+	if err != nil {
+		return fmt.Errorf("lab: %s: set %s down: %w", l.name, dev, err)
+	}
 	return nil
 }
 

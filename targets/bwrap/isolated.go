@@ -5,9 +5,9 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"os/exec"
 	"sync"
 
+	"github.com/gatehouse-dev/gatehouse/internal/namedns"
 	"github.com/gatehouse-dev/gatehouse/ledger"
 )
 
@@ -16,24 +16,23 @@ import (
 // never starts in the machine's own namespace, whatever its bubblewrap
 // arguments say: an argument list is a weak guarantee (--share-net after
 // --unshare-net, an option value that looks like a flag), a namespace of our
-// own is not.
+// own is not. It is made in-process, as `ip netns add` makes one.
 func isolatedNetns(ctx context.Context) (name, path string, err error) {
+	if err := ctx.Err(); err != nil {
+		return "", "", err
+	}
 	b := make([]byte, 4)
 	if _, err := rand.Read(b); err != nil {
 		return "", "", err
 	}
 	name = "gh-n" + hex.EncodeToString(b)
-	if out, err := exec.CommandContext(ctx, "ip", "netns", "add", name).CombinedOutput(); err != nil {
-		return "", "", fmt.Errorf("create isolated namespace: %v: %s", err, out)
+	if err := namedns.Add(name); err != nil {
+		return "", "", fmt.Errorf("create isolated namespace: %w", err)
 	}
 	// A crashed run's namespace is removed by the next sweep.
 	release, _ := ledger.Record(ledger.Entry{Kind: ledger.Netns, What: name})
 	netnsReleases.Store(name, release)
-	if out, err := exec.CommandContext(ctx, "ip", "-n", name, "link", "set", "lo", "up").CombinedOutput(); err != nil {
-		_ = deleteNetns(context.WithoutCancel(ctx), name)
-		return "", "", fmt.Errorf("isolated namespace lo: %v: %s", err, out)
-	}
-	return name, "/run/netns/" + name, nil
+	return name, namedns.Path(name), nil
 }
 
 // netnsReleases holds, by name, the ledger release of each isolated
@@ -44,8 +43,8 @@ func deleteNetns(ctx context.Context, name string) error {
 	if name == "" {
 		return nil
 	}
-	if out, err := exec.CommandContext(ctx, "ip", "netns", "del", name).CombinedOutput(); err != nil {
-		return fmt.Errorf("delete isolated namespace %s: %v: %s", name, err, out)
+	if err := namedns.Delete(name); err != nil {
+		return fmt.Errorf("delete isolated namespace: %w", err)
 	}
 	if rel, ok := netnsReleases.LoadAndDelete(name); ok {
 		rel.(func())()
