@@ -121,6 +121,9 @@ func acctBatch(c *nftables.Conn, dests []acctDest) error {
 		Name: "out", Table: t, Type: nftables.ChainTypeFilter,
 		Hooknum: nftables.ChainHookOutput, Priority: nftables.ChainPriorityRef(-400), Policy: &accept,
 	})
+	if err := flowSets(c, t, ch); err != nil {
+		return fmt.Errorf("flow sets: %w", err)
+	}
 	counter := func(name string) expr.Any { return &expr.Objref{Type: int(nftables.ObjTypeCounter), Name: name} }
 	for _, d := range dests {
 		m, err := daddrIs(d.Family, d.Addr)

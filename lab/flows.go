@@ -13,6 +13,10 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+
+	"github.com/google/nftables"
+	"github.com/google/nftables/expr"
+	"golang.org/x/sys/unix"
 )
 
 // Flow evidence lets the harness settle a blocked attempt without waiting
@@ -117,42 +121,29 @@ func (l *Lab) Flows(ctx context.Context, session string) (FlowEvidence, error) {
 		return FlowEvidence{}, fmt.Errorf("lab: flows: no session %q", session)
 	}
 	ev := FlowEvidence{Emitted: map[Flow]uint64{}, Arrived: map[Flow]bool{}, Connecting: map[Flow]int{}}
-	out, err := exec.CommandContext(ctx, "nsenter", "--net="+NetnsPath(a.netns), "nft", "-j", "list", "table", "inet", acctTable).Output()
+	if err := ctx.Err(); err != nil {
+		return ev, fmt.Errorf("lab: flows: %w", err)
+	}
+	emitted, err := readSets(NetnsPath(a.netns), acctTable, map[string]keyLayout{
+		"emitted4": {4, true}, "emitted6": {16, true}, "echo4": {4, false}, "echo6": {16, false}})
 	if err != nil {
 		return ev, fmt.Errorf("lab: flows: the accounting table of %s cannot be read: %w", session, err)
 	}
-	sets, err := parseSets(out, "emitted4", "emitted6", "echo4", "echo6")
-	if err != nil {
-		return ev, fmt.Errorf("lab: flows of %s: %w", session, err)
+	for _, e := range emitted {
+		ev.Emitted[e.flow] += e.packets
 	}
-	for _, e := range sets {
-		f, ok := e.flow(0)
-		if !ok {
-			return ev, fmt.Errorf("lab: flows of %s: unreadable element %v", session, e.key)
-		}
-		ev.Emitted[f] += e.packets
-	}
-	out, err = exec.CommandContext(ctx, "nsenter", "--net="+NetnsPath(l.name), "nft", "-j", "list", "table", "inet", arrivalsTable).Output()
+	arrived, err := readSets(NetnsPath(l.name), arrivalsTable, map[string]keyLayout{
+		"flows4": {4, true}, "flows6": {16, true}, "echo4": {4, false}, "echo6": {16, false}}, withSource)
 	if err != nil {
 		return ev, fmt.Errorf("lab: flows: the lab's arrival records cannot be read: %w", err)
 	}
-	sets, err = parseSets(out, "flows4", "flows6", "echo4", "echo6")
-	if err != nil {
-		return ev, fmt.Errorf("lab: flows: arrivals: %w", err)
+	if len(arrived) > arrivalsSize/2 {
+		return ev, fmt.Errorf("lab: flows: the lab's arrival records hold %d flows, too close to their %d to be sure none was lost", len(arrived), arrivalsSize)
 	}
-	if len(sets) > arrivalsSize/2 {
-		return ev, fmt.Errorf("lab: flows: the lab's arrival records hold %d flows, too close to their %d to be sure none was lost", len(sets), arrivalsSize)
-	}
-	for _, e := range sets {
-		src, err := netip.ParseAddr(fmt.Sprint(e.key[0]))
-		if err != nil || (src != a.v4 && src != a.v6) {
-			continue
+	for _, e := range arrived {
+		if e.src == a.v4 || e.src == a.v6 {
+			ev.Arrived[e.flow] = true
 		}
-		f, ok := e.flow(1)
-		if !ok {
-			return ev, fmt.Errorf("lab: flows: arrivals: unreadable element %v", e.key)
-		}
-		ev.Arrived[f] = true
 	}
 	err = InNetns(NetnsPath(a.netns), func() error {
 		for _, file := range []string{"/proc/thread-self/net/tcp", "/proc/thread-self/net/tcp6"} {
@@ -225,116 +216,97 @@ func (l *Lab) Holds(ctx context.Context, session string) ([]string, error) {
 	return holds, nil
 }
 
-// setElem is one element of a dynamic set: its key's parts and counter.
-type setElem struct {
-	key     []any
+// keyLayout is how a set's key reads: addresses of size bytes, then (for
+// tcp and udp flows) a protocol and a port, each in a 4-byte register.
+type keyLayout struct {
+	size  int
+	ports bool
+}
+
+// withSource: the key starts with the source address.
+const withSource = true
+
+// flowElem is one element of a flow set.
+type flowElem struct {
+	src     netip.Addr // when the key has one
+	flow    Flow
 	packets uint64
 }
 
-// flow reads a key's parts from i on: addr . proto . port, or addr alone
-// (an echo set's).
-func (e setElem) flow(i int) (Flow, bool) {
-	if len(e.key) <= i {
-		return Flow{}, false
-	}
-	addr, err := netip.ParseAddr(fmt.Sprint(e.key[i]))
+// readSets dumps the named sets of table (family inet) in the namespace at
+// netns. Every set must be there: a set root in the guest removed is an
+// error, never an empty record.
+func readSets(netns, table string, sets map[string]keyLayout, src ...bool) ([]flowElem, error) {
+	f, err := os.Open(netns)
 	if err != nil {
-		return Flow{}, false
-	}
-	if len(e.key) == i+1 {
-		return Flow{Addr: addr, Proto: "icmp"}, true
-	}
-	if len(e.key) != i+3 {
-		return Flow{}, false
-	}
-	proto, _ := e.key[i+1].(string)
-	port, ok := e.key[i+2].(float64)
-	if (proto != "tcp" && proto != "udp") || !ok || port < 0 || port > 65535 {
-		return Flow{}, false
-	}
-	return Flow{Addr: addr, Proto: proto, Port: uint16(port)}, true
-}
-
-// parseSets reads the elements of the named sets from `nft -j list table`;
-// each set must be there.
-func parseSets(js []byte, names ...string) ([]setElem, error) {
-	var doc struct {
-		Nftables []map[string]json.RawMessage `json:"nftables"`
-	}
-	if err := json.Unmarshal(js, &doc); err != nil {
 		return nil, err
 	}
-	want := map[string]bool{}
-	for _, n := range names {
-		want[n] = false
+	defer f.Close()
+	c, err := nftables.New(nftables.WithNetNSFd(int(f.Fd())))
+	if err != nil {
+		return nil, err
 	}
-	var out []setElem
-	for _, item := range doc.Nftables {
-		raw, ok := item["set"]
-		if !ok {
-			continue
+	t := &nftables.Table{Name: table, Family: nftables.TableFamilyINet}
+	hasSrc := len(src) > 0 && src[0]
+	var out []flowElem
+	for name, lay := range sets {
+		set, err := c.GetSetByName(t, name)
+		if err != nil {
+			return nil, fmt.Errorf("set %s: %w", name, err)
 		}
-		var s struct {
-			Name string            `json:"name"`
-			Elem []json.RawMessage `json:"elem"`
+		elems, err := c.GetSetElements(set)
+		if err != nil {
+			return nil, fmt.Errorf("set %s: %w", name, err)
 		}
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return nil, err
-		}
-		if _, ok := want[s.Name]; !ok {
-			continue
-		}
-		want[s.Name] = true
-		for _, er := range s.Elem {
-			e, err := parseElem(er)
+		for _, e := range elems {
+			fe, err := decodeKey(e.Key, lay, hasSrc)
 			if err != nil {
-				return nil, fmt.Errorf("set %s: %w", s.Name, err)
+				return nil, fmt.Errorf("set %s: %w", name, err)
 			}
-			out = append(out, e)
-		}
-	}
-	for n, seen := range want {
-		if !seen {
-			return nil, fmt.Errorf("set %s is missing", n)
+			if e.Counter != nil {
+				fe.packets = e.Counter.Packets
+			}
+			out = append(out, fe)
 		}
 	}
 	return out, nil
 }
 
-// parseElem reads one element: a bare value, or {"elem": {"val": V,
-// "counter": {...}}}, where V is a value or {"concat": [...]}.
-func parseElem(raw json.RawMessage) (setElem, error) {
-	var wrapped struct {
-		Elem *struct {
-			Val     json.RawMessage `json:"val"`
-			Counter *struct {
-				Packets uint64 `json:"packets"`
-			} `json:"counter"`
-		} `json:"elem"`
+// decodeKey reads a set element's key: [source] destination [proto port].
+func decodeKey(k []byte, lay keyLayout, hasSrc bool) (flowElem, error) {
+	want := lay.size
+	if hasSrc {
+		want += lay.size
 	}
-	val := raw
-	var e setElem
-	if json.Unmarshal(raw, &wrapped) == nil && wrapped.Elem != nil {
-		val = wrapped.Elem.Val
-		if wrapped.Elem.Counter != nil {
-			e.packets = wrapped.Elem.Counter.Packets
-		}
+	if lay.ports {
+		want += 8
 	}
-	var concat struct {
-		Concat []any `json:"concat"`
+	if len(k) != want {
+		return flowElem{}, fmt.Errorf("key of %d bytes, want %d", len(k), want)
 	}
-	if json.Unmarshal(val, &concat) == nil && concat.Concat != nil {
-		e.key = concat.Concat
+	var e flowElem
+	addr := func() netip.Addr {
+		a, _ := netip.AddrFromSlice(k[:lay.size])
+		k = k[lay.size:]
+		return a.Unmap()
+	}
+	if hasSrc {
+		e.src = addr()
+	}
+	e.flow.Addr = addr()
+	if !lay.ports {
+		e.flow.Proto = "icmp"
 		return e, nil
 	}
-	var one any
-	if err := json.Unmarshal(val, &one); err != nil {
-		return e, err
+	switch k[0] {
+	case unix.IPPROTO_TCP:
+		e.flow.Proto = "tcp"
+	case unix.IPPROTO_UDP:
+		e.flow.Proto = "udp"
+	default:
+		return flowElem{}, fmt.Errorf("protocol %d in a flow key", k[0])
 	}
-	if _, ok := one.(string); !ok {
-		return e, fmt.Errorf("element %s is neither a value nor a concatenation", val)
-	}
-	e.key = []any{one}
+	e.flow.Port = uint16(k[4])<<8 | uint16(k[5])
 	return e, nil
 }
 
@@ -395,6 +367,89 @@ func devNames(b []byte) []string {
 			continue
 		}
 		out = append(out, strings.TrimSpace(name))
+	}
+	return out
+}
+
+// Registers as nft lays out a concatenated key: the 16-byte register 1
+// holds the first field; later fields follow in 4-byte registers, so an
+// IPv4 address (4 bytes) is followed in register 9, an IPv6 one (16 bytes,
+// the whole of register 1) in register 13 (register 2 in 16-byte terms).
+const (
+	reg1     = 1
+	reg32At4 = 9  // the 4-byte register after a 4-byte field in register 1
+	reg2     = 2  // the 16-byte register after register 1
+	reg32At8 = 10 // after two 4-byte fields
+	reg32Rg2 = 13 // the 4-byte register after register 2's first word
+)
+
+// flowSets queues the emitted sets and their rules on c (acctBatch): what
+// nft makes of emittedSets and emittedRules, expression for expression
+// (TestAccountingTableAsNftWritesIt compares the two).
+func flowSets(c *nftables.Conn, t *nftables.Table, ch *nftables.Chain) error {
+	v4key, err := nftables.ConcatSetType(nftables.TypeIPAddr, nftables.TypeInetProto, nftables.TypeInetService)
+	if err != nil {
+		return err
+	}
+	v6key, err := nftables.ConcatSetType(nftables.TypeIP6Addr, nftables.TypeInetProto, nftables.TypeInetService)
+	if err != nil {
+		return err
+	}
+	sets := map[string]*nftables.Set{}
+	for i, s := range []struct {
+		name string
+		key  nftables.SetDatatype
+	}{{"emitted4", v4key}, {"emitted6", v6key}, {"echo4", nftables.TypeIPAddr}, {"echo6", nftables.TypeIP6Addr}} {
+		set := &nftables.Set{Table: t, ID: uint32(100 + i), Name: s.name, KeyType: s.key, Dynamic: true, Counter: true, Size: 16384}
+		if err := c.AddSet(set, nil); err != nil {
+			return fmt.Errorf("set %s: %w", s.name, err)
+		}
+		sets[s.name] = set
+	}
+	cmp := func(reg uint32, b ...byte) expr.Any { return &expr.Cmp{Op: expr.CmpOpEq, Register: reg, Data: b} }
+	l4 := func(reg uint32) expr.Any { return &expr.Meta{Key: expr.MetaKeyL4PROTO, Register: reg} }
+	nfproto := func(p byte) []expr.Any {
+		return []expr.Any{&expr.Meta{Key: expr.MetaKeyNFPROTO, Register: reg1}, cmp(reg1, p)}
+	}
+	daddr := func(v6 bool) expr.Any {
+		if v6 {
+			return &expr.Payload{DestRegister: reg1, Base: expr.PayloadBaseNetworkHeader, Offset: 24, Len: 16}
+		}
+		return &expr.Payload{DestRegister: reg1, Base: expr.PayloadBaseNetworkHeader, Offset: 16, Len: 4}
+	}
+	dport := func(reg uint32) expr.Any {
+		return &expr.Payload{DestRegister: reg, Base: expr.PayloadBaseTransportHeader, Offset: 2, Len: 2}
+	}
+	update := func(set string) expr.Any {
+		return &expr.Dynset{SrcRegKey: reg1, SetName: set, SetID: sets[set].ID, Operation: uint32(unix.NFT_DYNSET_OP_UPDATE)}
+	}
+	synOnly := []expr.Any{
+		l4(reg1), cmp(reg1, unix.IPPROTO_TCP),
+		&expr.Payload{DestRegister: reg1, Base: expr.PayloadBaseTransportHeader, Offset: 13, Len: 1},
+		&expr.Bitwise{SourceRegister: reg1, DestRegister: reg1, Len: 1, Mask: []byte{0x12}, Xor: []byte{0}},
+		cmp(reg1, 0x02),
+	}
+	udp := []expr.Any{l4(reg1), cmp(reg1, unix.IPPROTO_UDP)}
+	var rules [][]expr.Any
+	for _, first := range [][]expr.Any{synOnly, udp} {
+		rules = append(rules,
+			join(first, nfproto(unix.NFPROTO_IPV4), []expr.Any{daddr(false), l4(reg32At4), dport(reg32At8), update("emitted4")}),
+			join(first, nfproto(unix.NFPROTO_IPV6), []expr.Any{daddr(true), l4(reg2), dport(reg32Rg2), update("emitted6")}))
+	}
+	icmpType := &expr.Payload{DestRegister: reg1, Base: expr.PayloadBaseTransportHeader, Offset: 0, Len: 1}
+	rules = append(rules,
+		join(nfproto(unix.NFPROTO_IPV4), []expr.Any{l4(reg1), cmp(reg1, unix.IPPROTO_ICMP), icmpType, cmp(reg1, 8), daddr(false), update("echo4")}),
+		join(nfproto(unix.NFPROTO_IPV6), []expr.Any{l4(reg1), cmp(reg1, unix.IPPROTO_ICMPV6), icmpType, cmp(reg1, 128), daddr(true), update("echo6")}))
+	for _, ex := range rules {
+		c.AddRule(&nftables.Rule{Table: t, Chain: ch, Exprs: ex})
+	}
+	return nil
+}
+
+func join(parts ...[]expr.Any) []expr.Any {
+	var out []expr.Any
+	for _, p := range parts {
+		out = append(out, p...)
 	}
 	return out
 }

@@ -5,43 +5,34 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 )
 
-func TestParseSets(t *testing.T) {
-	js := []byte(`{"nftables": [{"metainfo": {"version": "1.0.6"}},
-	 {"set": {"name": "emitted4", "elem": [{"elem": {"val": {"concat": ["203.0.113.10", "tcp", 80]}, "counter": {"packets": 2, "bytes": 120}}}]}},
-	 {"set": {"name": "echo6", "elem": [{"elem": {"val": "3ffe::10", "counter": {"packets": 1}}}]}},
-	 {"set": {"name": "flows4", "elem": [{"concat": ["198.51.100.6", "203.0.113.100", "udp", 53]}]}},
-	 {"counter": {"name": "callback4", "packets": 3}}]}`)
-	got, err := parseSets(js, "emitted4", "echo6", "flows4")
+func TestDecodeKey(t *testing.T) {
+	v4 := keyLayout{4, true}
+	k := []byte{203, 0, 113, 10, unix.IPPROTO_TCP, 0, 0, 0, 0x23, 0x28, 0, 0}
+	e, err := decodeKey(k, v4, false)
 	require.NoError(t, err)
-	require.Len(t, got, 3)
-	f, ok := got[0].flow(0)
-	require.True(t, ok)
-	require.Equal(t, Flow{Addr: netip.MustParseAddr("203.0.113.10"), Proto: "tcp", Port: 80}, f)
-	require.EqualValues(t, 2, got[0].packets)
-	f, ok = got[1].flow(0)
-	require.True(t, ok)
-	require.Equal(t, Flow{Addr: netip.MustParseAddr("3ffe::10"), Proto: "icmp"}, f)
-	f, ok = got[2].flow(1)
-	require.True(t, ok)
-	require.Equal(t, "udp 203.0.113.100:53", f.String())
-
-	_, err = parseSets(js, "emitted4", "emitted6")
-	require.ErrorContains(t, err, "set emitted6 is missing", "a set root in the guest removed is an error, never an empty record")
-	_, err = parseSets([]byte(`{"nftables": [{"set": {"name": "x", "elem": [{"elem": {"val": [1]}}]}}]}`), "x")
-	require.Error(t, err)
-	_, err = parseSets([]byte(`not json`), "x")
-	require.Error(t, err)
-	for _, bad := range []setElem{
-		{key: []any{"203.0.113.10", "sctp", 80.0}},
-		{key: []any{"203.0.113.10", "tcp", 70000.0}},
-		{key: []any{"nonsense", "tcp", 80.0}},
-		{key: []any{"203.0.113.10", "tcp"}},
-	} {
-		_, ok := bad.flow(0)
-		require.False(t, ok, "%v", bad.key)
-	}
+	require.Equal(t, Flow{Addr: netip.MustParseAddr("203.0.113.10"), Proto: "tcp", Port: 9000}, e.flow)
+	withSrc := append([]byte{198, 51, 100, 6}, k...)
+	withSrc[8] = unix.IPPROTO_UDP
+	e, err = decodeKey(withSrc, v4, true)
+	require.NoError(t, err)
+	require.Equal(t, netip.MustParseAddr("198.51.100.6"), e.src)
+	require.Equal(t, "udp 203.0.113.10:9000", e.flow.String())
+	e, err = decodeKey(netip.MustParseAddr("3ffe::10").AsSlice(), keyLayout{16, false}, false)
+	require.NoError(t, err)
+	require.Equal(t, "icmp 3ffe::10", e.flow.String())
+	mapped := netip.MustParseAddr("::ffff:169.254.169.254").AsSlice()
+	e, err = decodeKey(append(mapped, unix.IPPROTO_TCP, 0, 0, 0, 0, 80, 0, 0), keyLayout{16, true}, false)
+	require.NoError(t, err)
+	require.Equal(t, "tcp 169.254.169.254:80", e.flow.String())
+	_, err = decodeKey(k[:11], v4, false)
+	require.Error(t, err, "a short key")
+	bad := append([]byte(nil), k...)
+	bad[4] = unix.IPPROTO_SCTP
+	_, err = decodeKey(bad, v4, false)
+	require.Error(t, err, "a protocol the rules never put there")
 }
 
 func TestSynSent(t *testing.T) {
