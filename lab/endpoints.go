@@ -92,6 +92,7 @@ func (l *Lab) serveHTTPOn(ln net.Listener, addr string, h http.Handler, conf *tl
 	srv := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: 5 * time.Second,
+		ConnState:         l.busy.httpState,
 		ReadTimeout:       10 * time.Second,
 		WriteTimeout:      10 * time.Second,
 		ErrorLog:          log.New(logWriter(l.logf), "lab http "+addr+": ", 0),

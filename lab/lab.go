@@ -42,6 +42,7 @@ var idRE = regexp.MustCompile(`^[0-9a-f]{4,6}$`)
 // Lab is a running lab namespace with its endpoints and attached sessions.
 type Lab struct {
 	conns    connSet // accepted TCP connections, by peer (Cut ends a session's)
+	busy     busySet // connections accepted and not recorded yet (quiet.go)
 	id, name string
 	addrs    Addrs
 	logf     func(format string, a ...any)

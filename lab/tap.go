@@ -24,13 +24,14 @@ type tapListener struct {
 	conns  chan net.Conn
 	done   chan struct{} // closed by Close
 	once   sync.Once
+	busy   *busySet // counts connections until recorded
 	wg     sync.WaitGroup // the accept loop and the sniffers
 }
 
 // tap wraps ln (below any TLS layer) so that every accepted connection is
 // recorded as a "connection" hit of endpoint.
 func (l *Lab) tap(ln net.Listener, endpoint string) net.Listener {
-	t := &tapListener{Listener: ln, conns: make(chan net.Conn), done: make(chan struct{})}
+	t := &tapListener{Listener: ln, conns: make(chan net.Conn), done: make(chan struct{}), busy: &l.busy}
 	t.record = func(c net.Conn, first []byte) {
 		summary, data := firstBytes(first)
 		h := evidence.Hit{Endpoint: endpoint, Proto: "tcp", Conn: true,
@@ -53,10 +54,16 @@ func (t *tapListener) loop() {
 			return // closed
 		}
 		t.wg.Add(1)
+		if t.busy != nil {
+			t.busy.add(c.RemoteAddr(), 1)
+		}
 		go func() {
 			defer t.wg.Done()
 			first := sniff(c)
 			t.record(c, first)
+			if t.busy != nil {
+				t.busy.add(c.RemoteAddr(), -1)
+			}
 			pc := &prefixConn{Conn: c, r: io.MultiReader(bytes.NewReader(first), c)}
 			select {
 			case t.conns <- pc:

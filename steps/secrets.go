@@ -282,7 +282,7 @@ func (r *runner) judgeSecrets(ctx context.Context) error {
 	if s == nil || s.sess == nil || p == nil {
 		return errors.New("no session: a 'fresh sandbox session' step must come first")
 	}
-	if err := r.settle(ctx); err != nil {
+	if err := r.settleFor(ctx, s.session); err != nil {
 		return err
 	}
 	o := evidence.SecretsObservation{

@@ -40,7 +40,7 @@ func (r *runner) judge(ctx context.Context) error {
 	if s == nil || s.sess == nil {
 		return errors.New("no session: a 'fresh sandbox session' step must come first")
 	}
-	if err := r.settle(ctx); err != nil {
+	if err := r.settleFor(ctx, s.session); err != nil {
 		return err
 	}
 	obs := evidence.Observation{
@@ -76,6 +76,52 @@ func (r *runner) settle(ctx context.Context) error {
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
+	}
+}
+
+// quieter is the lab's word on whether it has recorded everything of some
+// sessions that reached it (lab.Quiet).
+type quieter interface {
+	Quiet(ctx context.Context, sessions ...string) (bool, string, error)
+}
+
+// quietGap is how long the lab must stay quiet, read twice, before a
+// verdict is made: a packet between the session's link and a socket's
+// queue is there for microseconds.
+const quietGap = 10 * time.Millisecond
+
+// settleFor waits until the lab has recorded what these sessions sent, as
+// its sockets and recorders say, and never longer than Settle (what it
+// waited before, always). A lab that cannot say waits the whole Settle. A
+// hit that still comes late is not lost: the watch after the verdict and
+// the final rejudge over the whole record only ever make it stricter.
+func (r *runner) settleFor(ctx context.Context, sessions ...string) error {
+	q, ok := r.cfg.Lab.(quieter)
+	if !ok {
+		return r.settle(ctx)
+	}
+	limit := time.NewTimer(time.Duration(r.cfg.Settle) * time.Millisecond)
+	defer limit.Stop()
+	quietRuns := 0
+	for {
+		quiet, _, err := q.Quiet(ctx, sessions...)
+		if err != nil {
+			quietRuns = -1 << 30 // cannot tell: the whole Settle
+		} else if quiet {
+			quietRuns++
+		} else {
+			quietRuns = 0
+		}
+		if quietRuns >= 2 {
+			return nil
+		}
+		select {
+		case <-limit.C:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(quietGap):
+		}
 	}
 }
 
