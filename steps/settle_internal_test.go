@@ -175,3 +175,48 @@ func TestSettleWatch(t *testing.T) {
 		})
 	}
 }
+
+// quietLab is a lab whose quiet answers the test sets.
+type quietLab struct {
+	Lab
+	mu    sync.Mutex
+	calls int
+	quiet bool
+	err   error
+}
+
+func (q *quietLab) Quiet(context.Context, ...string) (bool, string, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.calls++
+	return q.quiet, "", q.err
+}
+
+// A verdict waits for the lab to be quiet twice in a row, and never longer
+// than Settle; a lab that cannot tell gets the whole Settle.
+func TestSettleFor(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		quiet     bool
+		err       error
+		wholeWait bool
+	}{
+		{"quiet", true, nil, false},
+		{"busy", false, nil, true},
+		{"cannot tell", true, io.ErrUnexpectedEOF, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			q := &quietLab{quiet: tc.quiet, err: tc.err}
+			r := &runner{cfg: Config{Lab: q, Settle: 200}}
+			from := time.Now()
+			require.NoError(t, r.settleFor(context.Background(), "s1"))
+			took := time.Since(from)
+			if tc.wholeWait {
+				require.GreaterOrEqual(t, took, 200*time.Millisecond)
+				require.Greater(t, q.calls, 2)
+			} else {
+				require.Equal(t, 2, q.calls, "two quiet readings are enough")
+			}
+		})
+	}
+}
