@@ -24,7 +24,7 @@ type tapListener struct {
 	conns  chan net.Conn
 	done   chan struct{} // closed by Close
 	once   sync.Once
-	busy   *busySet // counts connections until recorded
+	busy   *busySet       // counts connections until recorded
 	wg     sync.WaitGroup // the accept loop and the sniffers
 }
 
