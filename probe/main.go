@@ -38,7 +38,7 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 			fmt.Fprintln(stderr, err)
 			return ExitBadPlan
 		}
-		if err := RunControlled(ctx, plan, stdout, control); err != nil {
+		if err := RunControlled(ctx, plan, stdout, control, stderr); err != nil {
 			fmt.Fprintln(stderr, err)
 			return ExitFailed
 		}

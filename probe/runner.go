@@ -13,12 +13,13 @@ import (
 // each under its own plan.Timeout() deadline, and writes one Report JSON line
 // to w as each finishes. Outcomes are data; Run fails only when w does.
 func Run(ctx context.Context, plan Plan, w io.Writer) error {
-	return RunControlled(ctx, plan, w, nil)
+	return RunControlled(ctx, plan, w, nil, nil)
 }
 
 // RunControlled is Run with the harness's control lines read from control
-// (nil: none), which may settle running attempts early (settle.go).
-func RunControlled(ctx context.Context, plan Plan, w io.Writer, control io.Reader) error {
+// (nil: none), which may settle or end running attempts early (settle.go);
+// each send and receive says on progress when it starts.
+func RunControlled(ctx context.Context, plan Plan, w io.Writer, control io.Reader, progress io.Writer) error {
 	n := plan.Parallel
 	if n <= 0 || n > len(plan.Steps) {
 		n = max(len(plan.Steps), 1)
@@ -33,6 +34,14 @@ func RunControlled(ctx context.Context, plan Plan, w io.Writer, control io.Reade
 	)
 	if control != nil {
 		rn.settler = newSettler()
+		if progress != nil {
+			var pmu sync.Mutex
+			rn.active = func(id string) {
+				pmu.Lock()
+				defer pmu.Unlock()
+				_, _ = io.WriteString(progress, ActivePrefix+id+"\n")
+			}
+		}
 		cctx, stop := context.WithCancel(ctx)
 		defer stop()
 		go rn.settler.read(cctx, control)
@@ -57,8 +66,9 @@ func RunControlled(ctx context.Context, plan Plan, w io.Writer, control io.Reade
 
 type runner struct {
 	timeout time.Duration
-	tag     string   // the session's tag, carried in band (see SessionHeader)
-	settler *settler // nil unless the harness may settle attempts
+	tag     string          // the session's tag, carried in band (see SessionHeader)
+	settler *settler        // nil unless the harness may settle attempts
+	active  func(id string) // says a send or receive started (nil: no one asks)
 }
 
 // do runs one step. A panic in an attempt becomes an error report rather
@@ -71,6 +81,7 @@ func (r runner) do(ctx context.Context, s Step) (rep Report) {
 		var release func()
 		ctx, release = r.settler.start(ctx, s.ID)
 		defer release()
+		ctx = endAsDeadline{ctx}
 	}
 	defer func() {
 		if p := recover(); p != nil {
@@ -121,8 +132,14 @@ func (r runner) do(ctx context.Context, s Step) (rep Report) {
 		err = doFind(ctx, s, &rep) // keeps what it found when the deadline cuts it (see gather)
 		active(&rep, from)
 	case KindSend:
+		if r.active != nil {
+			r.active(s.ID)
+		}
 		err = doSend(ctx, s, &rep)
 	case KindReceive:
+		if r.active != nil {
+			r.active(s.ID)
+		}
 		err = doReceive(ctx, s, &rep)
 	case KindHeartbeat:
 		err = doHeartbeat(ctx, s, &rep)

@@ -22,6 +22,18 @@ import (
 // that are not running (unknown, done, not started) are ignored: an attempt
 // that has not started has sent nothing, so nothing about it is settled.
 // Unknown lines are ignored, so an older harness and a newer probe agree.
+//
+//	end ID [ID...]
+//
+// ends those attempts as if their duration (DurationMS: a send, a receive)
+// had run out: the two-session gates hold their channels open only until
+// both sessions have offered and listened long enough (the harness decides
+// when, from the "@active ID" lines the probe writes on stderr as each of
+// them starts, and checks the overlap afterwards from the reports).
+
+// ActivePrefix starts the stderr line a controlled plan's send or receive
+// writes when it starts: "@active ID".
+const ActivePrefix = "@active "
 
 // SettledPrefix starts the Error of an attempt the harness settled.
 const SettledPrefix = "settled by the harness"
@@ -31,6 +43,9 @@ const maxControlLine = 1 << 20
 
 // errSettled is the cause an attempt's context ends with when settled.
 var errSettled = errors.New(SettledPrefix + ": the kernel counted its packets leave and nothing of them reached the lab")
+
+// errEnded is the cause of an attempt the harness ended ("end").
+var errEnded = errors.New("ended by the harness")
 
 // settler maps running attempts to the cancel of their context.
 type settler struct {
@@ -56,12 +71,12 @@ func (s *settler) start(ctx context.Context, id string) (context.Context, func()
 	}
 }
 
-func (s *settler) settle(ids []string) {
+func (s *settler) cancel(ids []string, cause error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, id := range ids {
 		if cancel, ok := s.running[id]; ok {
-			cancel(errSettled)
+			cancel(cause)
 		}
 	}
 }
@@ -72,8 +87,11 @@ func (s *settler) read(ctx context.Context, r io.Reader) {
 	sc.Buffer(make([]byte, 0, 4096), maxControlLine)
 	for sc.Scan() && ctx.Err() == nil {
 		f := strings.Fields(sc.Text())
-		if len(f) > 1 && f[0] == "settle" {
-			s.settle(f[1:])
+		switch {
+		case len(f) > 1 && f[0] == "settle":
+			s.cancel(f[1:], errSettled)
+		case len(f) > 1 && f[0] == "end":
+			s.cancel(f[1:], errEnded)
 		}
 	}
 }
@@ -81,4 +99,16 @@ func (s *settler) read(ctx context.Context, r io.Reader) {
 // settled says whether ctx was ended by a settle.
 func settled(ctx context.Context) bool {
 	return errors.Is(context.Cause(ctx), errSettled)
+}
+
+// endAsDeadline makes an attempt the harness ended ("end") look, to the
+// attempt and everything derived from it, like one whose time ran out:
+// a send or receive then ends exactly as at the end of its duration.
+type endAsDeadline struct{ context.Context }
+
+func (c endAsDeadline) Err() error {
+	if errors.Is(context.Cause(c.Context), errEnded) {
+		return context.DeadlineExceeded
+	}
+	return c.Context.Err()
 }

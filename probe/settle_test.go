@@ -1,6 +1,7 @@
 package probe_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -61,7 +62,7 @@ func TestSettleEndsNamedAttempts(t *testing.T) {
 	ctrlR, ctrlW := io.Pipe()
 	var out bytes.Buffer
 	done := make(chan error, 1)
-	go func() { done <- probe.RunControlled(context.Background(), plan, &out, ctrlR) }()
+	go func() { done <- probe.RunControlled(context.Background(), plan, &out, ctrlR, nil) }()
 	_, err := io.WriteString(ctrlW, "hello there\nsettle nobody quick\n")
 	require.NoError(t, err)
 	// Named again until it ends: a settle that arrives before the attempt
@@ -125,4 +126,40 @@ func waitSettling(w io.Writer, id string, done <-chan error) error {
 			}
 		}
 	}
+}
+
+// "end" ends a receive as its duration would: completed, having listened,
+// and it says on stderr when it started.
+func TestEndEndsAReceiveAsItsDuration(t *testing.T) {
+	dir := t.TempDir()
+	plan := probe.Plan{TimeoutMS: 10000, Control: true, Steps: []probe.Step{
+		{ID: "receive-tmp", Kind: probe.KindReceive, Target: "dir:" + dir, Payload: "ghc0011223344556677", DurationMS: 9000},
+	}}
+	ctrlR, ctrlW := io.Pipe()
+	var out bytes.Buffer
+	progR, progW := io.Pipe()
+	done := make(chan error, 1)
+	go func() { done <- probe.RunControlled(context.Background(), plan, &out, ctrlR, progW) }()
+	line, err := bufio.NewReader(progR).ReadString('\n')
+	require.NoError(t, err)
+	require.Equal(t, probe.ActivePrefix+"receive-tmp\n", line)
+	go io.Copy(io.Discard, progR)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	var runErr error
+	for ended := false; !ended; {
+		select {
+		case runErr = <-done:
+			ended = true
+		case <-tick.C:
+			_, err := io.WriteString(ctrlW, "end receive-tmp\n")
+			require.NoError(t, err)
+		}
+	}
+	require.NoError(t, runErr)
+	var r probe.Report
+	require.NoError(t, json.Unmarshal(out.Bytes(), &r))
+	require.Equal(t, probe.OutcomeCompleted, r.Outcome, r.Error)
+	require.False(t, r.ActiveFrom.IsZero(), "it listened")
+	require.Less(t, r.DurationMS, 9000.0, "it did not run its whole duration")
 }

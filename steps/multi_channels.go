@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/cucumber/godog"
@@ -128,11 +129,21 @@ func (r *runner) exchange(ctx context.Context, table *godog.Table) error {
 				probe.Step{ID: "send-" + n, Kind: probe.KindSend, Target: send, Payload: pt.s.canary, DurationMS: d},
 				probe.Step{ID: "receive-" + n, Kind: probe.KindReceive, Target: recv, Payload: pt.s.canary, DurationMS: d})
 		}
-		plans[i] = probe.Plan{TimeoutMS: int((exchangeFor + 2*time.Second) / time.Millisecond), Steps: steps}
+		plans[i] = probe.Plan{TimeoutMS: int((exchangeFor + 2*time.Second) / time.Millisecond), Steps: steps,
+			Session: pt.s.session, Control: true}
 	}
 	// Each session's holder lives while the other listens and offers.
 	release := r.holdAll(ctx, ps)
-	err = r.runAll(ctx, ps, "exchange", plans, 30*time.Second)
+	xc := newExchangeCoord()
+	for i, pt := range ps {
+		xc.expect(pt.s.session, plans[i])
+	}
+	xctx, stop := context.WithCancel(ctx)
+	var ended sync.WaitGroup
+	ended.Go(func() { xc.run(xctx, exchangeFor) })
+	err = r.runAll(withExchange(ctx, xc), ps, "exchange", plans, 30*time.Second)
+	stop()
+	ended.Wait()
 	release()
 	return err
 }

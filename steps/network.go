@@ -175,10 +175,13 @@ type planOutput struct {
 // probePlan runs the plan with the probe itself, its plan on stdin.
 func (r *runner) probePlan(ctx context.Context, s *scenario, p probe.Plan, lim probe.Limits) (planOutput, error) {
 	var watch *settleWatch
+	var xc *exchangeCoord
 	if p.Control {
-		if watch = r.newSettleWatch(ctx, s, p); watch == nil {
-			p.Control = false
+		watch = r.newSettleWatch(ctx, s, p)
+		if xc = exchangeOf(ctx); xc != nil && !xc.covers(p) {
+			xc = nil
 		}
+		p.Control = watch != nil || xc != nil
 	}
 	in, err := json.Marshal(p)
 	if err != nil {
@@ -189,18 +192,30 @@ func (r *runner) probePlan(ctx context.Context, s *scenario, p probe.Plan, lim p
 	cmd := targets.Command{
 		Args: []string{probe.SandboxPath, "run"}, Stdin: bytes.NewReader(in), Stdout: out.stdout, Stderr: stderr,
 	}
-	var watched sync.WaitGroup
-	if watch != nil {
-		cmd.Stdin, cmd.Stdout = watch.stdin(in), watch.stdout(out.stdout)
-		wctx, stop := context.WithCancel(ctx)
-		watched.Go(func() { watch.run(wctx, p.Timeout()+time.Second) })
-		defer func() {
-			stop()
-			watched.Wait()
-			if f := watch.finding(); f != "" {
-				s.findings = append(s.findings, f)
-			}
-		}()
+	if p.Control {
+		ctl, stdin := newControl(in)
+		cmd.Stdin = stdin
+		// Closed once the run returns at the latest: a target whose Exec
+		// waits for stdin to end (os/exec) is never held up for long, as
+		// the watchers close it sooner (all reported, ended, or a limit).
+		defer ctl.close()
+		if xc != nil {
+			cmd.Stderr = xc.join(s.session, p, ctl, stderr)
+		}
+		if watch != nil {
+			watch.ctl = ctl
+			cmd.Stdout = watch.stdout(out.stdout)
+			var watched sync.WaitGroup
+			wctx, stop := context.WithCancel(ctx)
+			watched.Go(func() { watch.run(wctx, p.Timeout()+time.Second) })
+			defer func() {
+				stop()
+				watched.Wait()
+				if f := watch.finding(); f != "" {
+					s.findings = append(s.findings, f)
+				}
+			}()
+		}
 	}
 	res, err := s.sess.Exec(ctx, cmd)
 	if err != nil {

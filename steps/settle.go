@@ -129,7 +129,7 @@ type settleWatch struct {
 	flows   map[string][]lab.Flow // by step ID, only the knowable ones
 	perFlow map[lab.Flow]int      // steps of the plan opening each flow
 	before  map[lab.Flow]uint64   // emitted before the run
-	ctrl    *io.PipeWriter
+	ctl     *control
 	start   time.Time
 	steps   int // in the plan
 
@@ -165,14 +165,6 @@ func (r *runner) newSettleWatch(ctx context.Context, s *scenario, p probe.Plan) 
 	return w
 }
 
-// stdin is the probe's standard input: the plan, then control lines until
-// close.
-func (w *settleWatch) stdin(plan []byte) io.Reader {
-	pr, pw := io.Pipe()
-	w.ctrl = pw
-	return io.MultiReader(bytes.NewReader(append(plan, '\n')), pr)
-}
-
 // stdout wraps the probe's output so that each report line marks its
 // attempt done. What it reads is hostile: it only decides which attempts
 // are still worth watching; settling rests on the kernel's records.
@@ -193,7 +185,7 @@ func (w *settleWatch) stdout(out io.Writer) io.Writer {
 // reported or limit passes, then closes the probe's stdin: a target whose
 // Exec waits for its stdin to end (os/exec does) is not held up.
 func (w *settleWatch) run(ctx context.Context, limit time.Duration) {
-	defer w.ctrl.Close()
+	defer w.ctl.close()
 	w.start = time.Now()
 	deadline := time.NewTimer(limit)
 	defer deadline.Stop()
@@ -238,7 +230,7 @@ func (w *settleWatch) run(ctx context.Context, limit time.Duration) {
 		if len(now) == 0 {
 			continue
 		}
-		if _, err := io.WriteString(w.ctrl, "settle "+joinIDs(now)+"\n"); err != nil {
+		if err := w.ctl.send("settle " + joinIDs(now)); err != nil {
 			return
 		}
 		at := time.Since(w.start)
@@ -359,4 +351,39 @@ func (t *lineTap) Write(p []byte) (int, error) {
 		rest = rest[i+1:]
 	}
 	return n, err
+}
+
+// control is a controlled probe's stdin: the plan, then control lines
+// from whoever acts on the run (the settle watch, an exchange), until
+// closed.
+type control struct {
+	mu     sync.Mutex
+	pw     *io.PipeWriter
+	closed bool
+}
+
+// newControl returns the control and the probe's stdin.
+func newControl(plan []byte) (*control, io.Reader) {
+	pr, pw := io.Pipe()
+	return &control{pw: pw}, io.MultiReader(bytes.NewReader(append(plan, '\n')), pr)
+}
+
+func (c *control) send(line string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return io.ErrClosedPipe
+	}
+	_, err := io.WriteString(c.pw, line+"\n")
+	return err
+}
+
+// close ends the probe's stdin; later sends fail.
+func (c *control) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.closed {
+		c.closed = true
+		_ = c.pw.Close()
+	}
 }

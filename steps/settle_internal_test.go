@@ -144,7 +144,8 @@ func TestSettleWatch(t *testing.T) {
 				}
 			}
 			require.Len(t, w.flows, 1, "a step to a name cannot be settled")
-			in := w.stdin([]byte(`{}`))
+			ctl, in := newControl([]byte(`{}`))
+			w.ctl = ctl
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan struct{})
 			go func() { w.run(ctx, 3*time.Second); close(done) }()
