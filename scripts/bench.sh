@@ -228,7 +228,7 @@ awk -F'\t' '
       aim = (a[i] == "-") ? "-" : "<= " a[i] " " u[i]
       if (v[i] == "-") { val = "-"; met = "not measured" }
       else if (v[i] !~ /^-?[0-9.]+$/) { val = v[i]; met = "(no aim)" }
-      else { val = sprintf("%.2f %s", v[i], u[i]); met = (a[i] == "-") ? "(no aim)" : (v[i] + 0 <= a[i] + 0 ? "yes" : "no") }
+      else { val = sprintf(v[i] ~ /^[0-9]+$/ ? "%d %s" : "%.2f %s", v[i], u[i]); met = (a[i] == "-") ? "(no aim)" : (v[i] + 0 <= a[i] + 0 ? "yes" : "no") }
       printf "  %-*s | %10s | %9s | %s\n", w, name[i], val, aim, met
     }
   }' "$BENCH_FIGURES"
