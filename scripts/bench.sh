@@ -168,7 +168,8 @@ awk 'BEGIN { printf "  %11s %10s %9s\n", "concurrency", "wall (s)", "speedup" }
   NR == 1 { w1 = $2 } { c[NR] = $1; w[NR] = $2; printf "  %11d %10.2f %8.2fx\n", $1, $2, w1 / $2 }
   END { knee = 0; for (i = 1; i < NR; i++) if (w[i] / w[i + 1] < 1.10) { knee = i; break }
     best = 1; for (i = 2; i <= NR; i++) if (w[i] < w[best]) best = i
-    if (knee) printf "  saturates at concurrency %d: %d at once is %+.0f%% faster (under 10%%); fastest measured: %d (%.2f s)\n", c[knee], c[knee + 1], 100 * (w[knee] / w[knee + 1] - 1), c[best], w[best]
+    if (knee) { g = 100 * (w[knee] / w[knee + 1] - 1)
+      printf "  saturates at concurrency %d: %d at once is %.0f%% %s (under 10%% gained); fastest measured: %d (%.2f s)\n", c[knee], c[knee + 1], g < 0 ? -g : g, g < 0 ? "slower" : "faster", c[best], w[best] }
     else printf "  no knee up to concurrency %d: every doubling gained 10%% or more\n", c[NR]
     f = ENVIRON["BENCH_FIGURES"]
     printf "growth: concurrency where it saturates (next doubling < 10%%)\t%s\tscenarios\t-\n", knee ? c[knee] : "none up to " c[NR] >> f
