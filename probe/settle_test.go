@@ -63,7 +63,7 @@ func TestSettleEndsNamedAttempts(t *testing.T) {
 	var out bytes.Buffer
 	done := make(chan error, 1)
 	go func() { done <- probe.RunControlled(context.Background(), plan, &out, ctrlR, nil) }()
-	_, err := io.WriteString(ctrlW, "hello there\nsettle nobody quick\n")
+	_, err := io.WriteString(ctrlW, "hello there\nsettle nobody\n")
 	require.NoError(t, err)
 	// Named again until it ends: a settle that arrives before the attempt
 	// runs is ignored by design (nothing of it was sent yet).
