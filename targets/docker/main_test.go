@@ -13,9 +13,8 @@ import (
 	"github.com/gatehouse-dev/gatehouse/targets/docker"
 )
 
-// One lab daemon per test binary: testcontainers-go talks to one Docker
-// host per process. It runs in a namespace made here, with only lo up and
-// no route out.
+// One lab daemon per test binary (starting one takes seconds). It runs in
+// a namespace made here, with only lo up and no route out.
 var (
 	labNetns  string // e.g. /run/netns/gh-d1a2b3c4
 	labDaemon *docker.Daemon
