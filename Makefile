@@ -28,6 +28,7 @@ tools:
 build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/gatehouse ./cmd/gatehouse
 	$(GO) build -trimpath -ldflags '-s -w' -o $(BIN)/gatehouse-probe ./cmd/gatehouse-probe
+	$(GO) build -trimpath -ldflags '-s -w' -o $(BIN)/gatehouse-oci-runtime ./cmd/gatehouse-oci-runtime
 
 # The main job on the embedded default target: every gate against the
 # hardened, leaky and offline bubblewrap profiles. Each must come out as

@@ -29,7 +29,7 @@ func (e *ConfigError) Unwrap() error { return e.Err }
 // NewTarget is the explicit registry of target adapters. probe is the static
 // gatehouse-probe binary (the bwrap and wrapper targets run it as each
 // session's init); shim is the argv the docker targets' lab daemon runs as
-// its OCI runtime (the gatehouse binary and docker.ShimVerb), nil when
+// its OCI runtime (docker.ShimCommand of the gatehouse binary), nil when
 // there is none. A target that starts something for the run (the docker
 // targets' daemon) implements Close(ctx): the caller closes it.
 func NewTarget(name string, prof *profile.Profile, probe string, shim []string) (targets.Target, error) {

@@ -28,7 +28,7 @@ func newTarget(name string, prof *profile.Profile, probe string) (targets.Target
 		if err != nil {
 			return nil, fmt.Errorf("docker target: %w", err)
 		}
-		shim = []string{exe, docker.ShimVerb}
+		shim = docker.ShimCommand(exe)
 	}
 	t, err := runner.NewTarget(name, prof, probe, shim)
 	var ce *runner.ConfigError
@@ -95,7 +95,7 @@ func labDocker(ctx context.Context, labName string, stdout io.Writer) (func(), e
 	if _, err := docker.ReapStale(ctx); err != nil {
 		return nil, err
 	}
-	d, err := docker.StartDaemonWith(ctx, docker.DaemonOptions{Netns: "/run/netns/" + labName, StateDir: fmt.Sprintf("/run/ghd-%x", os.Getpid()), Shim: []string{exe, docker.ShimVerb}})
+	d, err := docker.StartDaemonWith(ctx, docker.DaemonOptions{Netns: "/run/netns/" + labName, StateDir: fmt.Sprintf("/run/ghd-%x", os.Getpid()), Shim: docker.ShimCommand(exe)})
 	if err != nil {
 		return nil, err
 	}

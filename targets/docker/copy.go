@@ -78,6 +78,6 @@ func (s *Session) copyTar(ctx context.Context, dest, p string, data []byte, mode
 	if err := tw.Close(); err != nil {
 		return err
 	}
-	_, err := s.cli.CopyToContainer(ctx, s.c.GetContainerID(), client.CopyToContainerOptions{DestinationPath: dest, Content: &buf})
+	_, err := s.cli.CopyToContainer(ctx, s.id, client.CopyToContainerOptions{DestinationPath: dest, Content: &buf})
 	return err
 }

@@ -15,9 +15,9 @@ import (
 	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
-// Exec runs cmd through the exec API (testcontainers-go's Exec buffers the
-// output and takes no stdin, and the probe needs both). The normal path
-// runs as the profile's user, the assume-breach path as root.
+// Exec runs cmd through the exec API, its output streamed and its stdin
+// fed (the probe needs both). The normal path runs as the profile's user,
+// the assume-breach path as root.
 func (s *Session) Exec(ctx context.Context, cmd targets.Command) (targets.Result, error) {
 	if len(cmd.Args) == 0 {
 		return targets.Result{}, fmt.Errorf("docker: exec: no command")
@@ -40,7 +40,7 @@ func (s *Session) Exec(ctx context.Context, cmd targets.Command) (targets.Result
 	if cmd.Dir != "" {
 		opts.WorkingDir = cmd.Dir
 	}
-	created, err := s.cli.ExecCreate(ctx, s.c.GetContainerID(), opts)
+	created, err := s.cli.ExecCreate(ctx, s.id, opts)
 	if err != nil {
 		return targets.Result{}, fmt.Errorf("docker: exec: %w", err)
 	}
@@ -122,7 +122,7 @@ func (s *Session) killExec(ctx context.Context, id, mark string) {
 		script := `for p in /proc/[0-9]*; do grep -qs "` + execMark + `=$1" $p/environ && kill -9 ${p#/proc/}; done; true`
 		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
-		if c, err := s.cli.ExecCreate(ctx, s.c.GetContainerID(), client.ExecCreateOptions{Cmd: []string{bb, "sh", "-c", script, "sh", mark}, User: "0:0"}); err == nil {
+		if c, err := s.cli.ExecCreate(ctx, s.id, client.ExecCreateOptions{Cmd: []string{bb, "sh", "-c", script, "sh", mark}, User: "0:0"}); err == nil {
 			_, _ = s.cli.ExecStart(ctx, c.ID, client.ExecStartOptions{})
 			_, _ = s.exitCode(ctx, c.ID)
 		}

@@ -19,7 +19,7 @@ import (
 // plus facts from inside: the probe's `facts` when it was copied in, else
 // busybox's uname, so the kernel that answers (gVisor's own) shows.
 func (s *Session) Inspect(ctx context.Context) (targets.Config, error) {
-	res, err := s.cli.ContainerInspect(ctx, s.c.GetContainerID(), client.ContainerInspectOptions{})
+	res, err := s.cli.ContainerInspect(ctx, s.id, client.ContainerInspectOptions{})
 	if err != nil {
 		return targets.Config{}, fmt.Errorf("docker: inspect: %w", err)
 	}

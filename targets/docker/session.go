@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/moby/moby/client"
-	"github.com/testcontainers/testcontainers-go"
 
 	"github.com/gatehouse-dev/gatehouse/targets"
 )
@@ -17,8 +16,8 @@ import (
 // Session is one container.
 type Session struct {
 	t    *Target
-	c    *testcontainers.DockerContainer
-	cli  *client.Client
+	id   string         // the container
+	cli  *client.Client // the target's
 	path targets.Path
 	net  *netPlan
 
@@ -36,7 +35,7 @@ type Session struct {
 var _ targets.Session = (*Session)(nil)
 
 // ID is the container's id, for evidence and for tests.
-func (s *Session) ID() string { return s.c.GetContainerID() }
+func (s *Session) ID() string { return s.id }
 
 // Stop does what the profile's stop scope says. Scope session (the
 // default): the container goes, with every process in it and its
@@ -63,19 +62,18 @@ func (s *Session) Reap(ctx context.Context) error {
 	return errors.Join(serr, s.teardown(ctx))
 }
 
-// teardown removes the container (force, with its anonymous volumes),
-// closes the client and releases the session network. Runs once.
+// teardown removes the container (force, with its anonymous volumes) and
+// releases the session network. Runs once.
 func (s *Session) teardown(ctx context.Context) error {
 	s.downOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()
-		// One forced remove, not testcontainers-go's Terminate (stop, then
-		// remove): the daemon SIGKILLs and deletes in one call, which is
-		// what a stop with a zero timeout did anyway (the session is a
-		// sleep, and the stop-signal gate measures how fast compute is
-		// gone), one API call and two runtime calls (kill 15, kill 9) fewer.
+		// One forced remove, not a stop then a remove: the daemon SIGKILLs
+		// and deletes in one call, which is what a stop with a zero
+		// timeout did anyway (the session is a sleep, and the stop-signal
+		// gate measures how fast compute is gone), one API call and two
+		// runtime calls (kill 15, kill 9) fewer.
 		_, err := s.cli.ContainerRemove(ctx, s.ID(), client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
-		_ = s.cli.Close()
 		// After the container is gone: its namespace entry and ruleset go.
 		err = errors.Join(err, s.net.release(ctx))
 		if err != nil {

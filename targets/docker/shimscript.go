@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/gatehouse-dev/gatehouse/targets/docker/ocishim"
 )
 
 // writeShimScript writes the executable the daemon runs as runtime name.
@@ -23,7 +25,7 @@ func writeShimScript(stateDir, name, real string, shim []string) (string, error)
 	}
 	sessions := shellWords(filepath.Join(stateDir, "sessions"))
 	slow := "exec " + shellWords(append(append([]string{}, shim...), "--real", real, "--sessions", filepath.Join(stateDir, "sessions"), "--")...) + ` "$@"`
-	verbs := slices.Sorted(maps.Keys(runtimeVerbs))
+	verbs := slices.Sorted(maps.Keys(ocishim.Verbs))
 	body := `#!/bin/sh
 f= x=
 for a in "$@"; do

@@ -11,8 +11,7 @@ import (
 
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/mount"
-	"github.com/testcontainers/testcontainers-go"
-	tclog "github.com/testcontainers/testcontainers-go/log"
+	"github.com/moby/moby/client"
 
 	"github.com/gatehouse-dev/gatehouse/targets"
 	"github.com/gatehouse-dev/gatehouse/targets/egress"
@@ -48,37 +47,31 @@ func (t *Target) Start(ctx context.Context, spec targets.Spec) (targets.Session,
 		plan.cleanup()
 		return nil, fmt.Errorf("docker: start: %w", err)
 	}
-	req, err := t.request(spec, img, plan)
+	cfg, hc, err := t.request(spec, img, plan)
+	if err != nil {
+		plan.cleanup()
+		return nil, fmt.Errorf("docker: start: %w", err)
+	}
+	cli, err := t.client()
 	if err != nil {
 		plan.cleanup()
 		return nil, fmt.Errorf("docker: start: %w", err)
 	}
 	// Created, not started: the shim entry and egress ruleset must be in
 	// place first, and files not bound (stageFiles) are copied in (our
-	// CopyIn, which also works on a read-only root).
-	c, err := testcontainers.GenericContainer(ctx, testcontainers.GenericContainerRequest{ContainerRequest: req, Started: false, Logger: tclog.NewNoopLogger()})
+	// CopyIn, which also works on a read-only root). One API call, on the
+	// target's client: testcontainers-go's create also listed networks,
+	// inspected the image and made a client (a version ping) every time.
+	created, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{Config: cfg, HostConfig: hc, Name: containerName(spec.Name)})
 	if err != nil {
-		if c != nil {
-			_ = c.Terminate(context.WithoutCancel(ctx))
-		}
 		plan.cleanup()
-		return nil, fmt.Errorf("docker: start: %w", err)
+		return nil, fmt.Errorf("docker: start: create: %w", err)
 	}
-	dc, ok := c.(*testcontainers.DockerContainer)
-	if !ok {
-		_ = c.Terminate(context.WithoutCancel(ctx))
-		plan.cleanup()
-		return nil, fmt.Errorf("docker: start: unexpected container type %T", c)
-	}
-	cli, err := t.client()
-	if err != nil {
-		_ = c.Terminate(context.WithoutCancel(ctx))
-		plan.cleanup()
-		return nil, fmt.Errorf("docker: start: %w", err)
-	}
-	s := &Session{t: t, c: dc, cli: cli, path: spec.Path, net: plan}
+	s := &Session{t: t, id: created.ID, cli: cli, path: spec.Path, net: plan}
 	if err := s.begin(ctx, spec); err != nil {
-		_ = s.Stop(ctx)
+		// The harness's own teardown, whatever the stop scope: no session
+		// is returned, so nobody else could remove the container.
+		_ = s.teardown(ctx)
 		return nil, fmt.Errorf("docker: start: %w", err)
 	}
 	return s, nil
@@ -114,21 +107,25 @@ func (s *Session) begin(ctx context.Context, spec targets.Spec) error {
 		}
 		n.applied = a
 	}
-	return s.c.Start(ctx)
+	_, err := s.cli.ContainerStart(ctx, s.id, client.ContainerStartOptions{})
+	if err != nil {
+		return fmt.Errorf("start: %w", err)
+	}
+	return nil
 }
 
-// request is the container request for one session.
-func (t *Target) request(spec targets.Spec, img string, plan *netPlan) (testcontainers.ContainerRequest, error) {
+// request is the container's config and host config for one session.
+func (t *Target) request(spec targets.Spec, img string, plan *netPlan) (*container.Config, *container.HostConfig, error) {
 	hc, err := t.spec.hostConfig(plan.mode)
 	if err != nil {
-		return testcontainers.ContainerRequest{}, err
+		return nil, nil, err
 	}
 	if plan.runtime != "" {
 		hc.Runtime = plan.runtime
 	}
 	for i, m := range hc.Mounts {
 		if hc.Mounts[i].Source, err = targets.Expand(m.Source, spec); err != nil {
-			return testcontainers.ContainerRequest{}, fmt.Errorf("mount %s: %w", m.Target, err)
+			return nil, nil, fmt.Errorf("mount %s: %w", m.Target, err)
 		}
 	}
 	if t.spec.ReadOnly {
@@ -143,27 +140,23 @@ func (t *Target) request(spec targets.Spec, img string, plan *netPlan) (testcont
 	env := mergeEnv(t.opts.Env, t.spec.Env, spec.Env)
 	for k, v := range env {
 		if env[k], err = targets.Expand(v, spec); err != nil {
-			return testcontainers.ContainerRequest{}, fmt.Errorf("env %s: %w", k, err)
+			return nil, nil, fmt.Errorf("env %s: %w", k, err)
 		}
 	}
-	req := testcontainers.ContainerRequest{
+	cfg := &container.Config{
 		Image:  img,
-		Name:   containerName(spec.Name),
-		Env:    env,
+		Env:    envList(env),
 		Labels: map[string]string{"gatehouse.session": spec.Name},
-		ConfigModifier: func(c *container.Config) {
-			c.User = t.spec.User
-		},
-		HostConfigModifier: func(h *container.HostConfig) { *h = *hc },
+		User:   t.spec.User,
+		Cmd:    []string{"infinity"},
 	}
 	if t.spec.Image == "" {
-		req.Entrypoint = []string{"/bin/sleep"}
+		cfg.Entrypoint = []string{"/bin/sleep"}
 	} else {
 		// A user image may have no sleep: bring a static one.
-		req.Entrypoint = []string{toolsDir + "/bin/busybox", "sleep"}
+		cfg.Entrypoint = []string{toolsDir + "/bin/busybox", "sleep"}
 	}
-	req.Cmd = []string{"infinity"}
-	return req, nil
+	return cfg, hc, nil
 }
 
 // placeFiles copies the session's files in through the archive API,

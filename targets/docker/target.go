@@ -1,6 +1,6 @@
 // Package docker is the target for containers on a Docker daemon, driven
-// through testcontainers-go: runc, gVisor's runsc, or any runtime the daemon
-// knows. In the lab the daemon is one Gatehouse started inside the lab
+// through its API (the moby client): runc, gVisor's runsc, or any runtime
+// the daemon knows. In the lab the daemon is one Gatehouse started inside the lab
 // network namespace (StartDaemon); in the field it is the team's own.
 package docker
 
@@ -11,7 +11,6 @@ import (
 	"sync"
 
 	"github.com/moby/moby/client"
-	tclog "github.com/testcontainers/testcontainers-go/log"
 
 	"github.com/gatehouse-dev/gatehouse/targets"
 )
@@ -23,9 +22,10 @@ type Target struct {
 	opts Options
 
 	mu     sync.Mutex
-	base   string  // probe base image ref, imported on first use
-	daemon *Daemon // the lab daemon (shimmed runtimes); nil for a field daemon
-	owned  bool    // Open made the daemon: started on first Start, stopped by Close
+	cli    *client.Client // shared by the target's sessions, made on first use
+	base   string         // probe base image ref, imported on first use
+	daemon *Daemon        // the lab daemon (shimmed runtimes); nil for a field daemon
+	owned  bool           // Open made the daemon: started on first Start, stopped by Close
 }
 
 // Options are what a lab target takes from the profile besides Spec.
@@ -47,18 +47,8 @@ type Options struct {
 
 var _ targets.Target = (*Target)(nil)
 
-// boundHost is the one Docker host testcontainers-go talks to in this
-// process: it resolves DOCKER_HOST once and caches it, so two targets on
-// two daemons in one process would silently share the first.
-var (
-	hostMu    sync.Mutex
-	boundHost string
-)
-
 // New returns a target for the daemon at host (a DOCKER_HOST value) with the
-// profile's docker section. It points testcontainers-go at host, with the
-// reaper off (its image cannot be pulled; sessions clean up themselves),
-// and refuses a second, different host in the same process.
+// profile's docker section.
 func New(host string, spec Spec) (*Target, error) {
 	if host == "" {
 		return nil, fmt.Errorf("docker: new target: no docker host")
@@ -66,24 +56,6 @@ func New(host string, spec Spec) (*Target, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
-	hostMu.Lock()
-	defer hostMu.Unlock()
-	if boundHost != "" && boundHost != host {
-		return nil, fmt.Errorf("docker: new target: this process already uses docker host %s (testcontainers-go resolves one per process), not %s", boundHost, host)
-	}
-	if cur := os.Getenv("DOCKER_HOST"); boundHost == "" && cur != "" && cur != host {
-		return nil, fmt.Errorf("docker: new target: DOCKER_HOST is %s, not %s", cur, host)
-	}
-	if err := os.Setenv("DOCKER_HOST", host); err != nil {
-		return nil, fmt.Errorf("docker: new target: %w", err)
-	}
-	if err := os.Setenv("TESTCONTAINERS_RYUK_DISABLED", "true"); err != nil {
-		return nil, fmt.Errorf("docker: new target: %w", err)
-	}
-	boundHost = host
-	// testcontainers-go's default logger prints a banner per provider to
-	// stderr, in the middle of a run's report; sessions log nothing anyway.
-	tclog.SetDefault(tclog.NewNoopLogger())
 	return &Target{host: host, spec: spec, opts: Options{Spec: spec}}, nil
 }
 
@@ -103,7 +75,7 @@ func NewLab(d *Daemon, opts Options) (*Target, error) {
 // namespace of its own, with the shim) on the first Start, imports the
 // probe base image into it once, and stops it in Close. The daemon's
 // state folder is fixed per process, so successive Open targets (compare)
-// use the same DOCKER_HOST, one after the other.
+// use the same DOCKER_HOST, one after the other, never at once.
 func Open(opts Options) (*Target, error) {
 	if len(opts.Shim) == 0 {
 		return nil, fmt.Errorf("docker: open: no runtime shim: sessions could not join the lab")
@@ -150,15 +122,19 @@ func (t *Target) Daemon() *Daemon {
 	return t.daemon
 }
 
-// Close stops the daemon Open started (removing every container, mount,
-// cgroup and its namespace). Targets from New or NewLab have nothing to close.
+// Close closes the target's client and stops the daemon Open started
+// (removing every container, mount, cgroup and its namespace).
 func (t *Target) Close(ctx context.Context) error {
 	t.mu.Lock()
-	d := t.daemon
+	d, cli := t.daemon, t.cli
+	t.cli = nil
 	if t.owned {
 		t.daemon, t.base = nil, ""
 	}
 	t.mu.Unlock()
+	if cli != nil {
+		_ = cli.Close()
+	}
 	if !t.owned || d == nil {
 		return nil
 	}
@@ -198,6 +174,19 @@ func (t *Target) image(ctx context.Context) (string, error) {
 	return ref, nil
 }
 
+// client is the target's one API client, shared by its sessions (it is
+// safe for concurrent use): a client per session paid a version ping and
+// a new connection each time.
 func (t *Target) client() (*client.Client, error) {
-	return client.New(client.WithHost(t.host), client.WithAPIVersionNegotiation())
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.cli != nil {
+		return t.cli, nil
+	}
+	cli, err := client.New(client.WithHost(t.host), client.WithAPIVersionNegotiation())
+	if err != nil {
+		return nil, err
+	}
+	t.cli = cli
+	return cli, nil
 }

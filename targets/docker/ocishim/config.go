@@ -1,4 +1,4 @@
-package docker
+package ocishim
 
 import (
 	"encoding/json"
@@ -7,20 +7,12 @@ import (
 	"os"
 )
 
-// Userns is the id range a private user namespace maps container ids
-// 0..UsernsSize-1 onto: far above any real account, so a process that
-// escapes the container is nobody on the host.
-const (
-	UsernsHostID = 1_000_000
-	UsernsSize   = 65536
-)
-
-// editConfig applies a session entry to the OCI config at path: the
+// EditConfig applies a session entry to the OCI config at path: the
 // "network" entry of linux.namespaces gets the session's netns (added when
 // Docker's host mode left it out), and with Userns a "user" namespace with
 // uid and gid mappings is added (what the daemon's --userns-remap puts in
 // the spec). Every other field is kept as is.
-func editConfig(path string, e sessionEntry) error {
+func EditConfig(path string, e Entry) error {
 	if e.Netns == "" && !e.Userns {
 		return nil
 	}
