@@ -75,7 +75,8 @@ type Config struct {
 	// Temporary are host paths (with {{place:NAME}} references) the
 	// profile says its stop removes; stop-signal FAILs when one is left.
 	Temporary []string
-	// Concurrency is how many scenarios run at once (DefaultConcurrency).
+	// Concurrency is how many scenarios run at once (0: DefaultConcurrency,
+	// or DefaultAgentConcurrency with an Agent).
 	Concurrency int
 	Seed        int64
 	// Settle is how long to wait after the last attempt for endpoints to
@@ -121,6 +122,11 @@ type SecretProcess struct {
 // 4 (docs/bench.md, "cost growth").
 const DefaultConcurrency = 4
 
+// DefaultAgentConcurrency is the default when an agent CLI drives the
+// normal path: each keeps a core busy while it runs (a Node.js process
+// with its model round trips), so four at once on two cores time out.
+const DefaultAgentConcurrency = 2
+
 // Duration is a time in milliseconds, kept simple for configs.
 type Duration int
 
@@ -147,6 +153,9 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	}
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = DefaultConcurrency
+		if cfg.Agent != nil {
+			cfg.Concurrency = DefaultAgentConcurrency
+		}
 	}
 	if cfg.Settle <= 0 {
 		cfg.Settle = 250
