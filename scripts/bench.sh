@@ -139,6 +139,28 @@ for g in external-callback cloud-metadata; do
 done
 
 echo
+echo "== blocked attempts: settled early on the kernel's evidence vs waited out (every gate, first run of each hardened profile)"
+echo "   aim: none waited out where the harness sees the packets (bwrap, docker with runc); gVisor's netstack"
+echo "   writes below the session's hooks, so there every blocked attempt keeps its real timeout (no aim)"
+printf '  %-18s %9s %9s %s\n' profile settled "waited" "waited out (scenario/attempt)"
+for p in bwrap-hardened docker-hardened gvisor-hardened; do
+  r=$(ls -d "$out/runs/all-$p"/r1/2* 2>/dev/null | head -1)
+  if [ -z "$r" ]; then
+    [[ $p == gvisor-hardened ]] || fig "$p: blocked attempts that waited out the timeout" - "" 0
+    continue
+  fi
+  settled=$(jq -r 'select(.outcome == "timeout" and ((.error // "") | startswith("settled by the harness"))) | .id' "$r/traces/probe-attempts.jsonl" | wc -l)
+  waited=$(jq -r 'select(.outcome == "timeout" and (((.error // "") | startswith("settled by the harness")) | not)) | "\(.scenario)/\(.id)"' "$r/traces/probe-attempts.jsonl")
+  n=$(printf '%s' "$waited" | grep -c . || true)
+  printf '  %-18s %9d %9d %s\n' "$p" "$settled" "$n" "$(printf '%s' "$waited" | head -5 | tr '\n' ' ')"
+  if [[ $p == gvisor-hardened ]]; then
+    fig "$p: blocked attempts that waited out the timeout" "$n" "" -
+  else
+    fig "$p: blocked attempts that waited out the timeout" "$n" "" 0
+  fi
+done
+
+echo
 echo "== cost growth on bwrap-hardened: gates and sessions (default concurrency, median of $reps)"
 echo " 1 gate (external-callback)"; whole_run gates-1 bwrap-hardened --gates external-callback
 echo " 3 gates ($net3)"; whole_run gates-3 bwrap-hardened --gates "$net3"
