@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 
 	"github.com/gatehouse-dev/gatehouse/targets"
 	"github.com/gatehouse-dev/gatehouse/targets/profile"
@@ -38,6 +39,11 @@ type Options struct {
 // Target starts bubblewrap sessions for one profile.
 type Target struct {
 	opts Options
+	// The runtime's version, asked once per target rather than once per
+	// session: the binary does not change during a run.
+	versionOnce sync.Once
+	version     string
+	versionErr  error
 }
 
 var _ targets.Target = (*Target)(nil)
@@ -77,7 +83,8 @@ func (t *Target) Start(ctx context.Context, spec targets.Spec) (targets.Session,
 	if err := checkNetwork(p, spec.Network); err != nil {
 		return nil, fmt.Errorf("bwrap: start %s: %w", spec.Name, err)
 	}
-	version, err := runtimeVersion(ctx, t.opts.Bwrap)
+	t.versionOnce.Do(func() { t.version, t.versionErr = runtimeVersion(context.WithoutCancel(ctx), t.opts.Bwrap) })
+	version, err := t.version, t.versionErr
 	if err != nil {
 		return nil, fmt.Errorf("bwrap: start: %w", err)
 	}

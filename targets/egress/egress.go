@@ -13,6 +13,8 @@ import (
 	"os/exec"
 	"regexp"
 	"strings"
+
+	"github.com/google/nftables"
 )
 
 // Table is one nftables table a ruleset declares.
@@ -51,13 +53,58 @@ func Apply(ctx context.Context, netns, name string, rules []byte) (*Applied, err
 		_ = a.Flush(context.WithoutCancel(ctx))
 		return nil, fmt.Errorf("egress: apply %s: %w", name, err)
 	}
+	// Read back through netlink: one dump instead of an nft per table.
+	have, err := loaded(netns)
+	if err != nil {
+		_ = a.Flush(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("egress: verify %s: %w", name, err)
+	}
 	for _, t := range tables {
-		if _, err := nft(ctx, netns, nil, "list", "table", t.Family, t.Name); err != nil {
+		if !have[t] {
 			_ = a.Flush(context.WithoutCancel(ctx))
-			return nil, fmt.Errorf("egress: verify table %s %s: %w", t.Family, t.Name, err)
+			return nil, fmt.Errorf("egress: verify table %s %s: not in the namespace after loading %s", t.Family, t.Name, name)
 		}
 	}
 	return a, nil
+}
+
+// families are nft's family names by netlink number.
+var families = map[nftables.TableFamily]string{
+	nftables.TableFamilyINet: "inet", nftables.TableFamilyIPv4: "ip", nftables.TableFamilyIPv6: "ip6",
+	nftables.TableFamilyARP: "arp", nftables.TableFamilyBridge: "bridge", nftables.TableFamilyNetdev: "netdev",
+}
+
+// nftConn is a netlink connection to nftables in the namespace at netns;
+// close the file when done.
+func nftConn(netns string) (*nftables.Conn, *os.File, error) {
+	f, err := os.Open(netns)
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := nftables.New(nftables.WithNetNSFd(int(f.Fd())))
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return c, f, nil
+}
+
+// loaded lists the tables in the namespace at netns.
+func loaded(netns string) (map[Table]bool, error) {
+	c, f, err := nftConn(netns)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	ts, err := c.ListTables()
+	if err != nil {
+		return nil, err
+	}
+	have := map[Table]bool{}
+	for _, t := range ts {
+		have[Table{families[t.Family], t.Name}] = true
+	}
+	return have, nil
 }
 
 // Ruleset is what nft lists in the namespace now, for the evidence.
@@ -78,13 +125,47 @@ func (a *Applied) Flush(ctx context.Context) error {
 	if _, err := os.Stat(a.Netns); errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
-	var errs []error
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	// Through netlink, in one batch of the tables that are there: a table
+	// root in the guest already deleted is not an error.
+	have, err := loaded(a.Netns)
+	if err != nil {
+		return fmt.Errorf("egress: delete tables: %w", err)
+	}
+	c, f, err := nftConn(a.Netns)
+	if err != nil {
+		return fmt.Errorf("egress: delete tables: %w", err)
+	}
+	defer f.Close()
+	n := 0
 	for _, t := range a.Tables {
-		if _, err := nft(ctx, a.Netns, nil, "delete", "table", t.Family, t.Name); err != nil && !strings.Contains(err.Error(), "No such file") {
-			errs = append(errs, fmt.Errorf("egress: delete table %s %s: %w", t.Family, t.Name, err))
+		fam, ok := familyOf(t.Family)
+		if !ok {
+			return fmt.Errorf("egress: delete table %s %s: unknown family", t.Family, t.Name)
+		}
+		if have[t] {
+			c.DelTable(&nftables.Table{Family: fam, Name: t.Name})
+			n++
 		}
 	}
-	return errors.Join(errs...)
+	if n == 0 {
+		return nil
+	}
+	if err := c.Flush(); err != nil {
+		return fmt.Errorf("egress: delete tables: %w", err)
+	}
+	return nil
+}
+
+func familyOf(name string) (nftables.TableFamily, bool) {
+	for f, n := range families {
+		if n == name {
+			return f, true
+		}
+	}
+	return 0, false
 }
 
 // hostEnv keeps the harness's own variables away from nft.
