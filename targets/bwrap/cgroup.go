@@ -153,11 +153,13 @@ func (c *cgroup) destroy(ctx context.Context) error {
 		return fmt.Errorf("cgroup: kill: %w", err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for c.populated() {
+	// Killed processes are usually gone within a few milliseconds: look
+	// again soon at first, then every 20 ms.
+	for wait := time.Millisecond; c.populated(); wait = min(2*wait, 20*time.Millisecond) {
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			return fmt.Errorf("cgroup: %s still has processes after kill", c.dir)
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(wait)
 	}
 	kids, _ := filepath.Glob(filepath.Join(c.dir, "*", "cgroup.procs"))
 	for _, k := range kids {

@@ -97,7 +97,7 @@ func (s *session) killNetnsProcs(ctx context.Context) error {
 		return nil
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for {
+	for wait := time.Millisecond; ; wait = min(2*wait, 20*time.Millisecond) {
 		// By identity, not path: the harness may already have removed the
 		// namespace's name while a leftover process still holds it.
 		pids, err := pidsInNetnsID(s.netns)
@@ -110,7 +110,7 @@ func (s *session) killNetnsProcs(ctx context.Context) error {
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			return errors.New("processes remain in the session namespace")
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(wait)
 	}
 }
 
