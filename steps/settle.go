@@ -33,8 +33,8 @@ import (
 // answer decides where the next goes), one whose sandbox has a network
 // namespace of its own inside the session's (its sockets are not in the
 // session's table), a target with no lab session, an agent's run, and a
-// sandbox with its own network stack that writes frames past the session's
-// hooks (gVisor: nothing is counted as emitted).
+// sandbox with a network stack of its own (gVisor with --network=sandbox:
+// its TCP state is not in the session's socket table).
 
 // flowLab is the lab's flow evidence (lab.Lab); fakes without it settle
 // nothing.
