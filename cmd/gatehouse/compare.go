@@ -71,7 +71,7 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fl.StringVar(&f.gates, "gates", "", "comma-separated gates to run (default: every gate)")
 	fl.StringVar(&f.out, "out", "gatehouse-runs", "folder that receives the run folders and the matrix")
 	fl.StringVar(&f.probe, "probe", "", "static probe binary (default: as for run)")
-	fl.IntVar(&f.concurrency, "concurrency", 0, "scenarios run at once; 0 = 4, or 2 with --agent (a scenario mostly waits on the sandbox and the lab, and on 2 cores a run is fastest at about 4; an agent CLI keeps a core busy)")
+	fl.IntVar(&f.concurrency, "concurrency", 0, "scenarios run at once; 0 = 8, or 2 with --agent (a scenario mostly waits on the sandbox and the lab, so 8 at once is fastest even on 2 cores; an agent CLI keeps a core busy)")
 	fl.BoolVar(&f.quiet, "quiet", false, "print only the matrix")
 	fl.StringVar(&f.key, "key", "", "cosign private key: every run is sealed as with 'run --key', and the matrix names each run's SHA256SUMS digest")
 	output := outputFlag(fl)

@@ -170,7 +170,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fl.StringVar(&f.probe, "probe", "", "static probe binary (default: gatehouse-probe next to this binary, or $GATEHOUSE_PROBE)")
 	fl.StringVar(&f.features, "features", "", "folder of .feature files to run instead of the built-in gates")
 	fl.StringVar(&f.dockerHost, "docker-host", "", "a team's own Docker daemon (field mode; docker and gvisor targets): NOT BUILT, refused with exit 2 (docs/docker.md)")
-	fl.IntVar(&f.concurrency, "concurrency", 0, "scenarios run at once; 0 = 4, or 2 with --agent (a scenario mostly waits on the sandbox and the lab, and on 2 cores a run is fastest at about 4; an agent CLI keeps a core busy)")
+	fl.IntVar(&f.concurrency, "concurrency", 0, "scenarios run at once; 0 = 8, or 2 with --agent (a scenario mostly waits on the sandbox and the lab, so 8 at once is fastest even on 2 cores; an agent CLI keeps a core busy)")
 	fl.Int64Var(&f.seed, "seed", 0, "scenario order seed (0: file order); recorded in run.json")
 	fl.BoolVar(&f.quiet, "quiet", false, "print only the summary")
 	fl.DurationVar(&f.maxStop, "max-stop", steps.DefaultMaxStop, "the policy's maximum stop limit: stop-signal judges a profile whose limits.stop is longer against this instead")

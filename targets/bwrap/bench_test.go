@@ -90,6 +90,7 @@ func BenchmarkBareVsSession(b *testing.B) {
 	}
 
 	var bare, session, attach, detach []time.Duration
+	phases = map[string][]time.Duration{}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		name := fmt.Sprintf("s%d", i)
@@ -119,20 +120,34 @@ func BenchmarkBareVsSession(b *testing.B) {
 	b.ReportMetric(ms(median(attach)), "attach-ms")
 	b.ReportMetric(ms(median(detach)), "detach-ms")
 	b.ReportMetric(float64(median(session))/float64(median(bare)), "session/bare")
+	for _, ph := range []string{"start", "exec", "stop"} {
+		b.ReportMetric(ms(median(phases[ph])), ph+"-ms")
+	}
 }
+
+// phases are the session's Start, Exec and Stop times, per round.
+var phases map[string][]time.Duration
 
 func benchSession(b *testing.B, ctx context.Context, tgt *bwrap.Target, p *profile.Profile, nw targets.Network) {
 	b.Helper()
+	t0 := time.Now()
 	s, err := tgt.Start(ctx, withPlaces(b, p, targets.Spec{Name: "bench", Path: targets.PathNormal, Network: nw}))
 	if err != nil {
 		b.Fatal(err)
 	}
+	t1 := time.Now()
 	res, err := s.Exec(ctx, targets.Command{Args: []string{"/bin/true"}, Stdout: io.Discard, Stderr: io.Discard})
 	if err != nil || res.ExitCode != 0 {
 		b.Fatalf("exec: %v %+v", err, res)
 	}
+	t2 := time.Now()
 	if err := s.Stop(ctx); err != nil {
 		b.Fatal(err)
+	}
+	if phases != nil {
+		phases["start"] = append(phases["start"], t1.Sub(t0))
+		phases["exec"] = append(phases["exec"], t2.Sub(t1))
+		phases["stop"] = append(phases["stop"], time.Since(t2))
 	}
 }
 
