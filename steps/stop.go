@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cucumber/godog"
@@ -38,8 +39,10 @@ func (r *runner) broker() *lab.Broker {
 }
 
 // stopRuns measures n stops, the first of the scenario's own session, the
-// others of fresh sessions on the same path. One run that keeps acting is
-// proof enough: the rest are skipped.
+// others of fresh sessions on the same path, all at once: each run is its
+// own session, watched apart (its namespace, its processes, its canary in
+// the heartbeats), so running them together measures the same n stops in
+// the time of one.
 func (r *runner) stopRuns(ctx context.Context, n int) error {
 	s, m := current(ctx), multiOf(ctx)
 	if s == nil || s.sess == nil || m == nil {
@@ -48,28 +51,30 @@ func (r *runner) stopRuns(ctx context.Context, n int) error {
 	if n < 1 || n > 20 {
 		return fmt.Errorf("stop runs: %d is not 1..20", n)
 	}
-	for i := 0; i < n; i++ {
-		sess := s
-		if i > 0 {
-			p, err := r.startPeer(ctx)
-			if err != nil {
-				return err
-			}
-			sess = p
-		}
-		run, at, err := r.measureStop(ctx, sess, m)
+	sessions := []*scenario{s}
+	for i := 1; i < n; i++ {
+		p, err := r.startPeer(ctx)
 		if err != nil {
 			return err
 		}
-		m.mu.Lock()
-		m.runs, m.stops, m.stopTags = append(m.runs, run), append(m.stops, at), append(m.stopTags, sess.canary)
-		limit := m.limit
-		m.mu.Unlock()
-		if d, ok := run.Latency(at); !ok || d > limit || len(run.Left) > 0 || run.Unknown != "" {
-			break
-		}
+		sessions = append(sessions, p)
 	}
-	return nil
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i, sess := range sessions {
+		wg.Go(func() {
+			run, at, err := r.measureStop(ctx, sess, m)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			m.mu.Lock()
+			m.runs, m.stops, m.stopTags = append(m.runs, run), append(m.stops, at), append(m.stopTags, sess.canary)
+			m.mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // stopLimit is the profile's limit, read back from the target, bounded by
