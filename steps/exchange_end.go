@@ -116,6 +116,13 @@ func (x *exchangeCoord) run(ctx context.Context, limit time.Duration) {
 	case <-ctx.Done():
 		return
 	case <-time.After(limit):
+		// Never all started: end nothing, but close the probes' stdin, so a
+		// target that hands a command its stdin only whole still runs it.
+		x.mu.Lock()
+		for _, ctl := range x.ctls {
+			ctl.close()
+		}
+		x.mu.Unlock()
 		return
 	}
 	select {
