@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/netip"
@@ -355,17 +356,19 @@ func (t *lineTap) Write(p []byte) (int, error) {
 
 // control is a controlled probe's stdin: the plan, then control lines
 // from whoever acts on the run (the settle watch, an exchange), until
-// closed.
+// closed. Sending never blocks: the probe may have exited and its stdin
+// copier with it, and a watcher must not hang on that; a line that finds
+// the buffer full is dropped (the attempt then keeps its own timeout).
 type control struct {
 	mu     sync.Mutex
-	pw     *io.PipeWriter
+	lines  chan string
 	closed bool
 }
 
 // newControl returns the control and the probe's stdin.
 func newControl(plan []byte) (*control, io.Reader) {
-	pr, pw := io.Pipe()
-	return &control{pw: pw}, io.MultiReader(bytes.NewReader(append(plan, '\n')), pr)
+	c := &control{lines: make(chan string, 64)}
+	return c, io.MultiReader(bytes.NewReader(append(plan, '\n')), &controlReader{c: c})
 }
 
 func (c *control) send(line string) error {
@@ -374,16 +377,40 @@ func (c *control) send(line string) error {
 	if c.closed {
 		return io.ErrClosedPipe
 	}
-	_, err := io.WriteString(c.pw, line+"\n")
-	return err
+	select {
+	case c.lines <- line + "\n":
+		return nil
+	default:
+		return errors.New("control: the probe is not reading its stdin")
+	}
 }
 
-// close ends the probe's stdin; later sends fail.
+// close ends the probe's stdin once the lines sent are read; later sends
+// fail.
 func (c *control) close() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.closed {
 		c.closed = true
-		_ = c.pw.Close()
+		close(c.lines)
 	}
+}
+
+// controlReader reads the control's lines, then EOF once it is closed.
+type controlReader struct {
+	c    *control
+	rest string
+}
+
+func (r *controlReader) Read(p []byte) (int, error) {
+	if r.rest == "" {
+		line, ok := <-r.c.lines
+		if !ok {
+			return 0, io.EOF
+		}
+		r.rest = line
+	}
+	n := copy(p, r.rest)
+	r.rest = r.rest[n:]
+	return n, nil
 }

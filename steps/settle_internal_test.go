@@ -3,8 +3,10 @@ package steps
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"net/netip"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -220,4 +222,93 @@ func TestSettleFor(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The exchange ends every send and receive of both sessions once all of
+// them said they started (after exchangeHold), and ends nothing, only
+// closing stdin, when one never did.
+func TestExchangeCoord(t *testing.T) {
+	plan := func(session string) probe.Plan {
+		return probe.Plan{Session: session, Steps: []probe.Step{
+			{ID: "send-tcp", Kind: probe.KindSend}, {ID: "receive-tcp", Kind: probe.KindReceive},
+		}}
+	}
+	for _, tc := range []struct {
+		name    string
+		started map[string][]string
+		wantEnd bool
+	}{
+		{"all started", map[string][]string{"s1": {"send-tcp", "receive-tcp"}, "s2": {"receive-tcp", "send-tcp"}}, true},
+		{"one never listened", map[string][]string{"s1": {"send-tcp", "receive-tcp"}, "s2": {"send-tcp"}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			x := newExchangeCoord()
+			readers := map[string]*bufio.Reader{}
+			// Every party is expected before any runs, as exchange does.
+			for _, s := range []string{"s1", "s2"} {
+				x.expect(s, plan(s))
+			}
+			for _, s := range []string{"s1", "s2"} {
+				require.True(t, x.covers(plan(s)))
+				ctl, in := newControl([]byte("{}"))
+				readers[s] = bufio.NewReader(in)
+				stderr := x.join(s, plan(s), ctl, io.Discard)
+				for _, id := range tc.started[s] {
+					_, err := io.WriteString(stderr, probe.ActivePrefix+id+"\n")
+					require.NoError(t, err)
+				}
+				// Lines that are not a start of its own plan change nothing.
+				_, err := io.WriteString(stderr, probe.ActivePrefix+"send-other\nnoise\n")
+				require.NoError(t, err)
+			}
+			require.False(t, x.covers(plan("s3")))
+			done := make(chan struct{})
+			go func() { x.run(context.Background(), 300*time.Millisecond); close(done) }()
+			for s, rd := range readers {
+				first, err := rd.ReadString('\n')
+				require.NoError(t, err)
+				require.Equal(t, "{}\n", first)
+				rest, err := io.ReadAll(rd)
+				require.NoError(t, err, s)
+				if tc.wantEnd {
+					require.Equal(t, "end receive-tcp send-tcp\n", sortEnd(string(rest)), s)
+				} else {
+					require.Empty(t, string(rest), s)
+				}
+			}
+			<-done
+		})
+	}
+}
+
+// sortEnd puts an end line's IDs in order (the coordinator's map order is
+// not fixed).
+func sortEnd(line string) string {
+	f := strings.Fields(line)
+	if len(f) < 2 {
+		return line
+	}
+	ids := f[1:]
+	sort.Strings(ids)
+	return f[0] + " " + strings.Join(ids, " ") + "\n"
+}
+
+// A control line never blocks its sender, even when no one reads the
+// probe's stdin any more (the probe exited): it is dropped instead.
+func TestControlNeverBlocks(t *testing.T) {
+	ctl, in := newControl([]byte("{}"))
+	sent := 0
+	for i := 0; i < 100; i++ {
+		if ctl.send(fmt.Sprintf("settle a%d", i)) == nil {
+			sent++
+		}
+	}
+	require.Equal(t, 64, sent, "the buffer takes 64 lines, the rest are dropped")
+	ctl.close()
+	require.ErrorIs(t, ctl.send("settle late"), io.ErrClosedPipe)
+	ctl.close() // twice is harmless
+	b, err := io.ReadAll(in)
+	require.NoError(t, err)
+	require.Equal(t, 1+64, strings.Count(string(b), "\n"))
+	require.True(t, strings.HasPrefix(string(b), "{}\nsettle a0\n"))
 }
