@@ -90,15 +90,11 @@ func acctRuleset(dests []acctDest) string {
 // appears whole or not at all. `nft list ruleset` shows it exactly as
 // acctRuleset reads.
 func addAccounting(netns string, dests []acctDest) error {
-	f, err := os.Open(netns)
-	if err != nil {
-		return fmt.Errorf("accounting table: %w", err)
-	}
-	defer f.Close()
-	c, err := nftables.New(nftables.WithNetNSFd(int(f.Fd())))
+	c, f, err := nftIn(netns)
 	if err != nil {
 		return fmt.Errorf("accounting table in %s: %w", netns, err)
 	}
+	defer f.Close()
 	if err := acctBatch(c, dests); err != nil {
 		return fmt.Errorf("accounting table in %s: %w", netns, err)
 	}
@@ -218,18 +214,29 @@ func (l *Lab) Emitted(ctx context.Context, session string) (map[string]uint64, e
 	return checkCounters(got, l.addrs.acctDests())
 }
 
+// nftIn is a netlink connection to nftables in the namespace at netns;
+// the caller closes the file when done.
+func nftIn(netns string) (*nftables.Conn, *os.File, error) {
+	f, err := os.Open(netns)
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := nftables.New(nftables.WithNetNSFd(int(f.Fd())))
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return c, f, nil
+}
+
 // readCounters dumps the counters of the accounting table in the namespace
 // at netns, by name.
 func readCounters(netns string) (map[string]uint64, error) {
-	f, err := os.Open(netns)
+	c, f, err := nftIn(netns)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	c, err := nftables.New(nftables.WithNetNSFd(int(f.Fd())))
-	if err != nil {
-		return nil, err
-	}
 	objs, err := c.GetObjects(&nftables.Table{Name: acctTable, Family: nftables.TableFamilyINet})
 	if err != nil {
 		return nil, err

@@ -125,7 +125,7 @@ func (l *Lab) Flows(ctx context.Context, session string) (FlowEvidence, error) {
 		return ev, fmt.Errorf("lab: flows: %w", err)
 	}
 	emitted, err := readSets(NetnsPath(a.netns), acctTable, map[string]keyLayout{
-		"emitted4": {4, true}, "emitted6": {16, true}, "echo4": {4, false}, "echo6": {16, false}})
+		"emitted4": {4, true}, "emitted6": {16, true}, "echo4": {4, false}, "echo6": {16, false}}, !withSource)
 	if err != nil {
 		return ev, fmt.Errorf("lab: flows: the accounting table of %s cannot be read: %w", session, err)
 	}
@@ -236,18 +236,13 @@ type flowElem struct {
 // readSets dumps the named sets of table (family inet) in the namespace at
 // netns. Every set must be there: a set root in the guest removed is an
 // error, never an empty record.
-func readSets(netns, table string, sets map[string]keyLayout, src ...bool) ([]flowElem, error) {
-	f, err := os.Open(netns)
+func readSets(netns, table string, sets map[string]keyLayout, hasSrc bool) ([]flowElem, error) {
+	c, f, err := nftIn(netns)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	c, err := nftables.New(nftables.WithNetNSFd(int(f.Fd())))
-	if err != nil {
-		return nil, err
-	}
 	t := &nftables.Table{Name: table, Family: nftables.TableFamilyINet}
-	hasSrc := len(src) > 0 && src[0]
 	var out []flowElem
 	for name, lay := range sets {
 		set, err := c.GetSetByName(t, name)

@@ -141,7 +141,7 @@ func (x *exchangeCoord) run(ctx context.Context, limit time.Duration) {
 		for id := range ids {
 			list = append(list, id)
 		}
-		_ = ctl.send("end " + joinIDs(list))
+		_ = ctl.send("end " + strings.Join(list, " "))
 		ctl.close()
 	}
 }

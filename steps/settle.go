@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -231,7 +232,7 @@ func (w *settleWatch) run(ctx context.Context, limit time.Duration) {
 		if len(now) == 0 {
 			continue
 		}
-		if err := w.ctl.send("settle " + joinIDs(now)); err != nil {
+		if err := w.ctl.send("settle " + strings.Join(now, " ")); err != nil {
 			return
 		}
 		at := time.Since(w.start)
@@ -295,17 +296,6 @@ func blockedFlow(f lab.Flow, ev lab.FlowEvidence, before uint64, planned, waitin
 		return ev.Connecting[f] >= waiting && sent >= uint64(waiting)
 	}
 	return early && sent >= uint64(planned)
-}
-
-func joinIDs(ids []string) string {
-	var b bytes.Buffer
-	for i, id := range ids {
-		if i > 0 {
-			b.WriteByte(' ')
-		}
-		b.WriteString(id)
-	}
-	return b.String()
 }
 
 // finding says what was settled, for the scenario's record.
