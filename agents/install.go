@@ -89,7 +89,13 @@ func (c Cache) Install(ctx context.Context, a Adapter) (in Installed, fetched bo
 	if err := os.MkdirAll(c.Dir, 0o755); err != nil {
 		return Installed{}, false, err
 	}
-	stagePath, err := os.MkdirTemp(c.Dir, "."+a.Name+"-*")
+	// The cache's own path is configuration (it may hold a link the admin
+	// made); below it, nothing is followed.
+	cacheDir, err := c.realDir()
+	if err != nil {
+		return Installed{}, false, err
+	}
+	stagePath, err := os.MkdirTemp(cacheDir, "."+a.Name+"-*")
 	if err != nil {
 		return Installed{}, false, err
 	}

@@ -57,7 +57,7 @@ func (c Cache) Open(a Adapter) (Installed, error) {
 		return Installed{}, err
 	}
 	dir := c.Folder(a)
-	d, err := untrusted.OpenDir(dir)
+	d, err := c.openFolder(filepath.Base(dir))
 	if errors.Is(err, fs.ErrNotExist) {
 		return Installed{}, fmt.Errorf("%w: %s %s (no %s)", ErrNotInstalled, a.Name, a.Version, dir)
 	}
@@ -70,7 +70,7 @@ func (c Cache) Open(a Adapter) (Installed, error) {
 		return Installed{}, fmt.Errorf("%w: %s %s (no %s)", ErrNotInstalled, a.Name, a.Version, filepath.Join(dir, manifestName))
 	}
 	if err != nil {
-		return Installed{}, err
+		return Installed{}, fmt.Errorf("%w: %s: %v", ErrNotInstalled, filepath.Join(dir, manifestName), err)
 	}
 	var in Installed
 	if err := json.Unmarshal(b, &in); err != nil {
@@ -81,6 +81,32 @@ func (c Cache) Open(a Adapter) (Installed, error) {
 		return Installed{}, fmt.Errorf("%w: %s: %v", ErrNotInstalled, dir, err)
 	}
 	return in, nil
+}
+
+// openFolder opens the install folder name of the cache: the cache's own
+// path is configuration and may hold a link; the folder and everything
+// below it are opened with no link followed.
+func (c Cache) openFolder(name string) (*untrusted.Dir, error) {
+	root, err := c.realDir()
+	if err != nil {
+		return nil, err
+	}
+	cache, err := untrusted.OpenDir(root)
+	if err != nil {
+		return nil, err
+	}
+	defer cache.Close()
+	return cache.Sub(name)
+}
+
+// realDir is the cache folder's absolute path with the links in it (the
+// admin's) resolved.
+func (c Cache) realDir() (string, error) {
+	abs, err := filepath.Abs(c.Dir)
+	if err != nil {
+		return "", err
+	}
+	return filepath.EvalSymlinks(abs)
 }
 
 // matches says whether in (the install in d) is a's pinned install, files
