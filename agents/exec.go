@@ -2,6 +2,8 @@ package agents
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"os"
@@ -35,7 +37,7 @@ func execAgent(cmd string) (Adapter, error) {
 // execInstalled describes the command where it is, with its digest now.
 func (a Adapter) execInstalled() (Installed, error) {
 	path := a.Name[len("exec:"):]
-	f, err := digest(path)
+	f, err := digestPath(path)
 	if err != nil {
 		return Installed{}, fmt.Errorf("agents: %s: %w", a.Name, err)
 	}
@@ -88,4 +90,23 @@ func execParse(r io.Reader) Outcome {
 	var b bytes.Buffer
 	_, _ = io.Copy(&b, io.LimitReader(r, maxText))
 	return Outcome{Final: capText(b.String()), OwnSandbox: SandboxUnknown}
+}
+
+// digestPath hashes a team's own agent where it is (its path is the team's
+// configuration, not something a registry or a sandbox wrote).
+func digestPath(file string) (File, error) {
+	d, err := os.Open(file)
+	if err != nil {
+		return File{}, err
+	}
+	defer d.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, io.LimitReader(d, maxInstalledFile+1))
+	if err != nil {
+		return File{}, err
+	}
+	if n > maxInstalledFile {
+		return File{}, fmt.Errorf("%s: more than %d bytes", file, maxInstalledFile)
+	}
+	return File{Path: file, SHA256: hex.EncodeToString(h.Sum(nil)), Size: n}, nil
 }

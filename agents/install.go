@@ -1,6 +1,7 @@
 package agents
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,6 +14,9 @@ import (
 	"runtime"
 	"strings"
 	"time"
+
+	"github.com/gatehouse-dev/gatehouse/internal/untrusted"
+	"golang.org/x/sys/unix"
 )
 
 // ErrNotInstalled means the cache has no usable install of the adapter's
@@ -23,66 +27,100 @@ var ErrNotInstalled = errors.New("agent not installed")
 // adapter and version: <Dir>/<name>-<version>/, like runsc and cosign.
 type Cache struct {
 	Dir      string       // e.g. /var/cache/gatehouse/agents
-	Registry string       // "" means DefaultRegistry
+	Registry string       // "" means DefaultRegistry; https only (see InsecureLoopback)
 	Client   *http.Client // nil means a client with generous timeouts
 	Log      io.Writer    // progress lines; nil means none
+	// InsecureLoopback lets Registry be plain http when its host is a
+	// loopback address (a test's fake registry); never anything else.
+	InsecureLoopback bool
+	// Limits bound each tarball's extraction; zero fields take defaults.
+	Limits Limits
+
+	lock *Lock // nil means the embedded lock.json (tests pin their fakes)
 }
 
 // DefaultCache is $GATEHOUSE_CACHE/agents (default /var/cache/gatehouse),
 // fetching from $GATEHOUSE_NPM_REGISTRY when set (a team's mirror of the
-// npm registry), else the npm registry.
+// npm registry, https; plain http only on loopback with
+// GATEHOUSE_NPM_REGISTRY_INSECURE_LOOPBACK=1), else the npm registry.
 func DefaultCache(getenv func(string) string) Cache {
 	root := getenv("GATEHOUSE_CACHE")
 	if root == "" {
 		root = "/var/cache/gatehouse"
 	}
-	return Cache{Dir: filepath.Join(root, "agents"), Registry: getenv("GATEHOUSE_NPM_REGISTRY")}
+	return Cache{Dir: filepath.Join(root, "agents"), Registry: getenv("GATEHOUSE_NPM_REGISTRY"),
+		InsecureLoopback: getenv("GATEHOUSE_NPM_REGISTRY_INSECURE_LOOPBACK") == "1"}
 }
 
 // Folder is where a's pinned version is (or would be) installed.
 func (c Cache) Folder(a Adapter) string { return filepath.Join(c.Dir, a.Name+"-"+a.Version) }
 
+func (c Cache) theLock() (Lock, error) {
+	if c.lock != nil {
+		return *c.lock, nil
+	}
+	return EmbeddedLock()
+}
+
 // Install fetches a's pinned packages from the registry unless the cache
-// already holds them (then it only checks them: fetched is false). The new
-// folder is staged next to its final place and renamed into it, so a
-// folder under its final name is always whole.
+// already holds them (then it only checks them: fetched is false). Every
+// tarball must have the integrity lock.json pins. The new folder is
+// staged next to its final place and renamed into it, so a folder under
+// its final name is always whole; on any error the staging folder is
+// removed whole.
 func (c Cache) Install(ctx context.Context, a Adapter) (in Installed, fetched bool, err error) {
 	if in, err := c.Open(a); err == nil {
 		return in, false, nil
 	} else if !errors.Is(err, ErrNotInstalled) || a.Package == "" {
 		return Installed{}, false, err
 	}
-	if err := os.MkdirAll(c.Dir, 0o755); err != nil {
-		return Installed{}, false, err
-	}
-	stage, err := os.MkdirTemp(c.Dir, "."+a.Name+"-*")
+	lock, err := c.theLock()
 	if err != nil {
 		return Installed{}, false, err
 	}
-	defer os.RemoveAll(stage)
-	if err := os.Chmod(stage, 0o755); err != nil {
+	client := c.Client
+	if client == nil {
+		client = &http.Client{Timeout: 30 * time.Minute}
+	}
+	reg, err := newRegistry(c.Registry, client, c.InsecureLoopback)
+	if err != nil {
 		return Installed{}, false, err
 	}
-	reg := registry{base: c.Registry, client: c.Client}
-	if reg.base == "" {
-		reg.base = DefaultRegistry
+	if err := os.MkdirAll(c.Dir, 0o755); err != nil {
+		return Installed{}, false, err
 	}
-	if reg.client == nil {
-		reg.client = &http.Client{Timeout: 30 * time.Minute}
+	// The cache's own path is configuration (it may hold a link the admin
+	// made); below it, nothing is followed.
+	cacheDir, err := c.realDir()
+	if err != nil {
+		return Installed{}, false, err
+	}
+	stagePath, err := os.MkdirTemp(cacheDir, "."+a.Name+"-*")
+	if err != nil {
+		return Installed{}, false, err
+	}
+	defer os.RemoveAll(stagePath) // never follows a link the tarballs made
+	stage, err := untrusted.OpenDir(stagePath)
+	if err != nil {
+		return Installed{}, false, err
+	}
+	defer stage.Close()
+	if err := unix.Fchmod(stage.Fd(), 0o755); err != nil {
+		return Installed{}, false, err
 	}
 	in = Installed{Schema: manifestSchema, Agent: a.Name, Version: a.Version, API: a.API}
 	parts := a.parts()
 	for i, p := range parts {
-		t, rel, err := c.fetch(ctx, reg, p, stage)
+		t, err := c.fetch(ctx, reg, lock, p, stage)
 		if err != nil {
 			return Installed{}, false, fmt.Errorf("agents: install %s: %w", a.Name, err)
 		}
 		in.Tarballs = append(in.Tarballs, t)
-		f, err := digest(filepath.Join(stage, filepath.FromSlash(rel)))
+		rel := path.Join(p.folder(), p.file)
+		f, err := digest(ctx, stage, rel)
 		if err != nil {
 			return Installed{}, false, fmt.Errorf("agents: install %s: %s has no %s: %w", a.Name, t.Package, p.file, err)
 		}
-		f.Path = rel
 		switch {
 		case i == 0:
 			in.Binary = f
@@ -91,12 +129,12 @@ func (c Cache) Install(ctx context.Context, a Adapter) (in Installed, fetched bo
 		} // a module's file only proves it unpacked
 	}
 	b, _ := json.MarshalIndent(in, "", "  ")
-	if err := os.WriteFile(filepath.Join(stage, manifestName), append(b, '\n'), 0o644); err != nil {
+	if err := stage.WriteFile(manifestName, bytes.NewReader(append(b, '\n')), 0o644); err != nil {
 		return Installed{}, false, err
 	}
 	dir := c.Folder(a)
 	_ = os.RemoveAll(dir) // a stale or broken install of this version
-	if err := os.Rename(stage, dir); err != nil {
+	if err := os.Rename(stagePath, dir); err != nil {
 		if in, oerr := c.Open(a); oerr == nil { // another installer won the race
 			return in, false, nil
 		}
@@ -106,36 +144,68 @@ func (c Cache) Install(ctx context.Context, a Adapter) (in Installed, fetched bo
 	return in, true, nil
 }
 
-// fetch resolves p (through its platform package when it has one), unpacks
-// it under stage/<package name>/ and returns the identifying file's path
-// relative to stage.
-func (c Cache) fetch(ctx context.Context, reg registry, p part, stage string) (Tarball, string, error) {
+// fetch resolves p to the tarball lock.json pins for it (its platform
+// package when it has one), holds the registry's documents against the
+// lock, and unpacks the tarball under stage/<package folder>/.
+func (c Cache) fetch(ctx context.Context, reg registry, lock Lock, p part, stage *untrusted.Dir) (Tarball, error) {
 	main, err := reg.meta(ctx, p.pkg, p.version)
 	if err != nil {
-		return Tarball{}, "", err
+		return Tarball{}, err
+	}
+	if err := lock.check(main); err != nil {
+		return Tarball{}, err
 	}
 	t := main
 	if p.platform != "" {
-		name, version := p.platform, p.version
-		if spec, ok := main.OptionalDependencies[p.platform]; ok {
-			name, version = aliasOf(p.platform, spec)
+		locked, err := lock.get(p.pin())
+		if err != nil {
+			return Tarball{}, err
+		}
+		if got, want := main.OptionalDependencies[p.platform], locked.Optional[p.platform]; got != want {
+			return Tarball{}, fmt.Errorf("%w: the registry says %s's %s is %q, lock.json pins %q", ErrUnpinned, p.pin(), p.platform, got, want)
+		}
+		name, version, err := lock.target(p)
+		if err != nil {
+			return Tarball{}, err
 		}
 		if t, err = reg.meta(ctx, name, version); err != nil {
-			return Tarball{}, "", err
+			return Tarball{}, err
+		}
+		if err := lock.check(t); err != nil {
+			return Tarball{}, err
 		}
 	}
-	folder := p.folder()
 	t.Pin = p.pin()
-	c.logf("agents: fetching %s@%s (%s)", t.Package, t.Version, t.URL)
-	if err := reg.unpack(ctx, t, filepath.Join(stage, filepath.FromSlash(folder))); err != nil {
-		return Tarball{}, "", err
+	c.logf("agents: fetching %s (%s)", t.id(), t.URL)
+	folder := p.folder()
+	if err := stage.MkdirAll(folder, 0o755); err != nil {
+		return Tarball{}, err
+	}
+	dst, err := stage.Sub(folder)
+	if err != nil {
+		return Tarball{}, err
+	}
+	defer dst.Close()
+	if err := reg.unpack(ctx, t, stage, dst, c.Limits); err != nil {
+		return Tarball{}, err
 	}
 	for _, x := range p.exec {
-		if err := os.Chmod(filepath.Join(stage, filepath.FromSlash(folder), filepath.FromSlash(x)), 0o755); err != nil {
-			return Tarball{}, "", err
+		if err := chmodExec(dst, x); err != nil {
+			return Tarball{}, err
 		}
 	}
-	return t, path.Join(folder, p.file), nil
+	return t, nil
+}
+
+// chmodExec sets 0755 on the regular file name through its descriptor: a
+// link the tarball put there is refused, never followed.
+func chmodExec(d *untrusted.Dir, name string) error {
+	f, err := d.Open(name)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return f.Chmod(0o755)
 }
 
 // aliasOf reads an optionalDependencies spec: "2.1.3" or an npm alias

@@ -11,8 +11,10 @@ import (
 	"testing"
 )
 
+// testCache installs from r (plain http on loopback, said so) with a lock
+// pinning what r serves when it is called.
 func testCache(t *testing.T, r *fakeRegistry) Cache {
-	return Cache{Dir: filepath.Join(t.TempDir(), "agents"), Registry: r.URL}
+	return Cache{Dir: filepath.Join(t.TempDir(), "agents"), Registry: r.URL, InsecureLoopback: true, lock: r.lock()}
 }
 
 func TestAgentsInstallFromRegistry(t *testing.T) {

@@ -1,6 +1,7 @@
 package agents
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -8,9 +9,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path"
 	"path/filepath"
+
+	"github.com/gatehouse-dev/gatehouse/internal/untrusted"
 )
 
 // The manifest sits next to the files it describes, in the install folder.
@@ -41,34 +43,75 @@ type File struct {
 	Size   int64  `json:"size"`
 }
 
-// Open returns the cached install of a's pinned version after checking that
-// its manifest names the pinned packages and that the files' sha256 still
-// match it. exec: adapters are "installed" where they are.
+// Open returns the cached install of a's pinned version after checking
+// that its manifest names the pinned packages with the integrity lock.json
+// pins, and that the files' sha256 still match it. Nothing in the folder
+// is followed through a link. exec: adapters are "installed" where they
+// are.
 func (c Cache) Open(a Adapter) (Installed, error) {
 	if a.Package == "" {
 		return a.execInstalled()
 	}
+	lock, err := c.theLock()
+	if err != nil {
+		return Installed{}, err
+	}
 	dir := c.Folder(a)
-	b, err := os.ReadFile(filepath.Join(dir, manifestName))
+	d, err := c.openFolder(filepath.Base(dir))
 	if errors.Is(err, fs.ErrNotExist) {
 		return Installed{}, fmt.Errorf("%w: %s %s (no %s)", ErrNotInstalled, a.Name, a.Version, dir)
 	}
 	if err != nil {
-		return Installed{}, err
+		return Installed{}, fmt.Errorf("%w: %s: %v", ErrNotInstalled, dir, err)
+	}
+	defer d.Close()
+	b, err := d.ReadFile(manifestName, 1<<20)
+	if errors.Is(err, fs.ErrNotExist) {
+		return Installed{}, fmt.Errorf("%w: %s %s (no %s)", ErrNotInstalled, a.Name, a.Version, filepath.Join(dir, manifestName))
+	}
+	if err != nil {
+		return Installed{}, fmt.Errorf("%w: %s: %v", ErrNotInstalled, filepath.Join(dir, manifestName), err)
 	}
 	var in Installed
 	if err := json.Unmarshal(b, &in); err != nil {
 		return Installed{}, fmt.Errorf("%w: %s: %v", ErrNotInstalled, filepath.Join(dir, manifestName), err)
 	}
 	in.Dir = dir
-	if err := in.matches(a); err != nil {
+	if err := in.matches(a, lock, d); err != nil {
 		return Installed{}, fmt.Errorf("%w: %s: %v", ErrNotInstalled, dir, err)
 	}
 	return in, nil
 }
 
-// matches says whether in is a's pinned install, files included.
-func (in Installed) matches(a Adapter) error {
+// openFolder opens the install folder name of the cache: the cache's own
+// path is configuration and may hold a link; the folder and everything
+// below it are opened with no link followed.
+func (c Cache) openFolder(name string) (*untrusted.Dir, error) {
+	root, err := c.realDir()
+	if err != nil {
+		return nil, err
+	}
+	cache, err := untrusted.OpenDir(root)
+	if err != nil {
+		return nil, err
+	}
+	defer cache.Close()
+	return cache.Sub(name)
+}
+
+// realDir is the cache folder's absolute path with the links in it (the
+// admin's) resolved.
+func (c Cache) realDir() (string, error) {
+	abs, err := filepath.Abs(c.Dir)
+	if err != nil {
+		return "", err
+	}
+	return filepath.EvalSymlinks(abs)
+}
+
+// matches says whether in (the install in d) is a's pinned install, files
+// included.
+func (in Installed) matches(a Adapter, lock Lock, d *untrusted.Dir) error {
 	if in.Schema != manifestSchema || in.Agent != a.Name || in.Version != a.Version {
 		return fmt.Errorf("manifest is for %s %s (%s), want %s %s", in.Agent, in.Version, in.Schema, a.Name, a.Version)
 	}
@@ -80,10 +123,20 @@ func (in Installed) matches(a Adapter) error {
 		if t.Pin != p.pin() {
 			return fmt.Errorf("manifest has %s, want %s", t.Pin, p.pin())
 		}
+		name, version, err := lock.target(p)
+		if err != nil {
+			return err
+		}
+		if t.Package != name || t.Version != version {
+			return fmt.Errorf("manifest has %s for %s, lock.json pins %s@%s", t.id(), t.Pin, name, version)
+		}
+		if err := lock.check(t); err != nil {
+			return err
+		}
 		for _, x := range p.exec {
-			fi, err := os.Stat(filepath.Join(in.Dir, filepath.FromSlash(p.folder()), filepath.FromSlash(x)))
-			if err != nil || fi.Mode()&0o111 == 0 {
-				return fmt.Errorf("%s/%s is not executable", p.folder(), x)
+			fi, err := d.Lstat(path.Join(p.folder(), x))
+			if err != nil || !fi.Mode().IsRegular() || fi.Mode()&0o111 == 0 {
+				return fmt.Errorf("%s/%s is not an executable file", p.folder(), x)
 			}
 		}
 	}
@@ -92,7 +145,7 @@ func (in Installed) matches(a Adapter) error {
 		files = append(files, *in.Runtime)
 	}
 	for _, f := range files {
-		got, err := digest(filepath.Join(in.Dir, filepath.FromSlash(f.Path)))
+		got, err := digest(context.Background(), d, f.Path)
 		if err != nil {
 			return err
 		}
@@ -127,17 +180,27 @@ func (p part) folder() string {
 
 func (p part) pin() string { return p.pkg + "@" + p.version }
 
-// digest hashes a file (a few hundred MB take well under a second).
-func digest(file string) (File, error) {
-	f, err := os.Open(file)
+// digest hashes the regular file rel of d (a few hundred MB take well
+// under a second), bounded, through no link.
+func digest(ctx context.Context, d *untrusted.Dir, rel string) (File, error) {
+	f, err := d.Open(rel)
 	if err != nil {
 		return File{}, err
 	}
 	defer f.Close()
 	h := sha256.New()
-	n, err := io.Copy(h, f)
+	n, err := io.Copy(h, io.LimitReader(f, maxInstalledFile+1))
 	if err != nil {
 		return File{}, err
 	}
-	return File{Path: file, SHA256: hex.EncodeToString(h.Sum(nil)), Size: n}, nil
+	if n > maxInstalledFile {
+		return File{}, fmt.Errorf("%s: %w: more than %d bytes", rel, untrusted.ErrTooLarge, maxInstalledFile)
+	}
+	if err := ctx.Err(); err != nil {
+		return File{}, err
+	}
+	return File{Path: rel, SHA256: hex.EncodeToString(h.Sum(nil)), Size: n}, nil
 }
+
+// maxInstalledFile bounds a hashed file as extraction bounds one file.
+const maxInstalledFile = 1 << 30

@@ -23,12 +23,18 @@ type fakeRegistry struct {
 	tgz   map[string][]byte         // URL path -> tarball
 	hits  atomic.Int32
 	fault func(doc map[string]any) // alters each document served, if set
+	// redirect answers a path with a redirect to another URL.
+	redirect map[string]string
 }
 
 func newFakeRegistry(t *testing.T) *fakeRegistry {
 	r := &fakeRegistry{docs: map[string]map[string]any{}, tgz: map[string][]byte{}}
 	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		r.hits.Add(1)
+		if loc, ok := r.redirect[req.URL.Path]; ok {
+			http.Redirect(w, req, loc, http.StatusFound)
+			return
+		}
 		if b, ok := r.tgz[req.URL.Path]; ok {
 			w.Write(b)
 			return
@@ -52,7 +58,11 @@ func newFakeRegistry(t *testing.T) *fakeRegistry {
 // on the path marks it executable) and optionalDependencies.
 func (r *fakeRegistry) add(t *testing.T, name, version string, files map[string]string, optional map[string]string) {
 	t.Helper()
-	tgz := tarball(t, files)
+	r.publish(name, version, tarball(t, files), optional)
+}
+
+// publish puts name@version on r with a tarball made elsewhere.
+func (r *fakeRegistry) publish(name, version string, tgz []byte, optional map[string]string) {
 	sum := sha512.Sum512(tgz)
 	path := "/" + name + "/-/" + name[strings.LastIndex(name, "/")+1:] + "-" + version + ".tgz"
 	r.tgz[path] = tgz
@@ -60,6 +70,19 @@ func (r *fakeRegistry) add(t *testing.T, name, version string, files map[string]
 		"name": name, "version": version, "optionalDependencies": optional,
 		"dist": map[string]any{"tarball": r.URL + path, "integrity": "sha512-" + base64.StdEncoding.EncodeToString(sum[:])},
 	}
+}
+
+// lock pins everything r serves now, as `gatehouse agents lock` would.
+func (r *fakeRegistry) lock() *Lock {
+	l := &Lock{Schema: lockSchema, Packages: map[string]Locked{}}
+	for _, doc := range r.docs {
+		e := Locked{Integrity: doc["dist"].(map[string]any)["integrity"].(string)}
+		if opt, ok := doc["optionalDependencies"].(map[string]string); ok && len(opt) > 0 {
+			e.Optional = opt
+		}
+		l.Packages[doc["name"].(string)+"@"+doc["version"].(string)] = e
+	}
+	return l
 }
 
 func tarball(t *testing.T, files map[string]string) []byte {

@@ -15,14 +15,17 @@ import (
 
 const agentsHelp = `Usage: gatehouse agents list [--output json]
        gatehouse agents install NAME|all
+       gatehouse agents lock [--out FILE]
 
 Real agent CLIs that 'gatehouse run --agent NAME' drives against the lab's
 scripted model on the normal path. Each adapter pins one exact version,
-fetched only from the npm registry (the tarball its metadata names, checked
-against the registry's sha512 integrity; no package script runs), unpacked
-into $GATEHOUSE_CACHE/agents/NAME-VERSION/ (default /var/cache/gatehouse)
-with a manifest.json holding the sha256 of the binary. Installing again is
-a no-op while the cache matches the pin and the digests.
+fetched only from the npm registry over https; every tarball must have the
+sha512 integrity agents/lock.json pins in the repository (whatever the
+registry's metadata says; no package script runs). It is unpacked with no
+link followed, no hard link, device, FIFO or setuid bit, and bounded, into
+$GATEHOUSE_CACHE/agents/NAME-VERSION/ (default /var/cache/gatehouse) with a
+manifest.json holding the sha256 of the binary. Installing again is a
+no-op while the cache matches the pins, the lock and the digests.
 
   list      every adapter: pinned version, the API it speaks, installed or
             not, its cache folder and binary digest (--output json: an array
@@ -32,14 +35,21 @@ a no-op while the cache matches the pin and the digests.
             Anthropic's sandbox-runtime with its pinned modules and Node 22,
             run by the srt target) or all of them; prints the install folder
             of each
+  lock      ask the registry for the integrity of every pinned tarball
+            (each platform package for linux-x64 and linux-arm64) and print
+            the lock.json to commit (--out FILE writes it); refused when a
+            version the current lock pins now has another integrity. Lists
+            added and removed entries on stderr: review the diff.
 
   exec:PATH is a team's own agent: nothing to install; see docs/agents.md
   for its contract (GATEHOUSE_MODEL_URL, _KEY, _API, _TASK_FILE).
 
 Environment: GATEHOUSE_CACHE (cache root), GATEHOUSE_NPM_REGISTRY (a mirror
-of the npm registry, default https://registry.npmjs.org).
-Exit 2 when an agent is neither cached nor fetchable (registry unreachable,
-integrity mismatch), with the reason.
+of the npm registry, default https://registry.npmjs.org; https only),
+GATEHOUSE_NPM_REGISTRY_INSECURE_LOOPBACK=1 (allows a plain http registry on
+a loopback address, for a local mirror or a test; nothing else).
+Exit 2 when an agent is neither cached nor fetchable (registry unreachable
+or not https, integrity not the pinned one, unsafe tarball), with the reason.
 
 Example:
   gatehouse agents install codex
@@ -51,7 +61,7 @@ func runAgents(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		fmt.Fprint(stdout, agentsHelp)
 		if len(args) == 0 {
-			return usagef("agents: say list or install")
+			return usagef("agents: say list, install or lock")
 		}
 		return nil
 	}
@@ -92,8 +102,23 @@ func runAgents(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			}
 		}
 		return nil
+	case "lock":
+		fl := newFlagSet(ctx, "agents lock")
+		fl.SetOutput(stderr)
+		out := fl.String("out", "", "write the lock to this file instead of stdout")
+		fl.Usage = func() { fmt.Fprint(stderr, agentsHelp) }
+		if err := fl.Parse(args[1:]); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil
+			}
+			return &usageError{err}
+		}
+		if fl.NArg() > 0 {
+			return usagef("agents lock: takes only --out FILE")
+		}
+		return agentsLock(ctx, cache, *out, stdout, stderr)
 	}
-	return usagef("agents: unknown subcommand %q; say list or install", args[0])
+	return usagef("agents: unknown subcommand %q; say list, install or lock", args[0])
 }
 
 // agentsInstall installs one adapter; every failure is exit 2: the agent
@@ -123,6 +148,45 @@ func agentsInstall(ctx context.Context, cache agents.Cache, name string, stdout,
 	}
 	fmt.Fprintf(stderr, "agents: %s %s %s (binary sha256 %s)\n", a.Name, a.Version, verb, in.Binary.SHA256)
 	fmt.Fprintln(stdout, in.Dir)
+	return nil
+}
+
+// agentsLock writes a fresh lock.json from the registry, refusing one that
+// changes the integrity of a version the built-in lock pins.
+func agentsLock(ctx context.Context, cache agents.Cache, out string, stdout, stderr io.Writer) error {
+	cur, err := agents.EmbeddedLock()
+	if err != nil {
+		return &exitError{exitUsage, err.Error()}
+	}
+	next, err := cache.MakeLock(ctx, agents.Pinned())
+	if err != nil {
+		return &exitError{exitUsage, fmt.Sprintf("agents lock: %v", err)}
+	}
+	added, removed, err := cur.Changes(next)
+	if err != nil {
+		return &exitError{exitUsage, fmt.Sprintf("agents lock: %v", err)}
+	}
+	for _, id := range added {
+		fmt.Fprintf(stderr, "agents lock: + %s %s\n", id, next.Packages[id].Integrity)
+	}
+	for _, id := range removed {
+		fmt.Fprintf(stderr, "agents lock: - %s\n", id)
+	}
+	if len(added)+len(removed) == 0 {
+		fmt.Fprintln(stderr, "agents lock: no change")
+	}
+	if out == "" {
+		_, err := stdout.Write(next.JSON())
+		return err
+	}
+	tmp := out + ".tmp"
+	if err := os.WriteFile(tmp, next.JSON(), 0o644); err != nil {
+		return &exitError{exitUsage, fmt.Sprintf("agents lock: %v", err)}
+	}
+	if err := os.Rename(tmp, out); err != nil {
+		os.Remove(tmp)
+		return &exitError{exitUsage, fmt.Sprintf("agents lock: %v", err)}
+	}
 	return nil
 }
 

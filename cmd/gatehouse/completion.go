@@ -43,7 +43,7 @@ func newFlagSet(ctx context.Context, name string) *flag.FlagSet {
 // subcommands are the verbs' subcommands (each verb dispatches them by
 // hand); completion offers them and asks each for its flags.
 var subcommands = map[string][]string{
-	"agents":   {"list", "install"},
+	"agents":   {"list", "install", "lock"},
 	"lab":      {"up", "down", "status"},
 	"keys":     {"generate"},
 	"intake":   {"mint"},
