@@ -19,9 +19,17 @@ type Folder struct {
 	out   string
 	id    string
 	dir   string
-	files map[string]*os.File
-	err   error // the first failed append: the run cannot be complete
-	shut  bool  // files closed: later appends are refused, never reopened
+	files map[string]*traceFile
+	cuts  map[string]TraceCut   // of traces already closed
+	lims  map[string]TraceLimit // per trace, set before its first line; else DefaultTraceLimit
+	err   error                 // the first failed append: the run cannot be complete
+	shut  bool                  // files closed: later appends are refused, never reopened
+}
+
+// traceFile is an open trace and the bound its lines go through.
+type traceFile struct {
+	fh *os.File
+	t  *Trace
 }
 
 var errShut = errors.New("evidence: run folder already closed")
@@ -41,7 +49,7 @@ func Create(out, id string) (*Folder, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("evidence: create run folder: %w", err)
 	}
-	return &Folder{out: out, id: id, dir: dir, files: map[string]*os.File{}}, nil
+	return &Folder{out: out, id: id, dir: dir, files: map[string]*traceFile{}, cuts: map[string]TraceCut{}, lims: map[string]TraceLimit{}}, nil
 }
 
 // Dir is where files are being written now.
@@ -82,33 +90,88 @@ func (f *Folder) WriteJSON(rel string, v any) error {
 	return f.WriteFile(rel, append(b, '\n'))
 }
 
-// AppendJSONL appends one JSON line to rel, creating it on first use.
+// AppendJSONL appends one JSON line to the trace rel, creating it on first
+// use. Past the trace's limit the line is counted, not written (see Cuts),
+// and AppendJSONL returns nil: a cut trace is recorded, not an error.
 func (f *Folder) AppendJSONL(rel string, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("evidence: encode %s: %w", rel, err)
 	}
+	if _, err := f.writeLine(rel, append(b, '\n')); err != nil && !errors.Is(err, ErrTraceFull) {
+		return err
+	}
+	return nil
+}
+
+// writeLine writes whole lines to the trace rel through its bound.
+func (f *Folder) writeLine(rel string, p []byte) (int, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.shut {
-		return errShut
+	tf, err := f.open(rel)
+	if err != nil {
+		return 0, err
 	}
-	fh := f.files[rel]
-	if fh == nil {
-		p, err := f.path(rel)
-		if err != nil {
-			return err
-		}
-		fh, err = os.OpenFile(p, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-		if err != nil {
-			return fmt.Errorf("evidence: open %s: %w", rel, err)
-		}
-		f.files[rel] = fh
-	}
-	if _, err = fh.Write(append(b, '\n')); err != nil && f.err == nil {
+	n, err := tf.t.Write(p)
+	if err != nil && !errors.Is(err, ErrTraceFull) && f.err == nil {
 		f.err = fmt.Errorf("evidence: append to %s: %w", rel, err)
 	}
-	return err
+	return n, err
+}
+
+// open returns the trace rel, opening its file on first use (f.mu held).
+func (f *Folder) open(rel string) (*traceFile, error) {
+	if f.shut {
+		return nil, errShut
+	}
+	if tf := f.files[rel]; tf != nil {
+		return tf, nil
+	}
+	p, err := f.path(rel)
+	if err == nil {
+		var fh *os.File
+		if fh, err = os.OpenFile(p, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err == nil {
+			tf := &traceFile{fh: fh, t: NewTrace(fh, f.lims[rel])}
+			f.files[rel] = tf
+			return tf, nil
+		}
+	}
+	err = fmt.Errorf("evidence: open %s: %w", rel, err)
+	if f.err == nil {
+		f.err = err
+	}
+	return nil, err
+}
+
+// LimitTrace sets rel's bound; it must come before rel's first line.
+func (f *Folder) LimitTrace(rel string, lim TraceLimit) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.lims[rel] = lim
+}
+
+// Cuts is what each trace left out past its limit, by name; traces that
+// kept every line are not in it. Read it once every writer is done (after
+// Close): it goes into run.json as traces_cut.
+func (f *Folder) Cuts() map[string]TraceCut {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out map[string]TraceCut
+	add := func(rel string, c TraceCut) {
+		if c.DroppedLines > 0 {
+			if out == nil {
+				out = map[string]TraceCut{}
+			}
+			out[rel] = c
+		}
+	}
+	for rel, c := range f.cuts {
+		add(rel, c)
+	}
+	for rel, tf := range f.files {
+		add(rel, tf.t.Cut())
+	}
+	return out
 }
 
 // Err is the first append that failed, if any. A folder with a failed
@@ -119,8 +182,11 @@ func (f *Folder) Err() error {
 	return f.err
 }
 
-// Writer is an io.Writer that appends whole JSON lines to rel (the lab's
-// hit log writes through it as hits arrive).
+// Writer is an io.Writer that appends whole JSON lines to the trace rel
+// (the lab's hit log writes through it as hits arrive). Past the trace's
+// limit Write returns ErrTraceFull, so the producer can drop the same line
+// from what it keeps; the writer is a Skipper for lines the producer drops
+// first.
 func (f *Folder) Writer(rel string) io.Writer { return lineWriter{f: f, rel: rel} }
 
 type lineWriter struct {
@@ -128,31 +194,15 @@ type lineWriter struct {
 	rel string
 }
 
-func (w lineWriter) Write(p []byte) (int, error) {
+func (w lineWriter) Write(p []byte) (int, error) { return w.f.writeLine(w.rel, p) }
+
+// Skip counts a line the producer dropped before writing it.
+func (w lineWriter) Skip(n int) {
 	w.f.mu.Lock()
 	defer w.f.mu.Unlock()
-	if w.f.shut {
-		return 0, errShut
+	if tf, err := w.f.open(w.rel); err == nil {
+		tf.t.Skip(n)
 	}
-	fh := w.f.files[w.rel]
-	if fh == nil {
-		path, err := w.f.path(w.rel)
-		if err == nil {
-			fh, err = os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-		}
-		if err != nil {
-			if w.f.err == nil {
-				w.f.err = err
-			}
-			return 0, err
-		}
-		w.f.files[w.rel] = fh
-	}
-	n, err := fh.Write(p)
-	if err != nil && w.f.err == nil {
-		w.f.err = fmt.Errorf("evidence: append to %s: %w", w.rel, err)
-	}
-	return n, err
 }
 
 // Touch makes sure rel exists (an empty trace is evidence too).
@@ -176,10 +226,13 @@ func (f *Folder) closeFiles() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var errs []error
-	for _, fh := range f.files {
-		errs = append(errs, fh.Sync(), fh.Close())
+	for rel, tf := range f.files {
+		errs = append(errs, tf.fh.Sync(), tf.fh.Close())
+		if c := tf.t.Cut(); c.DroppedLines > 0 {
+			f.cuts[rel] = c
+		}
 	}
-	f.files = map[string]*os.File{}
+	f.files = map[string]*traceFile{}
 	f.shut = true
 	return errors.Join(errs...)
 }

@@ -2,6 +2,7 @@ package evidence
 
 import (
 	"fmt"
+	"sort"
 )
 
 // NeverAllowed are endpoints no policy may let a session reach. A contact
@@ -32,6 +33,48 @@ func Recheck(results []Result, hits []Hit, dropped int) int {
 		r.Verdict = Inconclusive
 		r.Reason = fmt.Sprintf("the lab's hit log overflowed (%d hits dropped), so no one can say nothing forbidden arrived", dropped)
 		changed++
+	}
+	return changed
+}
+
+// Traces whose cut changes no verdict, and traces only some verdicts read.
+const (
+	AlertsTrace     = "traces/alerts.jsonl"           // detection: scored apart from the verdict
+	TranscriptTrace = "traces/model-transcript.jsonl" // read by the agent runs' verdicts
+)
+
+// RecheckTraces runs once every trace is closed, with the run folder's
+// Cuts. A PASS that reads a trace that lost lines becomes INCONCLUSIVE,
+// naming the trace and what it lost: nothing forbidden can be ruled out
+// from a record that is not whole. Every trace supports every verdict
+// except the alerts (detection never changes a verdict) and the model
+// transcript (only the agent runs' verdicts read it). It returns how many
+// verdicts it changed.
+func RecheckTraces(results []Result, cuts map[string]TraceCut) int {
+	names := make([]string, 0, len(cuts))
+	for n, c := range cuts {
+		if c.DroppedLines > 0 && n != AlertsTrace {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	changed := 0
+	for i := range results {
+		r := &results[i]
+		if r.Verdict != Pass {
+			continue
+		}
+		for _, n := range names {
+			if n == TranscriptTrace && r.Agent == nil {
+				continue
+			}
+			c := cuts[n]
+			r.Verdict = Inconclusive
+			r.Reason = fmt.Sprintf("%s reached its limit (%d lines, %d bytes) and dropped %d line(s), %d bytes, so no one can say nothing forbidden is among them",
+				n, c.Lines, c.Bytes, c.DroppedLines, c.DroppedBytes)
+			changed++
+			break
+		}
 	}
 	return changed
 }

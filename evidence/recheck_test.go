@@ -1,6 +1,7 @@
 package evidence_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -37,5 +38,45 @@ func TestRecheck(t *testing.T) {
 	fail := []evidence.Result{{Verdict: evidence.Fail, Session: "s1"}}
 	if evidence.Recheck(fail, nil, 5) != 0 || fail[0].Verdict != evidence.Fail {
 		t.Error("Recheck changed a FAIL")
+	}
+}
+
+func TestRecheckTraces(t *testing.T) {
+	cut := func(n int64) evidence.TraceCut {
+		return evidence.TraceCut{TraceLimit: evidence.DefaultTraceLimit, DroppedLines: n, DroppedBytes: 40 * n}
+	}
+	agent := &evidence.AgentFacts{Name: "claude-code"}
+	tests := []struct {
+		name    string
+		result  evidence.Result
+		cuts    map[string]evidence.TraceCut
+		want    evidence.Verdict
+		naming  string // in the new reason
+		changed int
+	}{
+		{"no cut keeps the pass", evidence.Result{Verdict: evidence.Pass}, nil, evidence.Pass, "", 0},
+		{"a cut hit trace makes a pass inconclusive", evidence.Result{Verdict: evidence.Pass},
+			map[string]evidence.TraceCut{"traces/endpoint-hits.jsonl": cut(25_000)}, evidence.Inconclusive, "traces/endpoint-hits.jsonl reached its limit (100000 lines, 134217728 bytes) and dropped 25000 line(s)", 1},
+		{"a cut attempts trace makes a pass inconclusive", evidence.Result{Verdict: evidence.Pass},
+			map[string]evidence.TraceCut{"traces/probe-attempts.jsonl": cut(1)}, evidence.Inconclusive, "traces/probe-attempts.jsonl", 1},
+		{"a fail stays a fail", evidence.Result{Verdict: evidence.Fail, Reason: "callback heard"},
+			map[string]evidence.TraceCut{"traces/endpoint-hits.jsonl": cut(9)}, evidence.Fail, "callback heard", 0},
+		{"a cut alerts trace changes no verdict", evidence.Result{Verdict: evidence.Pass},
+			map[string]evidence.TraceCut{evidence.AlertsTrace: cut(9)}, evidence.Pass, "", 0},
+		{"a cut transcript leaves a probe run's pass", evidence.Result{Verdict: evidence.Pass},
+			map[string]evidence.TraceCut{evidence.TranscriptTrace: cut(9)}, evidence.Pass, "", 0},
+		{"a cut transcript makes an agent run's pass inconclusive", evidence.Result{Verdict: evidence.Pass, Agent: agent},
+			map[string]evidence.TraceCut{evidence.TranscriptTrace: cut(9)}, evidence.Inconclusive, "traces/model-transcript.jsonl", 1},
+		{"a count of zero is no cut", evidence.Result{Verdict: evidence.Pass},
+			map[string]evidence.TraceCut{"traces/endpoint-hits.jsonl": cut(0)}, evidence.Pass, "", 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rs := []evidence.Result{tt.result}
+			n := evidence.RecheckTraces(rs, tt.cuts)
+			if rs[0].Verdict != tt.want || n != tt.changed || !strings.Contains(rs[0].Reason, tt.naming) {
+				t.Fatalf("%s (%q), %d changed; want %s naming %q, %d changed", rs[0].Verdict, rs[0].Reason, n, tt.want, tt.naming, tt.changed)
+			}
+		})
 	}
 }

@@ -163,6 +163,11 @@ type Run struct {
 	// ProfileWarnings are the profile loader's warnings (binds of dangerous
 	// host paths): what the profile may mean, and the gates must prove.
 	ProfileWarnings []string `json:"profile_warnings,omitempty"`
+
+	// TracesCut names each trace that reached its limit (TraceLimit) and
+	// what it left out; absent when every trace is whole. A verdict that
+	// reads a cut trace is never PASS (RecheckTraces).
+	TracesCut map[string]TraceCut `json:"traces_cut,omitempty"`
 }
 
 // Crossing is one session's value reported by another session's probe. The

@@ -2,6 +2,7 @@ package lab
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -16,46 +17,70 @@ const (
 	maxSummary = 256     // bytes kept in Hit.Summary
 	// DefaultMaxHits bounds the hits kept in memory: a sandbox that floods an
 	// endpoint must not exhaust the harness. Drops are counted, not hidden.
-	DefaultMaxHits = 100_000
+	// It is every trace's line limit too: one cap for memory and file.
+	DefaultMaxHits = evidence.DefaultTraceLines
 )
 
 // hitLog keeps hits in arrival order, bounded, and optionally appends each
-// one as a JSON line to a writer.
+// one as a JSON line to a writer. A hit is kept in both or in neither: when
+// the writer is a bounded trace (evidence.Trace, a run folder's Writer)
+// and refuses a line (evidence.ErrTraceFull), the hit is dropped from
+// memory too; when memory is full first, the trace is told (Skip). So the
+// file holds exactly the hits the verdicts saw, and the trace's cut in
+// run.json counts exactly the hits dropped.
 type hitLog struct {
 	mu      sync.Mutex
 	hits    []evidence.Hit
 	max     int
 	dropped int
-	enc     *json.Encoder // nil when no writer was given
-	encErr  error         // first write error; later writes are skipped
+	w       io.Writer // nil when no writer was given
+	encErr  error     // first write error; later writes are skipped
 }
 
 func newHitLog(max int, w io.Writer) *hitLog {
 	if max <= 0 {
 		max = DefaultMaxHits
 	}
-	l := &hitLog{max: max}
-	if w != nil {
-		l.enc = json.NewEncoder(w)
-	}
-	return l
+	return &hitLog{max: max, w: w}
 }
 
-// add caps the hit's text fields and stores it. A hit beyond the in-memory
-// cap is still written to the JSONL log, so the file stays complete.
+// add caps the hit's text fields and stores it, or counts it as dropped.
 func (l *hitLog) add(h evidence.Hit) {
 	h.Summary = truncate(h.Summary, maxSummary)
 	h.Data = truncate(h.Data, maxData)
+	line, _ := json.Marshal(h) // a Hit always encodes
+	line = append(line, '\n')
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if len(l.hits) < l.max {
-		l.hits = append(l.hits, h)
-	} else {
+	if !keepLine(l.w, line, len(l.hits) >= l.max, &l.encErr) {
 		l.dropped++
+		return
 	}
-	if l.enc != nil && l.encErr == nil {
-		l.encErr = l.enc.Encode(h)
+	l.hits = append(l.hits, h)
+}
+
+// keepLine decides one record for a producer that keeps records in memory
+// and writes them to w: full means memory is full. It reports whether the
+// record is kept (memory and file alike). A write error other than the
+// trace's limit is kept in *werr (the first only; later lines are not
+// written) and does not drop the record: the evidence is then incomplete,
+// and the run says so.
+func keepLine(w io.Writer, line []byte, full bool, werr *error) bool {
+	if full {
+		if s, ok := w.(evidence.Skipper); ok {
+			s.Skip(len(line))
+		}
+		return false
 	}
+	if w == nil || *werr != nil {
+		return true
+	}
+	if _, err := w.Write(line); errors.Is(err, evidence.ErrTraceFull) {
+		return false
+	} else if err != nil {
+		*werr = err
+	}
+	return true
 }
 
 // all returns a copy of the hits kept, optionally only one session's.

@@ -13,8 +13,9 @@ import (
 	"github.com/gatehouse-dev/gatehouse/lab/model"
 )
 
-// DefaultMaxTranscript bounds the model records kept in memory per session;
-// records beyond it still go to Options.Transcript.
+// DefaultMaxTranscript bounds the model records kept per session; a record
+// beyond it is dropped from memory and from Options.Transcript alike, and
+// counted (the trace's cut in run.json).
 const DefaultMaxTranscript = 4096
 
 // controlRE finds a session's control token in a model key
@@ -81,38 +82,37 @@ func (l *Lab) modelHandler() http.Handler {
 }
 
 // transcriptLog keeps model records per session, bounded, and appends each
-// to a writer as a JSON line (the trace keeps canaries; print Redacted).
+// to a writer as a JSON line (the trace keeps canaries; print Redacted). As
+// for hits (keepLine), a record is kept in memory and file or in neither.
 type transcriptLog struct {
 	mu        sync.Mutex
 	bySession map[string][]model.Record
 	max       int
 	dropped   int
-	enc       *json.Encoder
+	w         io.Writer
 	encErr    error
 }
 
 func newTranscriptLog(w io.Writer) *transcriptLog {
-	t := &transcriptLog{bySession: map[string][]model.Record{}, max: DefaultMaxTranscript}
-	if w != nil {
-		t.enc = json.NewEncoder(w)
-	}
-	return t
+	return &transcriptLog{bySession: map[string][]model.Record{}, max: DefaultMaxTranscript, w: w}
 }
 
 func (t *transcriptLog) add(r model.Record) {
 	if t == nil {
 		return
 	}
+	line, err := json.Marshal(r)
+	if err != nil {
+		line = nil // cannot happen for a Record; counted as an empty line if it did
+	}
+	line = append(line, '\n')
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if len(t.bySession[r.Session]) < t.max {
-		t.bySession[r.Session] = append(t.bySession[r.Session], r)
-	} else {
+	if !keepLine(t.w, line, len(t.bySession[r.Session]) >= t.max, &t.encErr) {
 		t.dropped++
+		return
 	}
-	if t.enc != nil && t.encErr == nil {
-		t.encErr = t.enc.Encode(r)
-	}
+	t.bySession[r.Session] = append(t.bySession[r.Session], r)
 }
 
 func (t *transcriptLog) of(session string) []model.Record {

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/lab/model"
 )
 
 func TestHitLogCapsAndCounts(t *testing.T) {
@@ -34,21 +35,86 @@ func TestHitLogCapsAndCounts(t *testing.T) {
 	if dropped, err := l.stats(); dropped != 2 || err != nil {
 		t.Errorf("dropped = %d (%v), want 2", dropped, err)
 	}
-	// The JSONL log keeps every hit, beyond the in-memory cap.
-	lines := 0
-	for sc := bufio.NewScanner(&buf); sc.Scan(); lines++ {
-		var h evidence.Hit
-		if err := json.Unmarshal(sc.Bytes(), &h); err != nil {
-			t.Fatalf("line %d: %v", lines, err)
-		}
-	}
-	if lines != 5 {
-		t.Errorf("hit log has %d lines, want 5", lines)
+	// One cap: the JSONL log holds exactly the hits kept in memory. (It
+	// once kept writing past the cap: a flood filled the disk.)
+	if lines := hitLines(t, &buf); lines != 3 {
+		t.Errorf("hit log has %d lines, want the 3 kept in memory", lines)
 	}
 	hits[0].Summary = "changed"
 	if l.all(nil)[0].Summary == "changed" {
 		t.Error("all() returned the log's own slice")
 	}
+}
+
+func hitLines(t *testing.T, buf *bytes.Buffer) int {
+	t.Helper()
+	lines := 0
+	for sc := bufio.NewScanner(buf); sc.Scan(); lines++ {
+		var h evidence.Hit
+		if err := json.Unmarshal(sc.Bytes(), &h); err != nil {
+			t.Fatalf("line %d: %v", lines, err)
+		}
+	}
+	return lines
+}
+
+// A flood into a run folder's bounded trace: whichever cap is reached
+// first (the trace's, or memory's), memory and file keep the same hits and
+// the trace's cut counts every hit dropped, as lab.Dropped does.
+func TestHitLogFloodIntoBoundedTrace(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		memory   int
+		lim      evidence.TraceLimit
+		wantKept int
+	}{
+		{"trace line limit first", 1000, evidence.TraceLimit{Lines: 40}, 40},
+		{"trace byte limit first", 1000, evidence.TraceLimit{Bytes: 20 << 10}, -1},
+		{"memory first", 25, evidence.TraceLimit{Lines: 1000}, 25},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			tr := evidence.NewTrace(&buf, tc.lim)
+			l := newHitLog(tc.memory, tr)
+			const flood = 5000
+			for i := range flood {
+				l.add(evidence.Hit{Endpoint: "inference", Summary: fmt.Sprintf("GET /%d", i), Data: strings.Repeat("d", 300)})
+			}
+			kept := len(l.all(nil))
+			if tc.wantKept >= 0 && kept != tc.wantKept {
+				t.Fatalf("kept %d hits, want %d", kept, tc.wantKept)
+			}
+			if int64(buf.Len()) > tr.Cut().Bytes {
+				t.Fatalf("trace is %d bytes, past %d", buf.Len(), tr.Cut().Bytes)
+			}
+			if lines := hitLines(t, &buf); lines != kept {
+				t.Fatalf("trace has %d lines, memory %d: not one cap", lines, kept)
+			}
+			dropped, err := l.stats()
+			if err != nil || dropped != flood-kept || tr.Cut().DroppedLines != int64(dropped) {
+				t.Fatalf("dropped %d (%v), trace cut %+v; want %d in both", dropped, err, tr.Cut(), flood-kept)
+			}
+		})
+	}
+}
+
+// The model transcript follows the same rule per session.
+func TestTranscriptFloodIntoBoundedTrace(t *testing.T) {
+	var buf bytes.Buffer
+	tr := evidence.NewTrace(&buf, evidence.TraceLimit{Lines: 30})
+	tl := newTranscriptLog(tr)
+	for i := range 100 {
+		tl.add(model.Record{Session: fmt.Sprint("s", i%2), Path: "/v1/messages", Step: i})
+	}
+	kept := len(tl.of("s0")) + len(tl.of("s1"))
+	if kept != 30 || hitLinesAny(t, &buf) != 30 || tr.Cut().DroppedLines != 70 || tl.dropped != 70 || tl.err() != nil {
+		t.Fatalf("kept %d, cut %+v, dropped %d (%v)", kept, tr.Cut(), tl.dropped, tl.err())
+	}
+}
+
+func hitLinesAny(t *testing.T, buf *bytes.Buffer) int {
+	t.Helper()
+	return strings.Count(buf.String(), "\n")
 }
 
 func TestDefaultCap(t *testing.T) {

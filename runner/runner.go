@@ -200,6 +200,11 @@ func Execute(ctx context.Context, spec Spec) (*Outcome, error) {
 	if err := folder.Close(); err != nil {
 		runErr = errors.Join(runErr, err)
 	}
+	// Every trace is closed: what each left out past its limit is final.
+	rec.TracesCut = folder.Cuts()
+	if n := evidence.RecheckTraces(results, rec.TracesCut); n > 0 {
+		fmt.Fprintf(progress, "%d verdict(s) made INCONCLUSIVE by a trace that reached its limit (run.json traces_cut)\n", n)
+	}
 	if err := folder.Err(); err != nil {
 		runErr = errors.Join(runErr, fmt.Errorf("run: evidence incomplete: %w", err))
 	}

@@ -169,6 +169,8 @@ func intakeGate(ctx context.Context, f runFlags, signer sealer, target, contract
 	if err := folder.Close(); err != nil {
 		runErr = errors.Join(runErr, err)
 	}
+	rec.TracesCut = folder.Cuts()
+	evidence.RecheckTraces(results, rec.TracesCut)
 	if runErr == nil && ctx.Err() != nil {
 		runErr = ctx.Err()
 	}

@@ -237,6 +237,9 @@ func rehearse(ctx context.Context, f runFlags, p *plan, repo, reportName string,
 		results = []evidence.Result{}
 	}
 	evidence.Recheck(results, l.Hits(), l.Dropped())
+	// The lab is closed and the steps are done: no trace gets another line.
+	rec.TracesCut = folder.Cuts()
+	evidence.RecheckTraces(results, rec.TracesCut)
 	// The original once more, after everything: the whole run, not only the
 	// scenario, must have left it as it was.
 	after, err := steps.ReadTree(repo)
@@ -262,6 +265,7 @@ func rehearse(ctx context.Context, f runFlags, p *plan, repo, reportName string,
 	if err := errors.Join(werr, folder.Close(), folder.Err()); err != nil {
 		runErr = errors.Join(runErr, fmt.Errorf("rehearse: evidence incomplete: %w", err))
 	}
+
 	rec.Complete = runErr == nil
 	rec.Error = errString(runErr)
 	if err := errors.Join(folder.WriteJSON("results.json", results), folder.WriteJSON("run.json", rec)); err != nil {

@@ -20,6 +20,10 @@ type runDoc struct {
 	Decision string      `json:"decision"` // pass | fail | inconclusive
 	ExitCode int         `json:"exit_code"`
 	Results  []runResult `json:"results"`
+
+	// TracesCut is run.json's traces_cut: the traces that reached their
+	// limit and what they dropped (absent when every trace is whole).
+	TracesCut map[string]evidence.TraceCut `json:"traces_cut,omitempty"`
 }
 
 // runResult is a verify row plus what only a live run has: the response
@@ -47,7 +51,7 @@ func decide(results []evidence.Result) (string, int) {
 
 func runDocOf(rec evidence.Run, dir string, signer sealer, index, archive string, results []evidence.Result) runDoc {
 	d := runDoc{Schema: "gatehouse.run/v1", ID: rec.ID, Folder: dir, Index: index, Archive: archive,
-		Group: rec.Group, Shard: rec.Shard, Results: []runResult{}}
+		Group: rec.Group, Shard: rec.Shard, Results: []runResult{}, TracesCut: rec.TracesCut}
 	if signer != nil {
 		d.Signed, d.Signer = true, signer.Identity()
 	}

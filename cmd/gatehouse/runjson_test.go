@@ -1,12 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gatehouse-dev/gatehouse/evidence"
 )
 
 // run --output json on real bwrap runs: stdout is one document valid
@@ -105,4 +108,24 @@ func readBack(t *testing.T, r *runOutput, folder any) string {
 		}
 	}
 	return dir
+}
+
+// A run whose hit trace reached its limit says so in its JSON document,
+// as run.json does, and the document still matches its schema.
+func TestRunDocCarriesTracesCut(t *testing.T) {
+	rec := evidence.Run{ID: "r1", TracesCut: map[string]evidence.TraceCut{"traces/endpoint-hits.jsonl": {
+		TraceLimit: evidence.DefaultTraceLimit, DroppedLines: 25_000, DroppedBytes: 3_150_000}}}
+	results := []evidence.Result{{Gate: "external-callback", Path: "normal", Verdict: evidence.Inconclusive, Reason: "traces/endpoint-hits.jsonl reached its limit"}}
+	var buf bytes.Buffer
+	if err := writeJSON(&buf, runDocOf(rec, "d", nil, "i", "", results)); err != nil {
+		t.Fatal(err)
+	}
+	doc := validDoc(t, "run", buf.String())
+	cut, _ := doc["traces_cut"].(map[string]any)["traces/endpoint-hits.jsonl"].(map[string]any)
+	if cut["dropped_lines"] != float64(25_000) || cut["max_lines"] != float64(evidence.DefaultTraceLines) {
+		t.Fatalf("traces_cut = %v", doc["traces_cut"])
+	}
+	if err := schemaCheck(t, "run", strings.Replace(buf.String(), `"dropped_lines": 25000`, `"dropped_lines": 0`, 1)); err == nil {
+		t.Error("the schema accepts a cut of no line")
+	}
 }

@@ -238,6 +238,8 @@ func explain(err error) string {
 		return err.Error() + " (this run was made without --key: it is UNSIGNED evidence)"
 	case errors.Is(err, bundle.ErrPartial), errors.Is(err, bundle.ErrIncomplete):
 		return err.Error() + " (the run did not finish: its evidence proves nothing)"
+	case errors.Is(err, bundle.ErrUnsafePath), errors.Is(err, bundle.ErrTooLarge):
+		return "evidence refused: " + err.Error() + " (only regular files within the size limits are read; nothing was followed, and no FIFO or device was opened)"
 	}
 	return err.Error()
 }

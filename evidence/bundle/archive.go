@@ -11,6 +11,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -148,27 +149,26 @@ func writeEntry(target string, r io.Reader, size int64) error {
 	return f.Close()
 }
 
-// VerifyArchive extracts a .tar.gz bundle into a temporary folder, verifies
-// it, and removes the folder. Verified.Dir names the archive.
+// VerifyArchive verifies a .tar.gz bundle as Verify does a folder, reading
+// the archive once as a stream (readArchive: regular files under one top
+// folder only, bounded by DefaultLimits) with nothing written to disk.
+// Verified.Dir names the archive.
 func VerifyArchive(ctx context.Context, archivePath string, v Verifier) (*Verified, error) {
-	f, err := os.Open(archivePath)
+	// Non-blocking: a FIFO in the archive's place must not hang verify.
+	f, err := os.OpenFile(archivePath, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, fmt.Errorf("bundle: %w", err)
 	}
 	defer f.Close()
-	tmp, err := os.MkdirTemp("", "gatehouse-verify-*")
-	if err != nil {
-		return nil, fmt.Errorf("bundle: %w", err)
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		return nil, failf(ErrUnsafePath, "", "", "%s is not a regular file", archivePath)
 	}
-	defer os.RemoveAll(tmp)
-	dir, err := Extract(ctx, f, tmp, DefaultLimits)
+	s, top, err := readArchive(ctx, f, DefaultLimits)
 	if err != nil {
 		return nil, err
 	}
-	ver, err := Verify(ctx, dir, v)
-	if err != nil {
+	if err := checkName(top); err != nil {
 		return nil, err
 	}
-	ver.Dir = archivePath
-	return ver, nil
+	return verifySnapshot(ctx, s, archivePath, v)
 }

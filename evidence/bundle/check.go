@@ -1,21 +1,17 @@
 package bundle
 
 import (
-	"context"
-	"fmt"
-	"path/filepath"
-
 	"github.com/gatehouse-dev/gatehouse/evidence"
 )
 
 // checkSums verifies SHA256SUMS against its subject and parses it; its
 // entries must be exactly the file subjects.
-func checkSums(dir string, want map[string]string) ([]Entry, error) {
-	raw, err := readSmall(dir, SumsFile)
+func checkSums(s *snapshot, want map[string]string) ([]Entry, error) {
+	raw, err := s.data(SumsFile)
 	if err != nil {
 		return nil, err
 	}
-	if got := hashBytes(raw); got != want[SumsFile] {
+	if got := s.files[SumsFile].sha256; got != want[SumsFile] {
 		return nil, failf(ErrDigest, SumsFile, "", "sha256 %s, signed %s", got, want[SumsFile])
 	}
 	entries, err := ParseSums(raw)
@@ -37,30 +33,21 @@ func checkSums(dir string, want map[string]string) ([]Entry, error) {
 	return entries, nil
 }
 
-// checkFiles re-hashes every file on disk and compares with the signed list.
-func checkFiles(ctx context.Context, dir string, files []string, entries []Entry, want map[string]string) error {
-	onDisk := make(map[string]bool, len(files))
-	for _, f := range files {
-		onDisk[f] = true
+// checkFiles compares every file's digest, as read once, with the signed
+// list: none missing, none added.
+func checkFiles(s *snapshot, entries []Entry, want map[string]string) error {
+	for _, f := range s.paths {
 		if _, ok := want[f]; !ok || f == ImageSubject {
 			return fail(ErrExtraFile, f, "", nil)
 		}
 	}
 	for _, e := range entries {
-		if !onDisk[e.Path] {
+		f, ok := s.files[e.Path]
+		if !ok {
 			return fail(ErrMissingFile, e.Path, "", nil)
 		}
-	}
-	for _, e := range entries {
-		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("bundle: verify: %w", err)
-		}
-		got, err := hashFile(filepath.Join(dir, filepath.FromSlash(e.Path)))
-		if err != nil {
-			return fail(ErrMalformed, e.Path, "", err)
-		}
-		if got != e.SHA256 {
-			return failf(ErrDigest, e.Path, "", "sha256 %s, signed %s", got, e.SHA256)
+		if f.sha256 != e.SHA256 {
+			return failf(ErrDigest, e.Path, "", "sha256 %s, signed %s", f.sha256, e.SHA256)
 		}
 	}
 	return nil

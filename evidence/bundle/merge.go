@@ -19,20 +19,16 @@ const (
 
 // SealMerge writes SHA256SUMS and the signed merge statement into dir.
 func SealMerge(ctx context.Context, dir string, predicate any, s Signer) error {
-	files, attest, hasSums, err := scan(dir)
+	snap, err := readFolder(ctx, dir, DefaultLimits)
 	if err != nil {
 		return fmt.Errorf("bundle: seal merge: %w", err)
 	}
-	if hasSums || len(attest) > 0 {
+	if snap.hasSums || len(snap.attest) > 0 {
 		return fail(ErrSealed, SumsFile, "", nil)
 	}
-	entries := make([]Entry, 0, len(files))
-	for _, f := range files {
-		d, err := hashFile(filepath.Join(dir, filepath.FromSlash(f)))
-		if err != nil {
-			return fmt.Errorf("bundle: seal merge: %w", err)
-		}
-		entries = append(entries, Entry{Path: f, SHA256: d})
+	entries := make([]Entry, 0, len(snap.paths))
+	for _, f := range snap.paths {
+		entries = append(entries, Entry{Path: f, SHA256: snap.files[f].sha256})
 	}
 	sums := FormatSums(entries)
 	subj, err := subjects(entries, hashBytes(sums), "")
@@ -64,19 +60,19 @@ func SealMerge(ctx context.Context, dir string, predicate any, s Signer) error {
 // SHA256SUMS and every file match the signed subjects, none missing and
 // none added. It returns the signed predicate.
 func VerifyMerge(ctx context.Context, dir string, v Verifier) (json.RawMessage, error) {
-	files, attest, hasSums, err := scan(dir)
+	s, err := readFolder(ctx, dir, DefaultLimits)
 	if err != nil {
 		return nil, err
 	}
-	for _, a := range attest {
+	for _, a := range s.attest {
 		if a != MergeAttestFile {
 			return nil, fail(ErrExtraFile, a, "", nil)
 		}
 	}
-	if len(attest) == 0 {
+	if len(s.attest) == 0 {
 		return nil, fail(ErrUnsigned, MergeAttestFile, "", fmt.Errorf("attestation missing"))
 	}
-	pred, subj, err := verifyStatement[json.RawMessage](ctx, dir, MergeAttestFile, MergePredicateV1, v)
+	pred, subj, err := verifyStatement[json.RawMessage](ctx, s, MergeAttestFile, MergePredicateV1, v)
 	if err != nil {
 		return nil, err
 	}
@@ -84,14 +80,14 @@ func VerifyMerge(ctx context.Context, dir string, v Verifier) (json.RawMessage, 
 	if err != nil {
 		return nil, err
 	}
-	if !hasSums {
+	if !s.hasSums {
 		return nil, fail(ErrMissingFile, SumsFile, "", nil)
 	}
-	entries, err := checkSums(dir, want)
+	entries, err := checkSums(s, want)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkFiles(ctx, dir, files, entries, want); err != nil {
+	if err := checkFiles(s, entries, want); err != nil {
 		return nil, err
 	}
 	return pred, nil

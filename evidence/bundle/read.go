@@ -5,32 +5,41 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/internal/untrusted"
 )
 
-// readSmall reads a metadata file with a size cap, mapping "not there" to
-// ErrMissingFile.
+// readSmall reads one metadata file of the folder dir, bounded, with no
+// link followed below dir and nothing but a regular file opened; "not
+// there" is ErrMissingFile.
 func readSmall(dir, rel string) ([]byte, error) {
-	f, err := os.Open(filepath.Join(dir, filepath.FromSlash(rel)))
-	if errors.Is(err, fs.ErrNotExist) {
+	abs, err := filepath.Abs(dir)
+	if err == nil {
+		abs, err = filepath.EvalSymlinks(abs)
+	}
+	if err != nil {
+		return nil, fail(ErrMalformed, "", "", err)
+	}
+	d, err := untrusted.OpenDir(abs)
+	if err != nil {
+		return nil, fail(ErrMalformed, "", "", err)
+	}
+	defer d.Close()
+	b, err := d.ReadFile(rel, maxMetadataSize)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		return nil, fail(ErrMissingFile, rel, "", nil)
-	}
-	if err != nil {
-		return nil, fail(ErrMalformed, rel, "", err)
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxMetadataSize+1))
-	if err != nil {
-		return nil, fail(ErrMalformed, rel, "", err)
-	}
-	if len(b) > maxMetadataSize {
+	case errors.Is(err, untrusted.ErrTooLarge):
 		return nil, fail(ErrTooLarge, rel, "", nil)
+	case errors.Is(err, untrusted.ErrNotRegular), errors.Is(err, syscall.ELOOP):
+		return nil, failf(ErrUnsafePath, rel, "", "not a regular file")
+	case err != nil:
+		return nil, fail(ErrMalformed, rel, "", err)
 	}
 	return b, nil
 }
@@ -47,9 +56,9 @@ func decodeStrict(b []byte, v any) error {
 	return nil
 }
 
-func readRun(dir string) (evidence.Run, error) {
+func readRun(s *snapshot) (evidence.Run, error) {
 	var run evidence.Run
-	b, err := readSmall(dir, RunFile)
+	b, err := s.data(RunFile)
 	if err != nil {
 		return run, err
 	}
@@ -59,9 +68,9 @@ func readRun(dir string) (evidence.Run, error) {
 	return run, nil
 }
 
-func readResults(dir string) ([]evidence.Result, error) {
+func readResults(s *snapshot) ([]evidence.Result, error) {
 	var rs []evidence.Result
-	b, err := readSmall(dir, ResultsFile)
+	b, err := s.data(ResultsFile)
 	if err != nil {
 		return nil, err
 	}

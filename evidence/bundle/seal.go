@@ -16,37 +16,32 @@ import (
 // and signed) or on the final folder. It refuses a run with Complete=false
 // and a folder that is already sealed.
 func Seal(ctx context.Context, dir string, s Signer) error {
-	run, err := readRun(dir)
+	// Every file is read once: the statements are made from the bytes
+	// that are hashed, never from a second read.
+	snap, err := readFolder(ctx, dir, DefaultLimits)
+	if err != nil {
+		return fmt.Errorf("bundle: seal: %w", err)
+	}
+	run, err := readRun(snap)
 	if err != nil {
 		return err
 	}
 	if !run.Complete {
 		return fail(ErrIncomplete, RunFile, "complete", nil)
 	}
-	files, attest, hasSums, err := scan(dir)
-	if err != nil {
-		return fmt.Errorf("bundle: seal: %w", err)
-	}
-	for _, f := range files {
+	for _, f := range snap.paths {
 		if f == ImageSubject { // would collide with the image digest subject
 			return failf(ErrUnsafePath, f, "", "a root file may not be named %q", ImageSubject)
 		}
 	}
-	if hasSums || len(attest) > 0 {
+	if snap.hasSums || len(snap.attest) > 0 {
 		return fail(ErrSealed, SumsFile, "", nil)
 	}
-	entries := make([]Entry, 0, len(files))
-	for _, f := range files {
-		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("bundle: seal: %w", err)
-		}
-		d, err := hashFile(filepath.Join(dir, filepath.FromSlash(f)))
-		if err != nil {
-			return fmt.Errorf("bundle: seal: %w", err)
-		}
-		entries = append(entries, Entry{Path: f, SHA256: d})
+	entries := make([]Entry, 0, len(snap.paths))
+	for _, f := range snap.paths {
+		entries = append(entries, Entry{Path: f, SHA256: snap.files[f].sha256})
 	}
-	results, err := readResults(dir)
+	results, err := readResults(snap)
 	if err != nil {
 		return err
 	}

@@ -26,31 +26,45 @@ type Verified struct {
 // Verify checks a sealed bundle folder offline: folder state, both
 // signatures, that both statements name the same subjects, and that every
 // file's bytes match both the subjects and SHA256SUMS, with no file missing
-// and none added. The first failure is returned as an *Error.
+// and none added. Every file is read once (readFolder: no link followed,
+// nothing but regular files opened, every read bounded) and what is parsed
+// is what was hashed. The first failure is returned as an *Error.
 func Verify(ctx context.Context, dir string, v Verifier) (*Verified, error) {
-	base := filepath.Base(filepath.Clean(dir))
-	if strings.HasSuffix(base, PartialSuffix) || strings.HasPrefix(base, ".") {
-		return nil, failf(ErrPartial, "", "", "folder %q is a runner's unfinished output", base)
+	if err := checkName(filepath.Base(filepath.Clean(dir))); err != nil {
+		return nil, err
 	}
-	run, err := readRun(dir)
+	s, err := readFolder(ctx, dir, DefaultLimits)
+	if err != nil {
+		return nil, err
+	}
+	return verifySnapshot(ctx, s, dir, v)
+}
+
+// checkName refuses a runner's unfinished folder by its name.
+func checkName(base string) error {
+	if strings.HasSuffix(base, PartialSuffix) || strings.HasPrefix(base, ".") {
+		return failf(ErrPartial, "", "", "folder %q is a runner's unfinished output", base)
+	}
+	return nil
+}
+
+// verifySnapshot makes every check on files already read.
+func verifySnapshot(ctx context.Context, s *snapshot, dir string, v Verifier) (*Verified, error) {
+	run, err := readRun(s)
 	if err != nil {
 		return nil, err
 	}
 	if !run.Complete {
 		return nil, fail(ErrIncomplete, RunFile, "complete", nil)
 	}
-	files, attest, hasSums, err := scan(dir)
+	if err := checkAttestFiles(s.attest); err != nil {
+		return nil, err
+	}
+	tr, trSubj, err := verifyStatement[TestResult](ctx, s, TestResultFile, TestResultType, v)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkAttestFiles(attest); err != nil {
-		return nil, err
-	}
-	tr, trSubj, err := verifyStatement[TestResult](ctx, dir, TestResultFile, TestResultType, v)
-	if err != nil {
-		return nil, err
-	}
-	rp, rpSubj, err := verifyStatement[RunPredicate](ctx, dir, RunAttestFile, RunPredicateV1, v)
+	rp, rpSubj, err := verifyStatement[RunPredicate](ctx, s, RunAttestFile, RunPredicateV1, v)
 	if err != nil {
 		return nil, err
 	}
@@ -61,20 +75,20 @@ func Verify(ctx context.Context, dir string, v Verifier) (*Verified, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !hasSums {
+	if !s.hasSums {
 		return nil, fail(ErrMissingFile, SumsFile, "", nil)
 	}
-	entries, err := checkSums(dir, want)
+	entries, err := checkSums(s, want)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkFiles(ctx, dir, files, entries, want); err != nil {
+	if err := checkFiles(s, entries, want); err != nil {
 		return nil, err
 	}
 	if err := checkImage(run, want); err != nil {
 		return nil, err
 	}
-	results, err := readResults(dir)
+	results, err := readResults(s)
 	if err != nil {
 		return nil, err
 	}
@@ -107,9 +121,9 @@ func checkAttestFiles(attest []string) error {
 
 // verifyStatement loads one Sigstore bundle, checks its signature, and
 // decodes the DSSE payload, which is exactly the bytes that were signed.
-func verifyStatement[P any](ctx context.Context, dir, rel, predicateType string, v Verifier) (P, []ResourceDescriptor, error) {
+func verifyStatement[P any](ctx context.Context, s *snapshot, rel, predicateType string, v Verifier) (P, []ResourceDescriptor, error) {
 	var zero P
-	raw, err := readSmall(dir, rel)
+	raw, err := s.data(rel)
 	if err != nil {
 		return zero, nil, err
 	}

@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"sort"
 
 	"github.com/gatehouse-dev/gatehouse/evidence"
 )
@@ -17,7 +18,7 @@ func NotProven(run evidence.Run) []string {
 	if run.Model != "" || run.Agent != "" {
 		what += fmt.Sprintf(", model %q, agent %q", run.Model, run.Agent)
 	}
-	return []string{
+	out := []string{
 		"A PASS proves only that the attempts recorded here, from corpus " + run.Corpus +
 			", did not get through " + what + ", on the kernel and runtime recorded in the effective configuration, on " +
 			run.Start.Format("2006-01-02") + ".",
@@ -27,4 +28,15 @@ func NotProven(run evidence.Run) []string {
 		"A signature proves who sealed these files and that they were not changed since; it does not make the harness, the probe or the lab correct.",
 		"Any change to the runtime, kernel, image, policy files, model, agent or its tools needs a new run: this evidence does not carry over.",
 	}
+	names := make([]string, 0, len(run.TracesCut))
+	for n := range run.TracesCut {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		c := run.TracesCut[n]
+		out = append(out, fmt.Sprintf("%s is not whole: it reached its limit (%d lines, %d bytes) and dropped %d later line(s), %d bytes; what they recorded is in no evidence.",
+			n, c.Lines, c.Bytes, c.DroppedLines, c.DroppedBytes))
+	}
+	return out
 }

@@ -22,15 +22,17 @@
 // in the path must be the token's):
 //
 //	GET      /v1/tenants/{tenant}/runs/{run}/reports/{report}           read-report      -> the Entry
-//	POST     /v1/tenants/{tenant}/runs/{run}/reports/{report}/evidence  attach-evidence  (?name=N, body ≤ 64 KiB)
+//	POST     /v1/tenants/{tenant}/runs/{run}/reports/{report}/evidence  attach-evidence  (?name=N, body ≤ 64 KiB, ≤ 32 and ≤ 1 MiB per report)
 //	POST|PUT /v1/tenants/{tenant}/runs/{run}/reports/{report}/result    submit-result    (a Result, JSON)
 //	POST     /v1/tenants/{tenant}/runs/{run}/reports/{report}/finalise  finalise         (scope submit-result)
 //
 // Answers: 401 no, malformed, forged or expired token; 403 another tenant,
 // run or report than the token's (in the path or in the result), or a
 // missing scope; 400 a result outside the schema (extra fields are
-// rejected, never stripped); 413 a body too large; 409 a write after
-// finalise; 404 no such route. Reads stay allowed after finalise until the
+// rejected, never stripped); 413 a body too large, or attachments past
+// MaxAttachmentBytes; 409 a write after finalise, or an attachment past
+// MaxAttachments; 404 no such route. Attachments are kept as name, size
+// and sha256, never their bytes. Reads stay allowed after finalise until the
 // token expires. Nothing is stored by a refused request.
 //
 // Every request becomes a Record (time, source, route, token hash and

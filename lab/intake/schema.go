@@ -20,6 +20,13 @@ const (
 	MaxResultBody   = 64 << 10 // bytes of a whole result request
 	MaxEvidenceBody = 64 << 10 // bytes of one evidence attachment
 	MaxEvidenceName = 128      // bytes of an attachment's name
+	// MaxAttachments and MaxAttachmentBytes bound what one report holds:
+	// one more attachment is refused with 409, one that would pass the
+	// bytes with 413. A triage result needs a few small files; a flood of
+	// 64 KiB bodies must not grow the service (or the evidence) without
+	// bound.
+	MaxAttachments     = 32
+	MaxAttachmentBytes = 1 << 20
 )
 
 // Severities are the values severity may take.

@@ -277,12 +277,19 @@ func (s *Service) attach(sub Subject, r *http.Request, body []byte, rec *Record)
 		return nil, refuse(http.StatusBadRequest, "attachment needs a name of 1..%d bytes (?name=)", MaxEvidenceName)
 	}
 	d := sha256.Sum256(body)
-	a := Attachment{Name: name, ContentType: r.Header.Get("Content-Type"), SHA256: hex.EncodeToString(d[:]),
-		Size: len(body), Data: append([]byte(nil), body...), Time: s.now().UTC()}
+	a := Attachment{Name: name, ContentType: truncateText(r.Header.Get("Content-Type"), MaxEvidenceName),
+		SHA256: hex.EncodeToString(d[:]), Size: len(body), Time: s.now().UTC()}
 	var ref *refusal
 	s.store.update(sub, func(e *Entry) bool {
-		if e.Finalised && s.broken != WritesAfterFinalise {
+		switch {
+		case e.Finalised && s.broken != WritesAfterFinalise:
 			ref = refuse(http.StatusConflict, "finalised: no more writes")
+		case len(e.Evidence) >= MaxAttachments:
+			ref = refuse(http.StatusConflict, "the report holds %d attachments, the most it may", MaxAttachments)
+		case e.attachedBytes()+a.Size > MaxAttachmentBytes:
+			ref = refuse(http.StatusRequestEntityTooLarge, "the report's attachments would pass %d bytes", MaxAttachmentBytes)
+		}
+		if ref != nil {
 			return false
 		}
 		e.Evidence = append(e.Evidence, a)
@@ -293,7 +300,6 @@ func (s *Service) attach(sub Subject, r *http.Request, body []byte, rec *Record)
 	if ref != nil {
 		return nil, ref
 	}
-	a.Data = nil
 	rec.Stored = fmt.Sprintf("evidence %q for tenant=%s run=%s report=%s (%d bytes, sha256 %s)", name, sub.Tenant, sub.Run, sub.Report, a.Size, a.SHA256[:16])
 	return a, nil
 }
@@ -331,6 +337,14 @@ func readBounded(r io.Reader, limit int) ([]byte, int64, bool) {
 	}
 	rest, _ := io.Copy(io.Discard, r)
 	return b[:limit], n + rest, true
+}
+
+// truncateText keeps at most n bytes of s, as valid UTF-8.
+func truncateText(s string, n int) string {
+	if len(s) > n {
+		s = s[:n]
+	}
+	return strings.ToValidUTF8(s, "\uFFFD")
 }
 
 // excerpt keeps a body's first bytes as text for a record.

@@ -19,14 +19,24 @@ type Entry struct {
 	Updated   time.Time                  `json:"updated"`
 }
 
-// Attachment is one piece of attached evidence, kept whole (it is bounded).
+// Attachment is one piece of attached evidence as the service keeps it:
+// its name, size and digest, never its bytes (they would reach the
+// rehearsal's evidence, as base64, once per copy of the entry).
 type Attachment struct {
 	Name        string    `json:"name"`
 	ContentType string    `json:"content_type"`
 	SHA256      string    `json:"sha256"`
 	Size        int       `json:"size"`
-	Data        []byte    `json:"data"`
 	Time        time.Time `json:"time"`
+}
+
+// attachedBytes is the size of every attachment the entry holds.
+func (e *Entry) attachedBytes() int {
+	n := 0
+	for _, a := range e.Evidence {
+		n += a.Size
+	}
+	return n
 }
 
 // Store is the service's state, keyed by subject. Its methods return
@@ -71,7 +81,11 @@ func (s *Store) All() []Entry {
 }
 
 // update runs f on the entry for sub (made if missing) under the lock.
-// f returns false to leave the store as it was.
+// f returns false to leave the store as it was. f gets a shallow copy: it
+// may replace fields and append to Evidence (what is appended past the
+// stored length is not seen until f's copy is stored), never change an
+// element in place. So a write costs no copy of what the entry holds;
+// readers get clones.
 func (s *Store) update(sub Subject, f func(e *Entry) bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -79,7 +93,7 @@ func (s *Store) update(sub Subject, f func(e *Entry) bool) {
 	if !ok {
 		e = &Entry{Subject: sub}
 	}
-	cp := e.clone()
+	cp := *e
 	if !f(&cp) {
 		return
 	}
