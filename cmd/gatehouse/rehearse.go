@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -19,6 +17,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/corpus"
 	"github.com/gatehouse-dev/gatehouse/evidence"
 	"github.com/gatehouse-dev/gatehouse/features"
+	"github.com/gatehouse-dev/gatehouse/internal/minted"
 	"github.com/gatehouse-dev/gatehouse/lab"
 	"github.com/gatehouse-dev/gatehouse/lab/intake"
 	"github.com/gatehouse-dev/gatehouse/steps"
@@ -169,7 +168,7 @@ func rehearse(ctx context.Context, f runFlags, p *plan, repo, reportName string,
 		return usagef("rehearse triage: --repo: %w", err)
 	}
 	id := runner.NewID()
-	sub := intake.Subject{Run: id, Tenant: "gh-tenant-" + randHex(6), Report: "report-" + strings.TrimPrefix(evidence.SHA256(report), "sha256:")[:12]}
+	sub := intake.Subject{Run: id, Tenant: minted.Must(minted.Tag, "gh-tenant-", 6), Report: "report-" + strings.TrimPrefix(evidence.SHA256(report), "sha256:")[:12]}
 	in := rehearsalInputs{Report: reportName, ReportDigest: evidence.SHA256(report), Repository: repo,
 		Commit: repoCommit(ctx, repo, before), Pipeline: f.pipeline, Subject: sub, Instruction: instruction,
 		Allowed: []string{"inference", "redirect", "dns-resolver", "intake"}}
@@ -332,12 +331,6 @@ func repoCommit(ctx context.Context, repo string, t steps.Tree) string {
 		}
 	}
 	return "tree:" + t.Digest()
-}
-
-func randHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
 }
 
 func errString(err error) string {
