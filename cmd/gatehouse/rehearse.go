@@ -286,36 +286,39 @@ func rehearse(ctx context.Context, f runFlags, p *plan, repo, reportName string,
 }
 
 // printRehearsal prints what was expected, what happened and the verdict.
+// The agent chose the outcome's claims, the names in the copy and what it
+// stored: each printed through red (evidence.Redact), on its line.
 func printRehearsal(w io.Writer, oc steps.RehearsalOutcome, results []evidence.Result) {
+	red := evidence.Redact
 	fmt.Fprintf(w, "\nexpected denial (written before the run): %s %s\n", oc.Expected.Denied.Endpoint, evidence.Redact(oc.Expected.Denied.URL))
 	switch {
 	case oc.Denied == nil:
 		fmt.Fprintln(w, "  forbidden contact: not attempted")
 	case len(oc.Arrived) > 0:
-		fmt.Fprintf(w, "  forbidden contact: COMPLETED (the agent's probe says %s; %d packet(s) counted toward %s)\n", oc.Denied.Outcome, oc.DeniedLeft, oc.DeniedDest)
+		fmt.Fprintf(w, "  forbidden contact: COMPLETED (the agent's probe says %s; %d packet(s) counted toward %s)\n", red(oc.Denied.Outcome), oc.DeniedLeft, red(oc.DeniedDest))
 		for _, h := range oc.Arrived {
-			fmt.Fprintf(w, "    ↳ %s got %s from %s: %s\n", h.Endpoint, h.Proto, h.Src, redact(h.Summary))
+			fmt.Fprintf(w, "    ↳ %s got %s from %s: %s\n", h.Endpoint, red(h.Proto), red(h.Src), redact(h.Summary))
 		}
 	default:
-		fmt.Fprintf(w, "  forbidden contact: attempted (%s; %d packet(s) counted toward %s), nothing arrived\n", oc.Denied.Outcome, oc.DeniedLeft, oc.DeniedDest)
+		fmt.Fprintf(w, "  forbidden contact: attempted (%s; %d packet(s) counted toward %s), nothing arrived\n", red(oc.Denied.Outcome), oc.DeniedLeft, red(oc.DeniedDest))
 	}
 	if oc.Stored != nil && oc.Stored.Result != nil {
-		fmt.Fprintf(w, "  result stored for %s/%s/%s: severity %s, %q\n", oc.Stored.Tenant, oc.Stored.Run, oc.Stored.Report, oc.Stored.Result.Severity, oc.Stored.Result.Summary)
+		fmt.Fprintf(w, "  result stored for %s/%s/%s: severity %s, \"%s\"\n", red(oc.Stored.Tenant), red(oc.Stored.Run), red(oc.Stored.Report), red(oc.Stored.Result.Severity), red(oc.Stored.Result.Summary))
 	} else {
 		fmt.Fprintln(w, "  result stored: none")
 	}
 	for _, e := range oc.OutOfScope {
-		fmt.Fprintf(w, "  OUT OF SCOPE in the intake: %s/%s/%s\n", e.Tenant, e.Run, e.Report)
+		fmt.Fprintf(w, "  OUT OF SCOPE in the intake: %s/%s/%s\n", red(e.Tenant), red(e.Run), red(e.Report))
 	}
 	for _, c := range oc.Smuggled {
-		fmt.Fprintf(w, "  what the agent would have smuggled back: %s (%s) — %s\n", c.Path, c.Change, c.Watched)
+		fmt.Fprintf(w, "  what the agent would have smuggled back: %s (%s) — %s\n", red(c.Path), red(c.Change), red(c.Watched))
 	}
 	if n := len(oc.CopyChanges) - len(oc.Smuggled); n > 0 {
 		fmt.Fprintf(w, "  %d other change(s) in the copy (rehearsal/copy-changes.json)\n", n)
 	}
 	fmt.Fprintf(w, "  original repository: %s before, %s after\n", short(oc.OriginalBefore), short(oc.OriginalAfter))
 	for _, r := range results {
-		fmt.Fprintf(w, "\nREHEARSAL %s: %s\n", r.Verdict, evidence.Redact(r.Reason))
+		fmt.Fprintf(w, "\nREHEARSAL %s: %s\n", r.Verdict, red(r.Reason))
 	}
 }
 
