@@ -43,3 +43,26 @@ func TestWriteTextIsInert(t *testing.T) {
 		t.Errorf("the canary in an attempt label was printed:\n%s", s)
 	}
 }
+
+// The page escapes markup (html/template) and shows what disguises text
+// as escapes.
+func TestWriteHTMLShowsDisguisingCharactersAsEscapes(t *testing.T) {
+	hit := evidence.Hit{Endpoint: "callback", Proto: "http", Dst: "203.0.113.10:80", Attempt: "report\u202etxt.exe\u200b\u0085"}
+	c := &Comparison{ID: "c1", Profiles: []Column{{Profile: "p\u2066", Results: []evidence.Result{
+		{Gate: "g", Path: "normal", Verdict: evidence.Fail, Reason: "<script>x</script>\u202e", Hits: []evidence.Hit{hit}},
+	}}}}
+	c.Build()
+	var out bytes.Buffer
+	if err := c.WriteHTML(&out); err != nil {
+		t.Fatal(err)
+	}
+	s := out.String()
+	for _, r := range s {
+		if r != '\n' && r != '\t' && termsafe.Hidden(r) {
+			t.Fatalf("%U reached the page", r)
+		}
+	}
+	if strings.Contains(s, "<script>x") || !strings.Contains(s, `report\u202etxt.exe`) {
+		t.Errorf("markup not escaped, or the disguised label not shown as escapes")
+	}
+}
