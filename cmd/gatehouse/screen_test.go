@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/hex"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +16,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/evidence"
 	"github.com/gatehouse-dev/gatehouse/evidence/bundle"
+	"github.com/gatehouse-dev/gatehouse/evidence/comparison"
 	"github.com/gatehouse-dev/gatehouse/evidence/diff"
 	"github.com/gatehouse-dev/gatehouse/internal/termsafe"
 	"github.com/gatehouse-dev/gatehouse/lab"
@@ -238,5 +242,54 @@ func TestIntakeMintPrintsItsToken(t *testing.T) {
 	}
 	if _, err := intake.Verify(m.PublicKey(), tok, time.Now()); err != nil {
 		t.Fatalf("the printed token does not verify: %v", err)
+	}
+}
+
+// compare over run folders a sandbox wrote into: the terminal, the .txt
+// and the .html show escapes; the .json is still JSON with the same values,
+// and safe to cat.
+func TestCompareOfHostileRunsIsInert(t *testing.T) {
+	dir := t.TempDir()
+	label := "attempt " + hostile
+	var runs []string
+	for i, prof := range []string{"a" + hostile, "b"} {
+		d := filepath.Join(dir, fmt.Sprint("run", i))
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		run, _ := json.Marshal(evidence.Run{ID: fmt.Sprint("r", i), Profile: prof, Target: "bwrap", Complete: true})
+		res, _ := json.Marshal([]evidence.Result{{Gate: "external-callback", Path: "normal", Verdict: evidence.Fail, Reason: hostile,
+			Hits: []evidence.Hit{{Endpoint: "callback", Proto: "http", Dst: "203.0.113.10:80", Attempt: label}}}})
+		if err := errors.Join(os.WriteFile(filepath.Join(d, "run.json"), run, 0o644), os.WriteFile(filepath.Join(d, "results.json"), res, 0o644)); err != nil {
+			t.Fatal(err)
+		}
+		runs = append(runs, "--run", d)
+	}
+	out := filepath.Join(dir, "out")
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), append([]string{"compare", "--out", out}, runs...), &stdout, &stderr); code != exitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout.String(), stderr.String())
+	}
+	inert(t, "stdout", stdout.String())
+	inert(t, "stderr", stderr.String())
+	files, _ := filepath.Glob(filepath.Join(out, "compare-*"))
+	if len(files) != 3 {
+		t.Fatalf("want .json .txt .html, got %q", files)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inert(t, filepath.Base(f), strings.ReplaceAll(string(b), "\t", ""))
+		if filepath.Ext(f) == ".json" {
+			var c comparison.Comparison
+			if err := json.Unmarshal(b, &c); err != nil {
+				t.Fatalf("%s is not JSON: %v", f, err)
+			}
+			if got := c.Matrix[0].Cells[0].Through; len(got) != 1 || !strings.Contains(got[0], strings.ReplaceAll(label, "\xff", "\ufffd")) {
+				t.Errorf("%s lost the value: %q", f, got)
+			}
+		}
 	}
 }
