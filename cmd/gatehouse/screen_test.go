@@ -293,3 +293,19 @@ func TestCompareOfHostileRunsIsInert(t *testing.T) {
 		}
 	}
 }
+
+// The merge report escapes markup and shows what disguises text as
+// escapes; the canary in a reason is redacted.
+func TestMergeReportIsInert(t *testing.T) {
+	doc := mergeDoc{Group: "g" + hostile, Shards: []mergeShard{{Run: "r1" + hostile, Shard: "1/2", Profile: "<b>p</b>" + hostile}}, Missing: []string{hostile}}
+	merged := []mergedResult{{Run: "r1" + hostile, Result: evidence.Result{Gate: "g", Path: "normal" + hostile, Verdict: evidence.Fail, Reason: "ghc0123456789abcdef " + hostile}}}
+	var out bytes.Buffer
+	if err := writeMergeReport(&out, doc, merged); err != nil {
+		t.Fatal(err)
+	}
+	s := strings.ReplaceAll(out.String(), "\t", "")
+	inert(t, "merge report", s)
+	if strings.Contains(s, "<b>p") || strings.Contains(s, "ghc0123456789abcdef") {
+		t.Errorf("markup or the canary reached the page:\n%s", s)
+	}
+}
