@@ -55,9 +55,17 @@ type Call struct {
 // value the harness made become <kind>, and characters that could act on a
 // terminal visible escapes (see evidence.Redact).
 func (r Record) Redacted() Record {
+	r.Path = evidence.Redact(r.Path) // the agent's request
 	r.Excerpt = evidence.Redact(r.Excerpt)
 	r.Text = evidence.Redact(r.Text)
 	r.Error = evidence.Redact(r.Error)
+	if r.Tools != nil { // the agent names its tools
+		tools := make([]string, len(r.Tools))
+		for i, t := range r.Tools {
+			tools[i] = evidence.Redact(t)
+		}
+		r.Tools = tools
+	}
 	if r.Call != nil {
 		c := *r.Call
 		c.Command = evidence.Redact(c.Command)

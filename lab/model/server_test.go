@@ -126,14 +126,14 @@ func TestRedactedArgumentsStayJSONAndInert(t *testing.T) {
 		"{\"path\": \"bad \xff byte\"}",
 		"not json \x1b[2J ghc0123456789abcdef",
 	} {
-		r := model.Record{Call: &model.Call{Arguments: json.RawMessage(args)}}
+		r := model.Record{Path: "/v1/messages\x1b[2J", Tools: []string{"Bash\u202e"}, Call: &model.Call{Arguments: json.RawMessage(args)}}
 		red := r.Redacted()
 		b, err := json.Marshal(red)
 		if err != nil {
 			t.Errorf("%q: the redacted record is not JSON: %v", args, err)
 			continue
 		}
-		s := string(red.Call.Arguments)
+		s := string(red.Call.Arguments) + red.Path + strings.Join(red.Tools, "")
 		if strings.Contains(s, "ghc0123456789abcdef") {
 			t.Errorf("%q: the canary survived: %s", args, s)
 		}
