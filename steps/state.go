@@ -183,7 +183,8 @@ func (r *runner) finish(ctx context.Context, _ *godog.Scenario, err error) (cont
 			res.Verdict = evidence.Inconclusive
 			res.Reason = "the teardown left something behind (" + what + "); the pass was: " + res.Reason
 		}
-		herr = fmt.Errorf("teardown left something behind: %s", what)
+		// For godog's reports (people read them): the result keeps it raw.
+		herr = fmt.Errorf("teardown left something behind: %s", evidence.Redact(what))
 	}
 	r.record(res, s.rejudge)
 	return ctx, herr
