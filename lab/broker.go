@@ -1,8 +1,6 @@
 package lab
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/internal/minted"
 )
 
 // BrokerPrefix starts every token the broker issues. It is not a canary
@@ -91,11 +90,10 @@ func (b *Broker) Issue(session, task string) (string, error) {
 	if session == "" || task == "" {
 		return "", errors.New("broker: issue: session and task are required")
 	}
-	raw := make([]byte, 20)
-	if _, err := rand.Read(raw); err != nil {
+	tok, err := minted.New(minted.BrokerToken, BrokerPrefix, 20)
+	if err != nil {
 		return "", fmt.Errorf("broker: issue: %w", err)
 	}
-	tok := BrokerPrefix + hex.EncodeToString(raw)
 	now := b.now()
 	b.mu.Lock()
 	b.grants[tok] = &Grant{Token: tok, Session: session, Task: task, Issued: now, Expires: now.Add(b.ttl)}

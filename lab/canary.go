@@ -1,9 +1,9 @@
 package lab
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
+
+	"github.com/gatehouse-dev/gatehouse/internal/minted"
 )
 
 // CanaryPrefix starts every fake credential the lab hands out, so that no
@@ -32,11 +32,11 @@ func (c Canaries) All() []string {
 func newCanaries() (Canaries, error) {
 	var err error
 	mk := func(kind string, n int) string {
-		b := make([]byte, n)
-		if _, rerr := rand.Read(b); rerr != nil && err == nil {
-			err = fmt.Errorf("canary: %w", rerr)
+		v, merr := minted.New(minted.Canary, CanaryPrefix+"-"+kind+"-", n)
+		if merr != nil && err == nil {
+			err = fmt.Errorf("canary: %w", merr)
 		}
-		return CanaryPrefix + "-" + kind + "-" + hex.EncodeToString(b)
+		return v
 	}
 	c := Canaries{
 		AWSAccessKeyID:     mk("AWSKEY", 8),
@@ -53,9 +53,5 @@ func newCanaries() (Canaries, error) {
 
 // randomToken returns a fresh IMDSv2-style session token.
 func randomToken() (string, error) {
-	b := make([]byte, 24)
-	if _, err := rand.Read(b); err != nil {
-		return "", err
-	}
-	return CanaryPrefix + "-imdsv2-" + hex.EncodeToString(b), nil
+	return minted.New(minted.Canary, CanaryPrefix+"-imdsv2-", 24)
 }

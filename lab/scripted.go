@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/gatehouse-dev/gatehouse/internal/minted"
 	"github.com/gatehouse-dev/gatehouse/lab/model"
 )
 
@@ -39,6 +40,7 @@ func (l *Lab) ScriptModel(key string, s model.Script) error {
 		return fmt.Errorf("lab: script model: key already belongs to session %s", old.Session)
 	}
 	l.models[key] = s
+	minted.Register(minted.ModelKey, key)
 	if tok := controlRE.FindString(strings.ToLower(key)); tok != "" {
 		l.byTag[tok] = s.Session
 	}

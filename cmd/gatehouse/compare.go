@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/evidence/comparison"
+	"github.com/gatehouse-dev/gatehouse/internal/termsafe"
 	"github.com/gatehouse-dev/gatehouse/runner"
 	"github.com/gatehouse-dev/gatehouse/targets"
 )
@@ -143,7 +144,9 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		err = cmp.WriteHTML(&page)
 	}
 	if err == nil {
-		err = errors.Join(os.WriteFile(base+".json", append(b, '\n'), 0o644), os.WriteFile(base+".txt", txt.Bytes(), 0o644),
+		// encoding/json leaves C1 and bidi controls raw in strings; escaped,
+		// the file is the same JSON and safe to cat (see internal/termsafe).
+		err = errors.Join(os.WriteFile(base+".json", []byte(termsafe.Lines(string(b))+"\n"), 0o644), os.WriteFile(base+".txt", txt.Bytes(), 0o644),
 			os.WriteFile(base+".html", page.Bytes(), 0o644))
 	}
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/gatehouse-dev/gatehouse/evidence"
 	"github.com/gatehouse-dev/gatehouse/evidence/bundle"
 	"github.com/gatehouse-dev/gatehouse/evidence/diff"
 )
@@ -80,7 +81,7 @@ func runDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return regressed()
 	}
 	for i, s := range sides {
-		fmt.Fprintf(stdout, "%c: %s  run %s, %s, policy %s (%s)\n", 'A'+i, pos[i], s.Run.ID, s.Run.Profile, short(s.Run.PolicyDigest), notes[i])
+		fmt.Fprintf(stdout, "%c: %s  run %s, %s, policy %s (%s)\n", 'A'+i, pos[i], evidence.Redact(s.Run.ID), evidence.Redact(s.Run.Profile), evidence.Redact(short(s.Run.PolicyDigest)), notes[i])
 	}
 	printGates(stdout, r)
 	printChanges(stdout, r)
@@ -122,7 +123,7 @@ func printGates(w io.Writer, r diff.Report) {
 		case g.Changed():
 			mark = "*"
 		}
-		fmt.Fprintf(w, "%s %-20s %-13s %-29s %s\n", mark, g.Gate, g.Path,
+		fmt.Fprintf(w, "%s %-20s %-13s %-29s %s\n", mark, evidence.Redact(g.Gate), evidence.Redact(g.Path),
 			fmt.Sprintf("%s -> %s", orNone(string(g.A), "absent"), orNone(string(g.B), "absent")),
 			fmt.Sprintf("%.1fs -> %.1fs (%+.1fs)", g.AMS/1000, g.BMS/1000, (g.BMS-g.AMS)/1000))
 		if g.Changed() && g.B != "" {
@@ -138,19 +139,13 @@ func printChanges(w io.Writer, r diff.Report) {
 		fmt.Fprintln(w, "  no difference in what was tested, the effective configuration or the policy files")
 	}
 	for _, c := range r.Changes {
-		fmt.Fprintf(w, "  [%s] %s\n", c.Section, c.Key)
+		fmt.Fprintf(w, "  [%s] %s\n", c.Section, evidence.Redact(c.Key))
 		for _, l := range strings.Split(strings.TrimRight(c.Diff, "\n"), "\n") {
 			if l != "" {
-				fmt.Fprintf(w, "      %s\n", strings.Map(printable, l))
+				// Evidence quotes sandboxes: no terminal control, bidi
+				// control or value the harness made reaches the screen.
+				fmt.Fprintf(w, "      %s\n", evidence.Redact(l))
 			}
 		}
 	}
-}
-
-// printable keeps terminal control sequences from evidence off the screen.
-func printable(r rune) rune {
-	if (r < 0x20 && r != '\t') || r == 0x7f {
-		return ' '
-	}
-	return r
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/corpus"
 	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/internal/termsafe"
 	"github.com/gatehouse-dev/gatehouse/lab/intake"
 	"github.com/gatehouse-dev/gatehouse/lab/intake/contract"
 )
@@ -194,7 +195,13 @@ func intakeGate(ctx context.Context, f runFlags, signer sealer, target, contract
 	for _, r := range results {
 		fmt.Fprintf(stdout, "%-30s %-12s %s\n", r.Scenario, r.Verdict, evidence.Redact(r.Reason))
 		if r.Verdict == evidence.Fail && len(r.Findings) > 0 {
-			fmt.Fprintf(stdout, "    proved by: %s\n", strings.ReplaceAll(r.Findings[len(r.Findings)-1], "\n", "\n    "))
+			// The finding quotes the service's answer: each of its lines
+			// redacted and escaped, indented under it.
+			lines := strings.Split(r.Findings[len(r.Findings)-1], "\n")
+			for i, l := range lines {
+				lines[i] = evidence.Redact(l)
+			}
+			fmt.Fprintf(stdout, "    proved by: %s\n", strings.Join(lines, "\n    "))
 		}
 	}
 	fmt.Fprintf(stdout, "\nevidence: %s\n%s", dir, note.String())
@@ -292,6 +299,8 @@ func runIntakeMint(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err != nil {
 		return usagef("intake mint: %w", err)
 	}
-	fmt.Fprintln(stdout, tok)
+	// The token is what this command is for: printed whole, past screen's
+	// redaction.
+	fmt.Fprintln(termsafe.Raw(stdout), tok)
 	return nil
 }

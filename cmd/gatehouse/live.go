@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"sync"
 	"time"
+
+	"github.com/gatehouse-dev/gatehouse/internal/termsafe"
 )
 
 // A run on a terminal keeps one live status line under its progress:
@@ -18,7 +20,7 @@ import (
 // isTerminal says whether w is a character device (a terminal) and the
 // terminal can redraw a line (TERM is not dumb).
 func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
+	f, ok := termsafe.Raw(w).(*os.File)
 	if !ok || os.Getenv("TERM") == "dumb" {
 		return false
 	}
@@ -31,9 +33,12 @@ var resultLineRE = regexp.MustCompile(`(?m)^  \[\s*\d+\] \S+\s+\S+\s+(PASS|FAIL|
 
 // liveLine passes progress through to a terminal and keeps the status line
 // below it. Safe for the concurrent writes of scenarios run at once.
+// Progress goes out through a termsafe.Writer (it quotes what sandboxes
+// sent); only the line's own redraw codes are written raw.
 type liveLine struct {
 	mu      sync.Mutex
-	w       io.Writer
+	w       io.Writer // progress, escaped
+	raw     io.Writer // the terminal, for clearLine and the status line
 	now     func() time.Time
 	start   time.Time
 	partial bool   // the last write did not end a line: no status under it yet
@@ -48,7 +53,11 @@ type liveLine struct {
 const clearLine = "\r\x1b[K"
 
 func newLiveLine(w io.Writer, now func() time.Time) *liveLine {
-	return &liveLine{w: w, now: now, start: now(), counts: map[string]int{}}
+	safe, ok := w.(*termsafe.Writer)
+	if !ok {
+		safe = screen(w)
+	}
+	return &liveLine{w: safe, raw: safe.Unwrap(), now: now, start: now(), counts: map[string]int{}}
 }
 
 // tick redraws the status every interval until Close.
@@ -81,7 +90,7 @@ func (l *liveLine) Write(p []byte) (int, error) {
 		return l.w.Write(p)
 	}
 	if !l.partial {
-		fmt.Fprint(l.w, clearLine)
+		fmt.Fprint(l.raw, clearLine)
 	}
 	n, err := l.w.Write(p)
 	l.pending = append(l.pending, p...)
@@ -102,7 +111,7 @@ func (l *liveLine) Write(p []byte) (int, error) {
 // draw writes the status line, without a newline, so the next write
 // replaces it.
 func (l *liveLine) draw() {
-	fmt.Fprintf(l.w, "%s… %d scenario(s) done: %d PASS, %d FAIL, %d INCONCLUSIVE  %s", clearLine,
+	fmt.Fprintf(l.raw, "%s… %d scenario(s) done: %d PASS, %d FAIL, %d INCONCLUSIVE  %s", clearLine,
 		l.done, l.counts["PASS"], l.counts["FAIL"], l.counts["INCONCLUSIVE"], l.now().Sub(l.start).Round(time.Second))
 }
 
@@ -117,7 +126,7 @@ func (l *liveLine) Close() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if !l.partial && !l.closed {
-		fmt.Fprint(l.w, clearLine)
+		fmt.Fprint(l.raw, clearLine)
 	}
 	l.closed = true
 }

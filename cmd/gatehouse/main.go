@@ -66,6 +66,17 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == docker.ShimVerb {
+		// The shim speaks to the Docker daemon, not to a person.
+		return runVerb(ctx, args, stdout, stderr)
+	}
+	out, errw := screen(stdout), screen(stderr)
+	defer errw.Flush()
+	defer out.Flush()
+	return runVerb(ctx, args, out, errw)
+}
+
+func runVerb(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
 		usage(stdout)
 		if len(args) == 0 {

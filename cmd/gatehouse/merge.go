@@ -17,6 +17,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/evidence/bundle"
 	"github.com/gatehouse-dev/gatehouse/evidence/index"
 	"github.com/gatehouse-dev/gatehouse/features"
+	"github.com/gatehouse-dev/gatehouse/internal/termsafe"
 )
 
 const mergeHelp = `Usage: gatehouse merge --group ID (--key cosign.key | --keyless --trusted-root FILE)
@@ -244,12 +245,7 @@ func writeMerge(ctx context.Context, out string, doc mergeDoc, merged []mergedRe
 	err = errors.Join(
 		write("merge.json", func(w io.Writer) error { return writeJSON(w, doc) }),
 		write("results.json", func(w io.Writer) error { return writeJSON(w, merged) }),
-		write("report.html", func(w io.Writer) error {
-			return mergeReport.Execute(w, struct {
-				Doc     mergeDoc
-				Results []mergedResult
-			}{doc, merged})
-		}),
+		write("report.html", func(w io.Writer) error { return writeMergeReport(w, doc, merged) }),
 	)
 	if err != nil {
 		return "", fmt.Errorf("merge: write: %w", err)
@@ -291,6 +287,20 @@ func verifyMerge(ctx context.Context, dir, key string, stdout io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "merge %s verified, signed by %s\n%s\n", dir, v.Identity(), pred)
 	return nil
+}
+
+// writeMergeReport renders report.html: markup escaped by html/template,
+// what disguises text (bidi controls, invisible characters, C1) shown as
+// escapes (docs/evidence.md, "What is printed").
+func writeMergeReport(w io.Writer, doc mergeDoc, merged []mergedResult) error {
+	tw := termsafe.NewWriter(w, nil)
+	if err := mergeReport.Execute(tw, struct {
+		Doc     mergeDoc
+		Results []mergedResult
+	}{doc, merged}); err != nil {
+		return err
+	}
+	return tw.Flush()
 }
 
 var mergeReport = template.Must(template.New("merge").Funcs(template.FuncMap{"redact": evidence.Redact}).Parse(`<!doctype html>

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -19,6 +17,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/corpus"
 	"github.com/gatehouse-dev/gatehouse/evidence"
 	"github.com/gatehouse-dev/gatehouse/features"
+	"github.com/gatehouse-dev/gatehouse/internal/minted"
 	"github.com/gatehouse-dev/gatehouse/lab"
 	"github.com/gatehouse-dev/gatehouse/lab/intake"
 	"github.com/gatehouse-dev/gatehouse/steps"
@@ -169,7 +168,7 @@ func rehearse(ctx context.Context, f runFlags, p *plan, repo, reportName string,
 		return usagef("rehearse triage: --repo: %w", err)
 	}
 	id := runner.NewID()
-	sub := intake.Subject{Run: id, Tenant: "gh-tenant-" + randHex(6), Report: "report-" + strings.TrimPrefix(evidence.SHA256(report), "sha256:")[:12]}
+	sub := intake.Subject{Run: id, Tenant: minted.Must(minted.Tag, "gh-tenant-", 6), Report: "report-" + strings.TrimPrefix(evidence.SHA256(report), "sha256:")[:12]}
 	in := rehearsalInputs{Report: reportName, ReportDigest: evidence.SHA256(report), Repository: repo,
 		Commit: repoCommit(ctx, repo, before), Pipeline: f.pipeline, Subject: sub, Instruction: instruction,
 		Allowed: []string{"inference", "redirect", "dns-resolver", "intake"}}
@@ -291,36 +290,39 @@ func rehearse(ctx context.Context, f runFlags, p *plan, repo, reportName string,
 }
 
 // printRehearsal prints what was expected, what happened and the verdict.
+// The agent chose the outcome's claims, the names in the copy and what it
+// stored: each printed through red (evidence.Redact), on its line.
 func printRehearsal(w io.Writer, oc steps.RehearsalOutcome, results []evidence.Result) {
+	red := evidence.Redact
 	fmt.Fprintf(w, "\nexpected denial (written before the run): %s %s\n", oc.Expected.Denied.Endpoint, evidence.Redact(oc.Expected.Denied.URL))
 	switch {
 	case oc.Denied == nil:
 		fmt.Fprintln(w, "  forbidden contact: not attempted")
 	case len(oc.Arrived) > 0:
-		fmt.Fprintf(w, "  forbidden contact: COMPLETED (the agent's probe says %s; %d packet(s) counted toward %s)\n", oc.Denied.Outcome, oc.DeniedLeft, oc.DeniedDest)
+		fmt.Fprintf(w, "  forbidden contact: COMPLETED (the agent's probe says %s; %d packet(s) counted toward %s)\n", red(oc.Denied.Outcome), oc.DeniedLeft, red(oc.DeniedDest))
 		for _, h := range oc.Arrived {
-			fmt.Fprintf(w, "    ↳ %s got %s from %s: %s\n", h.Endpoint, h.Proto, h.Src, redact(h.Summary))
+			fmt.Fprintf(w, "    ↳ %s got %s from %s: %s\n", h.Endpoint, red(h.Proto), red(h.Src), redact(h.Summary))
 		}
 	default:
-		fmt.Fprintf(w, "  forbidden contact: attempted (%s; %d packet(s) counted toward %s), nothing arrived\n", oc.Denied.Outcome, oc.DeniedLeft, oc.DeniedDest)
+		fmt.Fprintf(w, "  forbidden contact: attempted (%s; %d packet(s) counted toward %s), nothing arrived\n", red(oc.Denied.Outcome), oc.DeniedLeft, red(oc.DeniedDest))
 	}
 	if oc.Stored != nil && oc.Stored.Result != nil {
-		fmt.Fprintf(w, "  result stored for %s/%s/%s: severity %s, %q\n", oc.Stored.Tenant, oc.Stored.Run, oc.Stored.Report, oc.Stored.Result.Severity, oc.Stored.Result.Summary)
+		fmt.Fprintf(w, "  result stored for %s/%s/%s: severity %s, \"%s\"\n", red(oc.Stored.Tenant), red(oc.Stored.Run), red(oc.Stored.Report), red(oc.Stored.Result.Severity), red(oc.Stored.Result.Summary))
 	} else {
 		fmt.Fprintln(w, "  result stored: none")
 	}
 	for _, e := range oc.OutOfScope {
-		fmt.Fprintf(w, "  OUT OF SCOPE in the intake: %s/%s/%s\n", e.Tenant, e.Run, e.Report)
+		fmt.Fprintf(w, "  OUT OF SCOPE in the intake: %s/%s/%s\n", red(e.Tenant), red(e.Run), red(e.Report))
 	}
 	for _, c := range oc.Smuggled {
-		fmt.Fprintf(w, "  what the agent would have smuggled back: %s (%s) — %s\n", c.Path, c.Change, c.Watched)
+		fmt.Fprintf(w, "  what the agent would have smuggled back: %s (%s) — %s\n", red(c.Path), red(c.Change), red(c.Watched))
 	}
 	if n := len(oc.CopyChanges) - len(oc.Smuggled); n > 0 {
 		fmt.Fprintf(w, "  %d other change(s) in the copy (rehearsal/copy-changes.json)\n", n)
 	}
 	fmt.Fprintf(w, "  original repository: %s before, %s after\n", short(oc.OriginalBefore), short(oc.OriginalAfter))
 	for _, r := range results {
-		fmt.Fprintf(w, "\nREHEARSAL %s: %s\n", r.Verdict, evidence.Redact(r.Reason))
+		fmt.Fprintf(w, "\nREHEARSAL %s: %s\n", r.Verdict, red(r.Reason))
 	}
 }
 
@@ -336,12 +338,6 @@ func repoCommit(ctx context.Context, repo string, t steps.Tree) string {
 		}
 	}
 	return "tree:" + t.Digest()
-}
-
-func randHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
 }
 
 func errString(err error) string {

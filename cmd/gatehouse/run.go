@@ -17,6 +17,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/evidence"
 	"github.com/gatehouse-dev/gatehouse/evidence/index"
 	"github.com/gatehouse-dev/gatehouse/features"
+	"github.com/gatehouse-dev/gatehouse/internal/termsafe"
 	"github.com/gatehouse-dev/gatehouse/lab"
 	"github.com/gatehouse-dev/gatehouse/runner"
 	"github.com/gatehouse-dev/gatehouse/steps"
@@ -490,13 +491,10 @@ func printSummary(w io.Writer, results []evidence.Result) {
 	}
 }
 
-// redact keeps canaries out of printed output; the traces hold them.
+// redact keeps canaries, tokens and terminal controls out of printed
+// output, on one line of at most 92 bytes; the traces hold the values.
 func redact(s string) string {
-	s = evidence.Redact(s)
-	if len(s) > 90 {
-		s = s[:89] + "…"
-	}
-	return s
+	return termsafe.Truncate(evidence.Redact(s), 92)
 }
 
 // maxHitLines bounds the hits printed per scenario; the trace has them all.

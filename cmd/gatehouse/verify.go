@@ -249,7 +249,9 @@ func printVerified(w io.Writer, v *bundle.Verified) {
 	fmt.Fprintf(w, "VERIFIED: %s\n  signed by %s; %d evidence files re-hashed, all match SHA256SUMS and both signed statements\n",
 		v.Dir, v.Signer, len(v.Files))
 	fmt.Fprintln(w, "\nWhat was tested")
-	line := func(k, val string) { fmt.Fprintf(w, "  %-16s %s\n", k+":", val) }
+	// run.json and results.json are whoever wrote the bundle's: every value
+	// printed redacted and escaped, on its line.
+	line := func(k, val string) { fmt.Fprintf(w, "  %-16s %s\n", k+":", evidence.Redact(val)) }
 	line("target", r.Target)
 	line("profile", fmt.Sprintf("%s (%s)", r.Profile, r.ProfileFile))
 	line("image digest", orNone(r.ImageDigest, "none (not an image-based target)"))
@@ -276,14 +278,14 @@ func printVerified(w io.Writer, v *bundle.Verified) {
 		if x.Control {
 			ctl = "worked"
 		}
-		fmt.Fprintf(w, "  %-20s %-13s %-12s %-8s %s\n", x.Gate, x.Path, x.Verdict, ctl, redact(x.Reason))
+		fmt.Fprintf(w, "  %-20s %-13s %-12s %-8s %s\n", evidence.Redact(x.Gate), evidence.Redact(x.Path), evidence.Redact(string(x.Verdict)), ctl, redact(x.Reason))
 	}
 	if len(rs) == 0 {
 		fmt.Fprintln(w, "  (no results: nothing was tested, so nothing passed)")
 	}
 	fmt.Fprintln(w, "\nWhat this does NOT prove")
 	for _, s := range htmlreport.NotProven(r) {
-		fmt.Fprintf(w, "  - %s\n", s)
+		fmt.Fprintf(w, "  - %s\n", evidence.Redact(s)) // it names run.json's values
 	}
 }
 

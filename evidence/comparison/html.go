@@ -7,6 +7,8 @@ import (
 	"html/template"
 	"io"
 	"strings"
+
+	"github.com/gatehouse-dev/gatehouse/internal/termsafe"
 )
 
 //go:embed page.html.tmpl
@@ -72,6 +74,9 @@ func (c *Comparison) WriteHTML(w io.Writer) error {
 	if err := page.Execute(&buf, v); err != nil {
 		return fmt.Errorf("compare page: %w", err)
 	}
-	_, err := w.Write(buf.Bytes())
+	// html/template stops markup, not bidi overrides or invisible
+	// characters: the page's own text has none, so every one left came
+	// from a run folder and is shown as an escape (internal/termsafe).
+	_, err := io.WriteString(w, termsafe.Lines(buf.String()))
 	return err
 }

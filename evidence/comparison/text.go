@@ -4,31 +4,38 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/internal/termsafe"
 )
 
-// WriteText prints the matrix for a terminal: verdicts, then what got
-// through where, then what each column is and what its sessions cost.
+// WriteText prints the matrix for a terminal and for compare-<id>.txt:
+// verdicts, then what got through where, then what each column is and what
+// its sessions cost. Every cell comes from run folders and names what
+// sandboxes sent (attempt labels, runtimes, errors): each is printed
+// through evidence.Redact, so it stays in its cell and acts on no terminal.
 func (c *Comparison) WriteText(w io.Writer) {
+	red := evidence.Redact
 	width := 16
 	for _, p := range c.Profiles {
-		width = max(width, len(p.Label())+2)
+		width = max(width, len(red(p.Label()))+2)
 	}
-	fmt.Fprintf(w, "\ncompare %s\n%-18s %-14s", c.ID, "GATE", "PATH")
+	fmt.Fprintf(w, "\ncompare %s\n%-18s %-14s", red(c.ID), "GATE", "PATH")
 	for _, p := range c.Profiles {
-		fmt.Fprintf(w, "%-*s", width, p.Label())
+		fmt.Fprintf(w, "%-*s", width, red(p.Label()))
 	}
 	fmt.Fprintln(w)
 	for _, r := range c.Matrix {
-		fmt.Fprintf(w, "%-18s %-14s", r.Gate, r.Path)
+		fmt.Fprintf(w, "%-18s %-14s", red(r.Gate), red(r.Path))
 		for _, v := range r.Verdicts {
-			fmt.Fprintf(w, "%-*s", width, v)
+			fmt.Fprintf(w, "%-*s", width, red(v))
 		}
 		fmt.Fprintln(w)
 	}
 	line := func(name string, cell func(p Column) string) {
 		fmt.Fprintf(w, "%-33s", name)
 		for _, p := range c.Profiles {
-			fmt.Fprintf(w, "%-*s", width, cell(p))
+			fmt.Fprintf(w, "%-*s", width, red(cell(p)))
 		}
 		fmt.Fprintln(w)
 	}
@@ -48,7 +55,7 @@ func (c *Comparison) WriteText(w io.Writer) {
 	for _, r := range c.Matrix {
 		for i, cell := range r.Cells {
 			if len(cell.Through) > 0 {
-				through = append(through, fmt.Sprintf("  %s · %s · %s: %s", c.Profiles[i].Label(), r.Gate, r.Path, strings.Join(cell.Through, ", ")))
+				through = append(through, red(fmt.Sprintf("  %s · %s · %s: %s", c.Profiles[i].Label(), r.Gate, r.Path, strings.Join(cell.Through, ", "))))
 			}
 		}
 	}
@@ -60,7 +67,7 @@ func (c *Comparison) WriteText(w io.Writer) {
 	}
 	for _, p := range c.Profiles {
 		if p.Error != "" {
-			fmt.Fprintf(w, "%s: no complete verdicts: %s\n", p.Label(), firstLine(p.Error))
+			fmt.Fprintf(w, "%s: no complete verdicts: %s\n", red(p.Label()), red(firstLine(p.Error)))
 		}
 	}
 }
@@ -84,7 +91,7 @@ func (p Column) counts() (pass, fail, other int) {
 func short(s string, n int) string {
 	s = firstLine(s)
 	if n > 3 && len(s) > n {
-		return s[:n-1] + "…"
+		return termsafe.Truncate(s, n+2)
 	}
 	return s
 }

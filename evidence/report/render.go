@@ -9,6 +9,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/gatehouse-dev/gatehouse/internal/termsafe"
 )
 
 //go:embed report.html.tmpl
@@ -37,7 +39,11 @@ func Render(w io.Writer, in Input) error {
 	if err := tmpl.Execute(&buf, newPage(in)); err != nil {
 		return fmt.Errorf("report: render: %w", err)
 	}
-	_, err := w.Write(buf.Bytes())
+	// html/template stops markup, not a bidi override that shows
+	// "report\u202etxt.exe" as "reportexe.txt", nor invisible characters or
+	// C1 controls: the page's own text has none, so every one left came
+	// from evidence and is shown as an escape (internal/termsafe).
+	_, err := io.WriteString(w, termsafe.Lines(buf.String()))
 	return err
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/evidence"
 	"github.com/gatehouse-dev/gatehouse/evidence/report"
+	"github.com/gatehouse-dev/gatehouse/internal/termsafe"
 )
 
 // writeFolder lays out a run folder as the runner does, with one
@@ -125,5 +126,31 @@ func BenchmarkRender(b *testing.B) {
 		if _, err := report.Bytes(dir); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// html/template stops markup but not what disguises text: a bidi override
+// in a file name, invisible characters, C1 controls. The page shows each
+// as an escape.
+func TestRenderShowsDisguisingCharactersAsEscapes(t *testing.T) {
+	run, results, hits, attempts := hostileInput()
+	const disguised = "report\u202etxt.exe\u200b\u0085\x1b[2J\u2066"
+	results[0].Hits[0].Summary = "GET /" + disguised
+	results[0].Reason = "callback heard " + disguised
+	hits[0].Data = disguised
+	attempts[0].Error = disguised
+	dir := writeRun(t, run, results, hits, attempts, nil, "")
+	b, err := report.Bytes(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	html := string(b)
+	for _, r := range html {
+		if r != '\n' && r != '\t' && termsafe.Hidden(r) {
+			t.Fatalf("%U reached the page", r)
+		}
+	}
+	if !strings.Contains(html, `report\u202etxt.exe`) {
+		t.Errorf("the disguised name is not shown as escapes")
 	}
 }

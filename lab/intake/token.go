@@ -12,6 +12,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/gatehouse-dev/gatehouse/internal/minted"
 )
 
 // TokenPrefix starts every run token; it names the format's version, so a
@@ -134,7 +136,11 @@ func (m *Minter) Mint(s Subject, ttl time.Duration) (string, error) {
 	now := m.now()
 	c := Claims{Subject: s, Scopes: append([]string(nil), Scopes...), Iat: now.Unix(),
 		Exp: now.Add(ttl).Unix(), JTI: hex.EncodeToString(jti)}
-	return sign(m.key, c)
+	tok, err := sign(m.key, c)
+	if err == nil {
+		minted.Register(minted.IntakeToken, tok)
+	}
+	return tok, err
 }
 
 func sign(key ed25519.PrivateKey, c Claims) (string, error) {

@@ -1,10 +1,14 @@
 package model
 
 import (
+	"bytes"
 	"encoding/json"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/internal/minted"
+	"github.com/gatehouse-dev/gatehouse/internal/termsafe"
 )
 
 // Record is one request to the scripted model, as the transcript keeps it
@@ -47,17 +51,41 @@ type Call struct {
 	Escalated bool            `json:"escalated,omitempty"`
 }
 
-// Redacted is the record made safe to print: canaries become <canary> and
-// control characters spaces (see evidence.Redact).
+// Redacted is the record made safe to print: canaries and every other
+// value the harness made become <kind>, and characters that could act on a
+// terminal visible escapes (see evidence.Redact).
 func (r Record) Redacted() Record {
+	r.Path = evidence.Redact(r.Path) // the agent's request
 	r.Excerpt = evidence.Redact(r.Excerpt)
 	r.Text = evidence.Redact(r.Text)
 	r.Error = evidence.Redact(r.Error)
+	if r.Tools != nil { // the agent names its tools
+		tools := make([]string, len(r.Tools))
+		for i, t := range r.Tools {
+			tools[i] = evidence.Redact(t)
+		}
+		r.Tools = tools
+	}
 	if r.Call != nil {
 		c := *r.Call
 		c.Command = evidence.Redact(c.Command)
-		c.Arguments = json.RawMessage(evidence.Redact(string(c.Arguments)))
+		c.Arguments = redactJSON(c.Arguments)
 		r.Call = &c
 	}
 	return r
+}
+
+// redactJSON redacts a JSON value and keeps it JSON: compacted, nothing
+// but its strings can hold a character to escape, and there an escape
+// (\u202e) is JSON meaning the same. What is not JSON becomes a string.
+func redactJSON(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 {
+		return raw
+	}
+	var b bytes.Buffer
+	if err := json.Compact(&b, []byte(minted.Redact(string(raw)))); err != nil || !utf8.Valid(b.Bytes()) {
+		q, _ := json.Marshal(evidence.Redact(string(raw)))
+		return q
+	}
+	return json.RawMessage(termsafe.Escape(b.String()))
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gatehouse-dev/gatehouse/internal/termsafe"
 	"github.com/gatehouse-dev/gatehouse/lab/model"
 )
 
@@ -114,5 +115,32 @@ func TestDirectives(t *testing.T) {
 				t.Errorf("Directives = %q", got)
 			}
 		})
+	}
+}
+
+// A tool call's arguments are what the agent sent: printed redacted, they
+// stay JSON and hold nothing a terminal acts on.
+func TestRedactedArgumentsStayJSONAndInert(t *testing.T) {
+	for _, args := range []string{
+		"{\n\t\"command\": \"cat ghc0123456789abcdef \x7f\u0085\u202e\",\r\n \"x\": 1}",
+		"{\"path\": \"bad \xff byte\"}",
+		"not json \x1b[2J ghc0123456789abcdef",
+	} {
+		r := model.Record{Path: "/v1/messages\x1b[2J", Tools: []string{"Bash\u202e"}, Call: &model.Call{Arguments: json.RawMessage(args)}}
+		red := r.Redacted()
+		b, err := json.Marshal(red)
+		if err != nil {
+			t.Errorf("%q: the redacted record is not JSON: %v", args, err)
+			continue
+		}
+		s := string(red.Call.Arguments) + red.Path + strings.Join(red.Tools, "")
+		if strings.Contains(s, "ghc0123456789abcdef") {
+			t.Errorf("%q: the canary survived: %s", args, s)
+		}
+		for _, r := range s {
+			if termsafe.Hidden(r) {
+				t.Errorf("%q: %U survived: %s (record %s)", args, r, s, b)
+			}
+		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/internal/minted"
 	"github.com/gatehouse-dev/gatehouse/lab/intake"
 )
 
@@ -57,6 +58,9 @@ func CommandMint(cmd string) Mint {
 		if tok == "" {
 			return "", fmt.Errorf("contract: token command printed no token")
 		}
+		// A team's token, in a format the harness does not know: only its
+		// exact value keeps it out of what is printed.
+		minted.Register(minted.IntakeToken, tok)
 		return tok, nil
 	}
 }
