@@ -53,6 +53,11 @@ type Options struct {
 	// Key is a cosign private key (its password from COSIGN_PASSWORD):
 	// the run folder is sealed (SHA256SUMS, signed attestations), so
 	// 'gatehouse verify' and 'gatehouse gate' accept it. "": unsigned.
+	// The key is loaded before any sandbox starts, and COSIGN_PASSWORD
+	// leaves the test process's environment then. A profile that puts the
+	// host within the guest's reach (profile.HostReach), or shows the
+	// guest the key file, fails the test instead: run it unsigned and seal
+	// the folder in another job ('gatehouse seal', docs/ci.md).
 	Key string
 	// Out is the folder that receives the run folder, kept whatever the
 	// outcome, with the SQLite index beside it. "": a temporary folder,
@@ -92,6 +97,12 @@ func Run(t *testing.T, opts Options) *Result {
 	prof, err := profile.Load(opts.Profile)
 	if err != nil {
 		t.Fatalf("gatehousetest: %v", err)
+	}
+	if opts.Key != "" {
+		// Before anything: no sandbox of this profile may run next to the key.
+		if err := runner.CheckSigning(prof, opts.Key); err != nil {
+			t.Fatalf("gatehousetest: Options.Key: %v", err)
+		}
 	}
 	if reason := machineReason(t.Context(), prof.Target); reason != "" {
 		t.Skipf("gatehousetest: this machine cannot run the %s target: %s", prof.Target, reason)

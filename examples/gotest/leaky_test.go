@@ -97,6 +97,29 @@ func TestLeakyProfileFailsEachGateAndPath(t *testing.T) {
 	_ = os.RemoveAll(kept[1])
 }
 
+// A key next to the leaky profile's sandboxes is refused before anything
+// runs: the test fails saying why and what to do instead, and no run
+// folder is made.
+func TestLeakyProfileRefusesAKey(t *testing.T) {
+	leaky, _ := filepath.Abs("../../targets/profiles/bwrap-leaky.yaml")
+	key := filepath.Join(t.TempDir(), "cosign.key") // never read: the refusal comes first
+	code, actions, outputs := goTest(t, "GATEHOUSE_EXAMPLE_PROFILE="+leaky, "GATEHOUSE_EXAMPLE_KEY="+key)
+	if code != 1 || actions["TestSandbox"] != "fail" {
+		t.Errorf("go test exit %d, TestSandbox %q; want 1 and fail", code, actions["TestSandbox"])
+	}
+	out := outputs["TestSandbox"]
+	for _, want := range []string{"Options.Key: --key refused: profile bwrap-leaky puts the host within the guest's reach", "gatehouse seal --key"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("TestSandbox does not say %q:\n%s", want, out)
+		}
+	}
+	for _, name := range subtests {
+		if _, ran := actions[name]; ran {
+			t.Errorf("%s ran next to the key", name)
+		}
+	}
+}
+
 // The offline profile proves nothing either way: with InconclusiveSkips
 // every subtest skips with its reason and go test passes; without, they
 // would fail (gatehousetest never turns nothing proven into a pass).
