@@ -19,6 +19,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/corpus"
 	"github.com/gatehouse-dev/gatehouse/evidence"
 	"github.com/gatehouse-dev/gatehouse/features"
+	"github.com/gatehouse-dev/gatehouse/internal/hostenv"
 	"github.com/gatehouse-dev/gatehouse/lab"
 	"github.com/gatehouse-dev/gatehouse/lab/intake"
 	"github.com/gatehouse-dev/gatehouse/steps"
@@ -325,7 +326,7 @@ func printRehearsal(w io.Writer, oc steps.RehearsalOutcome, results []evidence.R
 func repoCommit(ctx context.Context, repo string, t steps.Tree) string {
 	if _, err := os.Stat(filepath.Join(repo, ".git")); err == nil {
 		if git, err := exec.LookPath("git"); err == nil {
-			cmd := exec.CommandContext(ctx, git, "-C", repo, "-c", "safe.directory="+repo, "rev-parse", "HEAD")
+			cmd := hostenv.Command(ctx, git, "-C", repo, "-c", "safe.directory="+repo, "rev-parse", "HEAD")
 			if b, err := cmd.Output(); err == nil {
 				return "git:" + strings.TrimSpace(string(b))
 			}

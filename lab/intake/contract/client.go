@@ -10,10 +10,10 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os/exec"
 	"strings"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/internal/hostenv"
 	"github.com/gatehouse-dev/gatehouse/lab/intake"
 )
 
@@ -48,7 +48,7 @@ func CommandMint(cmd string) Mint {
 		args := append(append([]string(nil), words[1:]...),
 			"--run", s.Run, "--report", s.Report, "--tenant", s.Tenant, "--ttl", ttl.String())
 		var out, errb bytes.Buffer
-		c := exec.CommandContext(ctx, words[0], args...)
+		c := hostenv.Command(ctx, words[0], args...)
 		c.Stdout, c.Stderr = &out, &errb
 		if err := c.Run(); err != nil {
 			return "", fmt.Errorf("contract: token command: %w: %s", err, strings.TrimSpace(errb.String()))
