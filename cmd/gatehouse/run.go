@@ -146,7 +146,8 @@ type runFlags struct {
 	model, agent, commit, pipeline               string // what the evidence says was tested
 	agentSandbox                                 string
 	key, db                                      string
-	signing                                      signFlags // keyless; see seal.go
+	signing                                      signFlags   // keyless; see seal.go
+	loaded                                       *sealerOnce // compare: one key load for all its runs
 	archive                                      bool
 	check                                        bool   // validate and print the plan only; see check.go
 	output                                       string // text | json (--check: the plan; else the results)
@@ -309,6 +310,13 @@ func prepare(ctx context.Context, f runFlags) (*plan, error) {
 		}
 	}
 	p.effective = profile.NewPlan(prof, planGates, true)
+	if f.key != "" || f.signing.keyless {
+		// Before the key is read and before anything starts: a guest that
+		// reaches the host reads the key of the process that runs it.
+		if err := runner.CheckSigning(prof, f.key); err != nil {
+			return nil, usagef("run: %w", err)
+		}
+	}
 	if err := f.detect.validate(); err != nil {
 		return nil, err
 	}
@@ -344,7 +352,7 @@ func prepare(ctx context.Context, f runFlags) (*plan, error) {
 	}
 	// Before the run, not after: a wrong password or a missing token must
 	// not cost a whole run.
-	if p.signer, err = loadSealer(f.key, f.signing); err != nil {
+	if p.signer, err = f.loaded.load("run", f.key, f.signing); err != nil {
 		return nil, err
 	}
 	return p, nil

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/evidence/keys"
 	"github.com/gatehouse-dev/gatehouse/lab"
 	"github.com/gatehouse-dev/gatehouse/ledger"
 	"github.com/gatehouse-dev/gatehouse/probe/probetest"
@@ -46,7 +47,14 @@ type runOutput struct {
 func gatehouse(t *testing.T, ctx context.Context, args ...string) runOutput {
 	t.Helper()
 	var so, se bytes.Buffer
+	// Each invocation stands for a process of its own, started with the
+	// CI job's environment: a key load takes COSIGN_PASSWORD out of this
+	// one, and the next invocation gets it back.
+	pw, hadPW := os.LookupEnv(keys.PasswordEnv)
 	code := run(ctx, args, &so, &se)
+	if _, still := os.LookupEnv(keys.PasswordEnv); hadPW && !still {
+		os.Setenv(keys.PasswordEnv, pw)
+	}
 	return runOutput{code: code, stdout: so.String(), stderr: se.String()}
 }
 
