@@ -16,6 +16,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/detect"
 	"github.com/gatehouse-dev/gatehouse/evidence"
 	"github.com/gatehouse-dev/gatehouse/evidence/index"
+	"github.com/gatehouse-dev/gatehouse/evidence/keys"
 	"github.com/gatehouse-dev/gatehouse/features"
 	"github.com/gatehouse-dev/gatehouse/lab"
 	"github.com/gatehouse-dev/gatehouse/runner"
@@ -354,6 +355,11 @@ func prepare(ctx context.Context, f runFlags) (*plan, error) {
 	// not cost a whole run.
 	if p.signer, err = f.loaded.load("run", f.key, f.signing); err != nil {
 		return nil, err
+	}
+	// Signed with a key, the password is gone already; otherwise it would
+	// only be a thing to steal from a process that starts sandboxes.
+	if err := keys.DropPassword(); err != nil {
+		return nil, fmt.Errorf("run: %w", err)
 	}
 	return p, nil
 }

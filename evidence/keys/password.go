@@ -31,6 +31,17 @@ func TakePassword() ([]byte, error) {
 	return pw, nil
 }
 
+// DropPassword takes COSIGN_PASSWORD out of the process without reading
+// it, as TakePassword does: for a process that starts sandboxes and signs
+// nothing, where a password left in the environment is only a thing to
+// steal.
+func DropPassword() error {
+	if _, ok := os.LookupEnv(PasswordEnv); !ok {
+		return nil
+	}
+	return forget(PasswordEnv)
+}
+
 // forget removes name from the environment and overwrites its entries in
 // the initial environment block with zero bytes.
 func forget(name string) error {

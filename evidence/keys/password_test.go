@@ -28,7 +28,11 @@ func TestSignerHelper(t *testing.T) {
 	if key == "" {
 		t.Skip("helper process of TestPasswordLeavesTheProcess")
 	}
-	if _, err := keys.LoadSignerFile(key); err != nil {
+	load := func() error { _, err := keys.LoadSignerFile(key); return err }
+	if key == "drop" {
+		load = keys.DropPassword // a process that starts sandboxes and signs nothing
+	}
+	if err := load(); err != nil {
 		fmt.Println("error", err)
 		os.Exit(1)
 	}
@@ -62,8 +66,15 @@ func TestPasswordLeavesTheProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Run("the key loaded", func(t *testing.T) { checkSigner(t, keyPath, keyPath, pw) })
+	t.Run("no key, the password dropped", func(t *testing.T) { checkSigner(t, "drop", keyPath, pw) })
+}
+
+// checkSigner starts TestSignerHelper with the password in its initial
+// environment and looks at it, and at its child, from outside.
+func checkSigner(t *testing.T, mode, keyPath, pw string) {
 	cmd := exec.Command(os.Args[0], "-test.run=^TestSignerHelper$", "-test.count=1")
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), helperEnv + "=" + keyPath, keys.PasswordEnv + "=" + pw}
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), helperEnv + "=" + mode, keys.PasswordEnv + "=" + pw}
 	stdin, _ := cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()
 	cmd.Stderr = os.Stderr
