@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -218,4 +219,47 @@ func listing(t *testing.T, dir string) string {
 		return nil
 	})
 	return b.String()
+}
+
+// The cosign CLI verifies a folder SealFolder sealed, offline, with the
+// key's public half (when scripts/cosign.sh has built it).
+func TestSealFolderCosignVerifies(t *testing.T) {
+	bin := filepath.Join("/var/cache/gatehouse", "cosign-v2.6.5", "cosign")
+	if p := os.Getenv("GATEHOUSE_COSIGN"); p != "" {
+		bin = p
+	}
+	if _, err := os.Stat(bin); err != nil {
+		t.Skipf("cosign CLI not found at %s (scripts/cosign.sh builds it)", bin)
+	}
+	s, _ := testSealer(t)
+	out := t.TempDir()
+	dir, err := runner.SealFolder(context.Background(), unsignedRun(t, out), out, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, err := s.GetPublicKeyPem()
+	if err != nil {
+		t.Fatal(err)
+	}
+	work := t.TempDir()
+	if err := os.WriteFile(filepath.Join(work, "cosign.pub"), []byte(pub), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cosign := func(args ...string) error {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, bin, args...)
+		cmd.Dir = work
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + work, "SIGSTORE_NO_CACHE=true", "TUF_ROOT=" + filepath.Join(work, "tuf")}
+		b, err := cmd.CombinedOutput()
+		t.Logf("cosign %v: %v\n%s", args, err, b)
+		return err
+	}
+	if err := cosign("trusted-root", "create", "--out", "tr.json"); err != nil {
+		t.Fatal(err)
+	}
+	if err := cosign("verify-blob-attestation", "--key", "cosign.pub", "--insecure-ignore-tlog", "--trusted-root", "tr.json",
+		"--bundle", filepath.Join(dir, bundle.TestResultFile), "--type", bundle.TestResultType, filepath.Join(dir, "run.json")); err != nil {
+		t.Fatalf("cosign refused the sealed folder: %v", err)
+	}
 }
