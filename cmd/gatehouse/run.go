@@ -16,6 +16,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/detect"
 	"github.com/gatehouse-dev/gatehouse/evidence"
 	"github.com/gatehouse-dev/gatehouse/evidence/index"
+	"github.com/gatehouse-dev/gatehouse/evidence/keyless"
 	"github.com/gatehouse-dev/gatehouse/evidence/keys"
 	"github.com/gatehouse-dev/gatehouse/features"
 	"github.com/gatehouse-dev/gatehouse/lab"
@@ -356,10 +357,17 @@ func prepare(ctx context.Context, f runFlags) (*plan, error) {
 	if p.signer, err = f.loaded.load("run", f.key, f.signing); err != nil {
 		return nil, err
 	}
-	// Signed with a key, the password is gone already; otherwise it would
-	// only be a thing to steal from a process that starts sandboxes.
-	if err := keys.DropPassword(); err != nil {
-		return nil, fmt.Errorf("run: %w", err)
+	// Signed with a key, the password is gone already. What this run does
+	// not sign with would only be a thing to steal from a process that
+	// starts sandboxes (a keyless run reads its token again when sealing).
+	drop := []string{keys.PasswordEnv}
+	if !f.signing.keyless {
+		drop = append(drop, keyless.TokenEnv)
+	}
+	for _, name := range drop {
+		if err := keys.Forget(name); err != nil {
+			return nil, fmt.Errorf("run: %w", err)
+		}
 	}
 	return p, nil
 }

@@ -35,11 +35,16 @@ func TakePassword() ([]byte, error) {
 // it, as TakePassword does: for a process that starts sandboxes and signs
 // nothing, where a password left in the environment is only a thing to
 // steal.
-func DropPassword() error {
-	if _, ok := os.LookupEnv(PasswordEnv); !ok {
+func DropPassword() error { return Forget(PasswordEnv) }
+
+// Forget takes the variable name out of the process, as TakePassword does
+// the password: out of the environment and out of /proc/PID/environ. A
+// name that is not set is left alone.
+func Forget(name string) error {
+	if _, ok := os.LookupEnv(name); !ok {
 		return nil
 	}
-	return forget(PasswordEnv)
+	return forget(name)
 }
 
 // forget removes name from the environment and overwrites its entries in
