@@ -193,3 +193,35 @@ func TestCompareNeedsTwoProfiles(t *testing.T) {
 		t.Errorf("exit %d, stderr %q", r.code, r.stderr)
 	}
 }
+
+// compare --key loads the key once, before any run, for all its runs: the
+// password has left the environment after the first load, and every
+// column is still sealed.
+func TestCompareLoadsTheKeyOnce(t *testing.T) {
+	needSandbox(t)
+	key := filepath.Join(t.TempDir(), "cmp")
+	t.Setenv("COSIGN_PASSWORD", "compare-once")
+	if k := gatehouse(t, context.Background(), "keys", "generate", "--out", key); k.code != exitOK {
+		t.Fatal(k.stderr)
+	}
+	out := t.TempDir()
+	r := gatehouse(t, context.Background(), "compare", "--out", out, "--probe", probetest.Build(t), "--quiet", "--gates", "external-callback",
+		"--profile", profilePath("bwrap-hardened.yaml"), "--profile", profilePath("bwrap-offline.yaml"), "--key", key+".key", "--output", "json")
+	if r.code != exitOK {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	var doc struct {
+		Comparison comparison.Comparison `json:"comparison"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
+		t.Fatalf("%v\n%s", err, r.stdout)
+	}
+	if len(doc.Comparison.Profiles) != 2 {
+		t.Fatalf("columns: %+v", doc.Comparison.Profiles)
+	}
+	for _, p := range doc.Comparison.Profiles {
+		if v := gatehouse(t, context.Background(), "verify", "--key", key+".pub", p.RunDir); v.code != exitOK || p.Sealed == "" {
+			t.Errorf("%s: not sealed by compare (exit %d, sealed %q): %s", p.Profile, v.code, p.Sealed, v.stderr)
+		}
+	}
+}

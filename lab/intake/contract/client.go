@@ -49,6 +49,7 @@ func CommandMint(cmd string) Mint {
 			"--run", s.Run, "--report", s.Report, "--tenant", s.Tenant, "--ttl", ttl.String())
 		var out, errb bytes.Buffer
 		c := hostenv.Command(ctx, words[0], args...)
+		c.Env = hostenv.Gatehouse() // the reference service's is gatehouse itself
 		c.Stdout, c.Stderr = &out, &errb
 		if err := c.Run(); err != nil {
 			return "", fmt.Errorf("contract: token command: %w: %s", err, strings.TrimSpace(errb.String()))
