@@ -9,6 +9,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/agents"
 	"github.com/gatehouse-dev/gatehouse/auditmon"
+	"github.com/gatehouse-dev/gatehouse/internal/hostenv"
 	"github.com/gatehouse-dev/gatehouse/monitor"
 )
 
@@ -44,7 +45,7 @@ func System() Probes {
 		Output: func(ctx context.Context, name string, args ...string) (string, error) {
 			ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			defer cancel()
-			out, err := exec.CommandContext(ctx, name, args...).CombinedOutput()
+			out, err := hostenv.Command(ctx, name, args...).CombinedOutput()
 			return string(out), err
 		},
 		Monitor: loadMonitor,

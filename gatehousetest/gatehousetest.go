@@ -25,6 +25,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -53,6 +54,11 @@ type Options struct {
 	// Key is a cosign private key (its password from COSIGN_PASSWORD):
 	// the run folder is sealed (SHA256SUMS, signed attestations), so
 	// 'gatehouse verify' and 'gatehouse gate' accept it. "": unsigned.
+	// The key is loaded once per test binary, before any sandbox starts,
+	// and COSIGN_PASSWORD leaves the test process's environment then. A profile that puts the
+	// host within the guest's reach (profile.HostReach), or shows the
+	// guest the key file, fails the test instead: run it unsigned and seal
+	// the folder in another job ('gatehouse seal', docs/ci.md).
 	Key string
 	// Out is the folder that receives the run folder, kept whatever the
 	// outcome, with the SQLite index beside it. "": a temporary folder,
@@ -93,6 +99,12 @@ func Run(t *testing.T, opts Options) *Result {
 	if err != nil {
 		t.Fatalf("gatehousetest: %v", err)
 	}
+	if opts.Key != "" {
+		// Before anything: no sandbox of this profile may run next to the key.
+		if err := runner.CheckSigning(prof, opts.Key); err != nil {
+			t.Fatalf("gatehousetest: Options.Key: %v", err)
+		}
+	}
 	if reason := machineReason(t.Context(), prof.Target); reason != "" {
 		t.Skipf("gatehousetest: this machine cannot run the %s target: %s", prof.Target, reason)
 	}
@@ -106,7 +118,7 @@ func Run(t *testing.T, opts Options) *Result {
 	}
 	var sealer runner.Sealer
 	if opts.Key != "" {
-		k, err := runner.LoadKey(opts.Key)
+		k, err := loadKey(opts.Key)
 		if err != nil {
 			t.Fatalf("gatehousetest: key %s: %v", opts.Key, err)
 		}
@@ -164,6 +176,35 @@ func Run(t *testing.T, opts Options) *Result {
 	res := &Result{Dir: dir, Signed: sealer != nil, Run: *out.Record, Results: out.Results}
 	report(t, spec.Gates, res.Results, opts.InconclusiveSkips, dir)
 	return res
+}
+
+// loaded are the keys this test binary has decrypted, by absolute path:
+// the password leaves the environment at the first load, so a second Run
+// with the same key reuses it.
+var loaded struct {
+	sync.Mutex
+	keys map[string]runner.KeySealer
+}
+
+func loadKey(path string) (runner.KeySealer, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return runner.KeySealer{}, err
+	}
+	loaded.Lock()
+	defer loaded.Unlock()
+	if k, ok := loaded.keys[abs]; ok {
+		return k, nil
+	}
+	k, err := runner.LoadKey(abs)
+	if err != nil {
+		return runner.KeySealer{}, err
+	}
+	if loaded.keys == nil {
+		loaded.keys = map[string]runner.KeySealer{}
+	}
+	loaded.keys[abs] = k
+	return k, nil
 }
 
 // request builds the runner's request as `gatehouse run` does from its

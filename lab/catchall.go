@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"os/exec"
 	"strings"
 	"syscall"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/internal/hostenv"
 )
 
 // An egress rule that allows a port to any address ("tcp dport 22 accept"
@@ -70,7 +70,7 @@ func catchEndpoint(dst net.Addr) string {
 // the recorder sockets exist, so no packet is sent to a port with no one
 // behind it.
 func (l *Lab) addCatchAll(ctx context.Context) error {
-	cmd := exec.CommandContext(ctx, "nsenter", "--net="+NetnsPath(l.name), "nft", "-f", "-")
+	cmd := hostenv.Command(ctx, "nsenter", "--net="+NetnsPath(l.name), "nft", "-f", "-")
 	cmd.Stdin = strings.NewReader(catchAllRuleset(l.addrs))
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("catch-all rules (the kernel needs nft_tproxy): %v: %s", err, bytes.TrimSpace(out))

@@ -10,13 +10,14 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 
 	"github.com/google/nftables"
 	"github.com/google/nftables/expr"
 	"golang.org/x/sys/unix"
+
+	"github.com/gatehouse-dev/gatehouse/internal/hostenv"
 )
 
 // Flow evidence lets the harness settle a blocked attempt without waiting
@@ -102,7 +103,7 @@ func arrivalsRuleset() string {
 }
 
 func (l *Lab) addArrivals(ctx context.Context) error {
-	cmd := exec.CommandContext(ctx, "nsenter", "--net="+NetnsPath(l.name), "nft", "-f", "-")
+	cmd := hostenv.Command(ctx, "nsenter", "--net="+NetnsPath(l.name), "nft", "-f", "-")
 	cmd.Stdin = strings.NewReader(arrivalsRuleset())
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("arrival records: %v: %s", err, bytes.TrimSpace(out))
@@ -198,7 +199,7 @@ func (l *Lab) Holds(ctx context.Context, session string) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lab: holds of %s: %w", session, err)
 	}
-	out, err := exec.CommandContext(ctx, "tc", "-j", "-n", a.netns, "qdisc", "show", "dev", a.peerVeth).Output()
+	out, err := hostenv.Command(ctx, "tc", "-j", "-n", a.netns, "qdisc", "show", "dev", a.peerVeth).Output()
 	if err != nil {
 		return nil, fmt.Errorf("lab: holds of %s: qdisc: %w", session, err)
 	}

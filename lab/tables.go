@@ -3,9 +3,10 @@ package lab
 import (
 	"context"
 	"fmt"
-	"os/exec"
 	"sort"
 	"strings"
+
+	"github.com/gatehouse-dev/gatehouse/internal/hostenv"
 )
 
 // AccountingTable is the lab's packet accounting in every session
@@ -25,7 +26,7 @@ func (l *Lab) Tables(ctx context.Context, session string) ([]string, error) {
 	if !ok {
 		return nil, fmt.Errorf("lab: tables: no session %q", session)
 	}
-	out, err := exec.CommandContext(ctx, "nsenter", "--net="+NetnsPath(a.netns), "nft", "list", "tables").Output()
+	out, err := hostenv.Command(ctx, "nsenter", "--net="+NetnsPath(a.netns), "nft", "list", "tables").Output()
 	if err != nil {
 		return nil, fmt.Errorf("lab: tables of %s: %w", session, err)
 	}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -15,6 +14,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gatehouse-dev/gatehouse/internal/hostenv"
 )
 
 // Swept is what Sweep removed.
@@ -143,7 +144,7 @@ func remove(ctx context.Context, e Entry) error {
 		if _, err := os.Stat("/run/netns/" + e.What); errors.Is(err, os.ErrNotExist) {
 			return nil
 		}
-		if out, err := exec.CommandContext(ctx, "ip", "netns", "del", e.What).CombinedOutput(); err != nil {
+		if out, err := hostenv.Command(ctx, "ip", "netns", "del", e.What).CombinedOutput(); err != nil {
 			return fmt.Errorf("ip netns del %s: %v: %s", e.What, err, strings.TrimSpace(string(out)))
 		}
 		return nil

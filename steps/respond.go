@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/detect"
 	"github.com/gatehouse-dev/gatehouse/evidence"
 	"github.com/gatehouse-dev/gatehouse/internal/cgroupfs"
+	"github.com/gatehouse-dev/gatehouse/internal/hostenv"
 	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
@@ -376,7 +376,7 @@ func (rp *responder) runHook(ctx context.Context, s *scenario) *evidence.HookRun
 	ctx, cancel := context.WithTimeout(ctx, rp.cfg.Limit)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	env := append(os.Environ(),
+	env := hostenv.Env(
 		"GATEHOUSE_SESSION="+s.session,
 		"GATEHOUSE_NETNS="+s.netns,
 		"GATEHOUSE_TARGET="+rp.r.cfg.Target.Name())

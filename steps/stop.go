@@ -13,6 +13,7 @@ import (
 	"github.com/cucumber/godog"
 
 	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/internal/hostenv"
 	"github.com/gatehouse-dev/gatehouse/lab"
 	"github.com/gatehouse-dev/gatehouse/probe"
 	"github.com/gatehouse-dev/gatehouse/targets"
@@ -326,7 +327,7 @@ func (r *runner) stopCommand(ctx context.Context, sess *scenario, netns string, 
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), limit)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Env = append(os.Environ(),
+	cmd.Env = hostenv.Env(
 		"GATEHOUSE_SESSION="+sess.session,
 		"GATEHOUSE_NETNS="+netns,
 		"GATEHOUSE_TARGET="+r.cfg.Target.Name())

@@ -11,6 +11,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/gatehouse-dev/gatehouse/evidence/keyless"
 	"github.com/gatehouse-dev/gatehouse/evidence/keyless/keylesstest"
 )
 
@@ -87,18 +88,27 @@ func TestCIExamplesGitHubStructure(t *testing.T) {
 			}
 		}
 	}
-	gates, release := asMap(jobs["gates"]), asMap(jobs["release"])
-	if got := asMap(gates["permissions"])["id-token"]; got != "write" {
-		t.Errorf("gates job: permissions id-token is %v, want write (keyless signing)", got)
+	gates, seal, release := asMap(jobs["gates"]), asMap(jobs["seal"]), asMap(jobs["release"])
+	// The runner that runs the sandbox has no way to sign; the one that
+	// signs runs no sandbox.
+	if got, ok := asMap(gates["permissions"])["id-token"]; ok {
+		t.Errorf("gates job: permissions id-token is %v: the job that runs the sandbox must not be able to sign", got)
 	}
-	if !slices.Contains(needsOf(release["needs"]), "gates") {
-		t.Errorf("release job does not need the gates job: %v", release["needs"])
+	if got := asMap(seal["permissions"])["id-token"]; got != "write" {
+		t.Errorf("seal job: permissions id-token is %v, want write (keyless signing)", got)
+	}
+	if !slices.Contains(needsOf(seal["needs"]), "gates") || !strings.Contains(fmt.Sprint(seal["if"]), "cancelled()") {
+		t.Errorf("seal job: needs %v, if %v; want the gates job, and to run after a FAIL too", seal["needs"], seal["if"])
+	}
+	if !slices.Contains(needsOf(release["needs"]), "seal") {
+		t.Errorf("release job does not need the seal job: %v", release["needs"])
 	}
 	if cond, _ := release["if"].(string); !strings.Contains(cond, "refs/tags/") {
 		t.Errorf("release job runs on %q, want tags only", cond)
 	}
 	want := map[string][]string{
-		"gates":   {"make -C \"$GATEHOUSE_SRC\" build", "gatehouse doctor", "gatehouse run --profile", "--keyless", "gatehouse push --to oci-layout:"},
+		"gates":   {"make -C \"$GATEHOUSE_SRC\" build", "gatehouse doctor", "gatehouse run --profile"},
+		"seal":    {"gatehouse seal --keyless", "gatehouse push --to oci-layout:"},
 		"release": {"gatehouse verify --from oci-layout:", "gatehouse gate --policy", "--certificate-identity"},
 	}
 	for job, subs := range want {
@@ -109,9 +119,50 @@ func TestCIExamplesGitHubStructure(t *testing.T) {
 			}
 		}
 	}
-	if !usesStep(gates, "actions/upload-artifact@", "gatehouse-runs/") || !usesStep(release, "actions/download-artifact@", "") {
-		t.Error("the run folder is not uploaded by the gates job and downloaded by the release job")
+	checkSigningApart(t, "github-actions", scripts)
+	if !usesStep(gates, "actions/upload-artifact@", "unsigned-runs/") || !usesStep(seal, "actions/download-artifact@", "unsigned-runs") {
+		t.Error("the unsigned run folder is not uploaded by the gates job and downloaded by the seal job")
 	}
+	if p := stepWith(gates, "actions/upload-artifact@"); !strings.Contains(p, "!unsigned-runs/gatehouse-index.db") {
+		t.Errorf("the gates job uploads its index too (%q): the seal job must keep its own", p)
+	}
+	if !usesStep(seal, "actions/upload-artifact@", "gatehouse-runs/") || !usesStep(release, "actions/download-artifact@", "") {
+		t.Error("the sealed run folder is not uploaded by the seal job and downloaded by the release job")
+	}
+}
+
+// checkSigningApart: a job that runs sandboxes ('gatehouse run' without
+// --check) signs nothing, and a job that signs runs no sandbox.
+func checkSigningApart(t *testing.T, file string, scripts map[string][]string) {
+	t.Helper()
+	for job, ss := range scripts {
+		runs, signs := false, false
+		for _, c := range scriptCommands(t, job, strings.Join(ss, "\n"), ciVars("sandbox/profile.yaml", "ci/trusted_root.json")) {
+			switch {
+			case len(c.args) > 0 && c.args[0] == "run" && !slices.Contains(c.args, "--check"):
+				runs = true
+				if slices.Contains(c.args, "--key") || slices.Contains(c.args, "--keyless") {
+					t.Errorf("%s job %s: %s: signs in the process that runs the sandbox", file, job, c.line)
+				}
+			case len(c.args) > 0 && c.args[0] == "seal":
+				signs = true
+			}
+		}
+		if runs && signs {
+			t.Errorf("%s job %s both runs the sandbox and seals", file, job)
+		}
+	}
+}
+
+func stepWith(job map[string]any, uses string) string {
+	for _, s := range asList(job["steps"]) {
+		step := asMap(s)
+		if u, _ := step["uses"].(string); strings.HasPrefix(u, uses) {
+			p, _ := asMap(step["with"])["path"].(string)
+			return p
+		}
+	}
+	return ""
 }
 
 func needsOf(v any) []string {
@@ -212,24 +263,39 @@ func TestCIExamplesGitLabStructure(t *testing.T) {
 			}
 		}
 	}
-	gates, release := jobs["gates"], jobs["release"]
-	if gates == nil || release == nil {
-		t.Fatalf("want jobs gates and release, have %v", slices.Collect(mapsKeys(jobs)))
+	gates, seal, release := jobs["gates"], jobs["seal"], jobs["release"]
+	if gates == nil || seal == nil || release == nil {
+		t.Fatalf("want jobs gates, seal and release, have %v", slices.Collect(mapsKeys(jobs)))
 	}
-	tok := asMap(asMap(gates["id_tokens"])["SIGSTORE_ID_TOKEN"])
+	if tok, ok := gates["id_tokens"]; ok {
+		t.Errorf("gates job: id_tokens %v: the job that runs the sandbox must not be able to sign", tok)
+	}
+	tok := asMap(asMap(seal["id_tokens"])["SIGSTORE_ID_TOKEN"])
 	if tok["aud"] != "sigstore" {
-		t.Errorf("gates job: id_tokens.SIGSTORE_ID_TOKEN.aud = %v, want sigstore (run --keyless reads it)", tok["aud"])
+		t.Errorf("seal job: id_tokens.SIGSTORE_ID_TOKEN.aud = %v, want sigstore (seal --keyless reads it)", tok["aud"])
 	}
 	art := asMap(gates["artifacts"])
-	if art["when"] != "always" || !slices.ContainsFunc(asList(art["paths"]), func(p any) bool { return p == "gatehouse-runs/" }) {
-		t.Errorf("gates job: artifacts %v, want gatehouse-runs/ uploaded always", art)
+	if art["when"] != "always" || !slices.ContainsFunc(asList(art["paths"]), func(p any) bool { return p == "unsigned-runs/" }) ||
+		!slices.ContainsFunc(asList(art["exclude"]), func(p any) bool { return strings.HasPrefix(fmt.Sprint(p), "unsigned-runs/gatehouse-index.db") }) {
+		t.Errorf("gates job: artifacts %v, want unsigned-runs/ uploaded always, its index left out", art)
 	}
-	if !slices.Contains(needsOf(release["needs"]), "gates") {
-		t.Errorf("release job does not need gates: %v", release["needs"])
+	if sa := asMap(seal["artifacts"]); sa["when"] != "always" || !slices.ContainsFunc(asList(sa["paths"]), func(p any) bool { return p == "gatehouse-runs/" }) {
+		t.Errorf("seal job: artifacts %v, want gatehouse-runs/ uploaded always", sa)
+	}
+	if !slices.Contains(needsOf(seal["needs"]), "gates") || seal["when"] != "always" {
+		t.Errorf("seal job: needs %v, when %v; want gates, and always (a FAIL is sealed too)", seal["needs"], seal["when"])
+	}
+	if !slices.Contains(needsOf(release["needs"]), "seal") {
+		t.Errorf("release job does not need seal: %v", release["needs"])
 	}
 	if before := strings.Join(toStrings(gates["before_script"]), "\n"); !strings.Contains(before, "make -C \"$GATEHOUSE_SRC\" build") {
 		t.Errorf("gatehouse is not built with make build:\n%s", before)
 	}
+	scripts := map[string][]string{}
+	for name, job := range jobs {
+		scripts[name] = toStrings(job["script"])
+	}
+	checkSigningApart(t, "gitlab-ci", scripts)
 }
 
 func mapsKeys(m map[string]map[string]any) func(func(string) bool) {
@@ -317,7 +383,7 @@ func shellWords(line string, vars map[string]string) ([][]string, error) {
 	endWord := func() {
 		if inWord {
 			word := w.String()
-			if m, _ := filepath.Glob(word); glob && len(m) > 0 {
+			if m := shellGlob(word); glob && len(m) > 0 {
 				cur = append(cur, m...)
 			} else {
 				cur = append(cur, word)
@@ -428,6 +494,23 @@ func shellWords(line string, vars map[string]string) ([][]string, error) {
 	return cmds, nil
 }
 
+// shellGlob matches a word as sh does: "dir/*/" only folders, each with
+// its slash.
+func shellGlob(word string) []string {
+	dirsOnly := strings.HasSuffix(word, "/")
+	m, _ := filepath.Glob(strings.TrimSuffix(word, "/"))
+	if !dirsOnly {
+		return m
+	}
+	var out []string
+	for _, p := range m {
+		if st, err := os.Stat(p); err == nil && st.IsDir() {
+			out = append(out, p+"/")
+		}
+	}
+	return out
+}
+
 // TestCIExamplesCommandsParse runs each gatehouse command line of both
 // examples through run() with --help appended: every flag before it must
 // be one the verb has, with a value of the right type (an unknown verb or
@@ -446,9 +529,9 @@ func TestCIExamplesCommandsParse(t *testing.T) {
 			t.Errorf("%s: %s\n  flags do not parse (exit %d): %s", c.where, c.line, r.code, firstLine(r.stderr))
 		}
 	}
-	// Each example has doctor, run --check, run, push in its gates job and
-	// verify, gate in its release job.
-	for verb, n := range map[string]int{"doctor": 2, "run": 4, "push": 2, "verify": 2, "gate": 2} {
+	// Each example has doctor, run --check, run in its gates job, seal and
+	// push in its seal job, and verify, gate in its release job.
+	for verb, n := range map[string]int{"doctor": 2, "run": 4, "seal": 2, "push": 2, "verify": 2, "gate": 2} {
 		if seen[verb] != n {
 			t.Errorf("%d 'gatehouse %s' lines in the examples, want %d (%v)", seen[verb], verb, n, seen)
 		}
@@ -474,6 +557,8 @@ func ciVars(profile, trustedRoot string) map[string]string {
 //   - run --check: exit 0 (the profile checks, nothing runs);
 //   - run (the keyless one): run --check with the same flags, since a real
 //     run would seal through the public Fulcio and Rekor;
+//   - seal: the run folder holds a planted link, exit 1 (refused, not
+//     usage: the keyless flags, token and trusted root were accepted);
 //   - push: the archive is not a bundle, exit 1 (refused, not usage);
 //   - verify --from: the layout is empty, exit 1 (not verified, not usage);
 //   - gate: there is no evidence, exit 1 (refused, not usage);
@@ -509,7 +594,23 @@ func TestCIExamplesCommandsRun(t *testing.T) {
 	if err := os.WriteFile(filepath.Join("gatehouse-runs", "not-a-bundle.tar.gz"), []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmds := exampleCommandsFrom(t, ex[0], ex[1], ciVars(profile, tr))
+	// What the gates job leaves for the seal job: a run folder, here one a
+	// guest planted a link in, which seal must refuse (after its keyless
+	// flags, token and trusted root were all accepted).
+	planted := filepath.Join("unsigned-runs", "20260102T030405Z-ab12")
+	if err := os.MkdirAll(filepath.Join(planted, "traces"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/etc/hostname", filepath.Join(planted, "traces", "model.jsonl")); err != nil {
+		t.Fatal(err)
+	}
+	vars := ciVars(profile, tr)
+	vars["RUNNER_TEMP"] = ws
+	if err := os.WriteFile(filepath.Join(ws, "oidc-token"), []byte(keylesstest.Token), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(keyless.TokenEnv, keylesstest.Token) // GitLab's id_tokens
+	cmds := exampleCommandsFrom(t, ex[0], ex[1], vars)
 	ctx := context.Background()
 	for _, c := range cmds {
 		args, want, why := c.args, exitViolation, ""
@@ -521,6 +622,8 @@ func TestCIExamplesCommandsRun(t *testing.T) {
 				args = append(append([]string(nil), args...), "--check")
 			}
 			want = exitOK
+		case "seal":
+			why = "traces/model.jsonl is a symlink"
 		case "push":
 			why = "refused"
 		case "verify":

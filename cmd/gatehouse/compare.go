@@ -33,7 +33,10 @@ session is ready, median and p95 over the run's sessions) and full run time.
 The matrix is written to <out>/compare-<id>.json, .txt and .html (one
 self-contained page, no scripts, for a design review). With --key every run
 is sealed and the matrix names each run's folder and the digest of its signed
-SHA256SUMS, so each column can be checked with 'gatehouse verify'.
+SHA256SUMS, so each column can be checked with 'gatehouse verify'. --key is
+refused when any profile puts the host within the guest's reach (as 'run
+--key' is): compare without it, then 'gatehouse seal' each run folder in a
+job that runs no sandbox.
 
 --run DIR adds a run folder made earlier (by run or by another compare) as a
 column without running it again; its cold start is not known then.
@@ -98,6 +101,9 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if len(profs)+len(runDirs) < 2 {
 		return usagef("compare: give at least two --profile (or --run) to compare")
 	}
+	// With --key every profile is checked (a profile whose guest reaches
+	// the host is refused) and the key is loaded once, before any run.
+	f.loaded = &sealerOnce{}
 	unprepared := map[string]error{}
 	for _, p := range profs {
 		g := f

@@ -66,13 +66,17 @@ func TestCompareDockerAndGVisor(t *testing.T) {
 	for _, f := range files {
 		args = append(args, "--profile", profilePath(f))
 	}
-	// Sealed runs: the matrix must point at evidence verify can check.
+	// Sealed runs: the matrix must point at evidence verify can check. The
+	// leaky profile reaches the host, so compare --key refuses the lot;
+	// the runs are compared unsigned and each sealed afterwards.
 	key := filepath.Join(t.TempDir(), "cmp")
 	t.Setenv("COSIGN_PASSWORD", "compare-test")
 	if k := gatehouse(t, context.Background(), "keys", "generate", "--out", key); k.code != exitOK {
 		t.Fatal(k.stderr)
 	}
-	args = append(args, "--key", key+".key")
+	if r := gatehouse(t, context.Background(), append(args, "--key", key+".key")...); r.code != exitUsage || !strings.Contains(r.stderr, "profile docker-leaky puts the host within the guest's reach") {
+		t.Fatalf("compare --key with docker-leaky: exit %d, want 2 naming docker-leaky:\n%s", r.code, r.stderr)
+	}
 	r := gatehouse(t, context.Background(), args...)
 	if r.code != exitOK {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
@@ -98,8 +102,11 @@ func TestCompareDockerAndGVisor(t *testing.T) {
 		if p.ColdStart.N != 6 || p.ColdStart.MedianMS <= 0 || p.RunDir == "" {
 			t.Errorf("%s: cold start %+v, run dir %q", p.Profile, p.ColdStart, p.RunDir)
 		}
-		if v := gatehouse(t, context.Background(), "verify", "--key", key+".pub", p.RunDir); v.code != exitOK || p.Sealed == "" {
-			t.Errorf("%s: the matrix row's run does not verify (exit %d, sealed %q): %s", p.Profile, v.code, p.Sealed, v.stderr)
+		if sl := gatehouse(t, context.Background(), "seal", "--key", key+".key", p.RunDir); sl.code != exitOK {
+			t.Errorf("%s: seal: exit %d: %s", p.Profile, sl.code, sl.stderr)
+		}
+		if v := gatehouse(t, context.Background(), "verify", "--key", key+".pub", p.RunDir); v.code != exitOK || p.Sealed != "" {
+			t.Errorf("%s: the matrix row's run does not verify once sealed (exit %d, sealed by compare %q): %s", p.Profile, v.code, p.Sealed, v.stderr)
 		}
 		for _, row := range cmp.Matrix {
 			if got := evidence.Verdict(row.Verdicts[i]); got != want[p.Profile] {
@@ -122,8 +129,9 @@ func TestCompareDockerAndGVisor(t *testing.T) {
 			}
 		}
 	}
-	// The same columns again from the run folders alone: no sandbox runs,
-	// the verdicts are the same, the cold start is honestly unknown.
+	// The same columns again from the sealed run folders alone: no sandbox
+	// runs, the verdicts are the same, the cold start is honestly unknown,
+	// and each column names its SHA256SUMS digest.
 	out2 := t.TempDir()
 	again := []string{"compare", "--out", out2, "--quiet"}
 	for _, p := range cmp.Profiles {
@@ -183,5 +191,37 @@ func TestCompareNeedsTwoProfiles(t *testing.T) {
 	r := gatehouse(t, context.Background(), "compare", "--profile", profilePath("docker-hardened.yaml"))
 	if r.code != exitUsage || !strings.Contains(r.stderr, "at least two") {
 		t.Errorf("exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+// compare --key loads the key once, before any run, for all its runs: the
+// password has left the environment after the first load, and every
+// column is still sealed.
+func TestCompareLoadsTheKeyOnce(t *testing.T) {
+	needSandbox(t)
+	key := filepath.Join(t.TempDir(), "cmp")
+	t.Setenv("COSIGN_PASSWORD", "compare-once")
+	if k := gatehouse(t, context.Background(), "keys", "generate", "--out", key); k.code != exitOK {
+		t.Fatal(k.stderr)
+	}
+	out := t.TempDir()
+	r := gatehouse(t, context.Background(), "compare", "--out", out, "--probe", probetest.Build(t), "--quiet", "--gates", "external-callback",
+		"--profile", profilePath("bwrap-hardened.yaml"), "--profile", profilePath("bwrap-offline.yaml"), "--key", key+".key", "--output", "json")
+	if r.code != exitOK {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	var doc struct {
+		Comparison comparison.Comparison `json:"comparison"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
+		t.Fatalf("%v\n%s", err, r.stdout)
+	}
+	if len(doc.Comparison.Profiles) != 2 {
+		t.Fatalf("columns: %+v", doc.Comparison.Profiles)
+	}
+	for _, p := range doc.Comparison.Profiles {
+		if v := gatehouse(t, context.Background(), "verify", "--key", key+".pub", p.RunDir); v.code != exitOK || p.Sealed == "" {
+			t.Errorf("%s: not sealed by compare (exit %d, sealed %q): %s", p.Profile, v.code, p.Sealed, v.stderr)
+		}
 	}
 }

@@ -160,7 +160,7 @@ func TestEvidenceKeylessUsage(t *testing.T) {
 	t.Setenv(keyless.TokenEnv, "")
 	// compare builds runFlags without registering the signing flags: zero
 	// values must mean "unsigned", not "keyless flags without --keyless".
-	if s, err := loadSealer("", signFlags{}); s != nil || err != nil {
+	if s, err := loadSealer("run", "", signFlags{}); s != nil || err != nil {
 		t.Errorf("loadSealer of zero flags = %v, %v; want nil, nil", s, err)
 	}
 	vs, err := keylesstest.New()

@@ -62,7 +62,16 @@ func makeEvidenceRuns(t *testing.T) *evidenceRuns {
 		return r
 	}
 	e.hard = run("bwrap-hardened.yaml", out, exitOK, "--key", e.key, "--archive")
-	e.leaky = run("bwrap-leaky.yaml", out, exitViolation, "--key", e.key)
+	// The leaky profile reaches the host: run --key refuses it, so it runs
+	// unsigned and is sealed afterwards by a process that runs no sandbox.
+	if r := gatehouse(t, ctx, "run", "--profile", profilePath("bwrap-leaky.yaml"), "--gates", "external-callback",
+		"--out", out, "--quiet", "--key", e.key); r.code != exitUsage || !strings.Contains(r.stderr, "--key refused") {
+		t.Fatalf("run --key on bwrap-leaky: exit %d, want 2 and the refusal:\n%s", r.code, r.stderr)
+	}
+	e.leaky = run("bwrap-leaky.yaml", out, exitViolation)
+	if r := gatehouse(t, ctx, "seal", "--key", e.key, e.leaky.dir); r.code != exitOK || !strings.Contains(r.stdout, "sealed:   "+e.leaky.dir) {
+		t.Fatalf("seal %s: exit %d\n%s\n%s", e.leaky.dir, r.code, r.stdout, r.stderr)
+	}
 	e.offline = run("bwrap-offline.yaml", out, exitInconclusive, "--key", e.key)
 	e.unsignedRun = run("bwrap-hardened.yaml", unsignedOut, exitOK)
 	// Leftover namespaces and processes are checked by

@@ -110,7 +110,7 @@ func runIntake(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		policy = b
 	}
-	signer, err := loadSealer(f.key, signFlags{})
+	signer, err := loadSealer("intake", f.key, signFlags{})
 	if err != nil {
 		return err
 	}

@@ -17,7 +17,7 @@ import (
 )
 
 // asGatehouse makes the test binary act as the gatehouse command (TestMain).
-const asGatehouse = "GH_TEST_AS_GATEHOUSE"
+const asGatehouse = "GATEHOUSE_TEST_AS_GATEHOUSE" // a GATEHOUSE_ setting: gatehouse children get it (hostenv.Gatehouse)
 
 // kill -9 in the middle of a run gives no teardown a chance. What the run
 // made (sessions and their processes, cgroups, namespaces, staging and

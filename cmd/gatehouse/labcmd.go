@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/internal/hostenv"
 	"github.com/gatehouse-dev/gatehouse/lab"
 	"github.com/gatehouse-dev/gatehouse/runner"
 )
@@ -148,6 +149,7 @@ func labDetach(stdout io.Writer, withDocker bool) error {
 	if withDocker {
 		cmd.Args = append(cmd.Args, "--docker")
 	}
+	cmd.Env = hostenv.Gatehouse()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("lab: start detached lab: %w", err)

@@ -44,6 +44,7 @@ func verbs() []verb {
 		{"rehearse", "the report-triage rehearsal: a planted report, a disposable repository copy, the denial and the result (rehearse triage)", runRehearse},
 		{docker.ShimVerb, "(internal) the OCI runtime shim Gatehouse's lab Docker daemon runs", runShim},
 		{"keys", "make a cosign-format key pair (keys generate)", runKeys},
+		{"seal", "sign run folders a run left unsigned, in a job that runs no sandbox", runSeal},
 		{"verify", "verify a signed evidence bundle offline and say what it proves", runVerify},
 		{"push", "store a sealed evidence bundle as an OCI artifact in an OCI image layout on disk", runPush},
 		{"gate", "allow a release only on fresh, signed, passing evidence for its policy", runGate},

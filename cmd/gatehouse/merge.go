@@ -107,7 +107,7 @@ func runMerge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *group == "" {
 		return usagef("merge: --group ID is required (the run group the shards were run with)")
 	}
-	s, err := loadSealer(*key, sf)
+	s, err := loadSealer("merge", *key, sf)
 	if err != nil {
 		return err
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/gatehouse-dev/gatehouse/runner"
 	"io"
 	"os"
 	"os/exec"
@@ -17,9 +16,11 @@ import (
 	"github.com/gatehouse-dev/gatehouse/corpus"
 	"github.com/gatehouse-dev/gatehouse/evidence"
 	"github.com/gatehouse-dev/gatehouse/features"
+	"github.com/gatehouse-dev/gatehouse/internal/hostenv"
 	"github.com/gatehouse-dev/gatehouse/internal/minted"
 	"github.com/gatehouse-dev/gatehouse/lab"
 	"github.com/gatehouse-dev/gatehouse/lab/intake"
+	"github.com/gatehouse-dev/gatehouse/runner"
 	"github.com/gatehouse-dev/gatehouse/steps"
 	"github.com/gatehouse-dev/gatehouse/targets/profile"
 )
@@ -331,7 +332,7 @@ func printRehearsal(w io.Writer, oc steps.RehearsalOutcome, results []evidence.R
 func repoCommit(ctx context.Context, repo string, t steps.Tree) string {
 	if _, err := os.Stat(filepath.Join(repo, ".git")); err == nil {
 		if git, err := exec.LookPath("git"); err == nil {
-			cmd := exec.CommandContext(ctx, git, "-C", repo, "-c", "safe.directory="+repo, "rev-parse", "HEAD")
+			cmd := hostenv.Command(ctx, git, "-C", repo, "-c", "safe.directory="+repo, "rev-parse", "HEAD")
 			if b, err := cmd.Output(); err == nil {
 				return "git:" + strings.TrimSpace(string(b))
 			}

@@ -16,6 +16,8 @@ import (
 	"github.com/gatehouse-dev/gatehouse/detect"
 	"github.com/gatehouse-dev/gatehouse/evidence"
 	"github.com/gatehouse-dev/gatehouse/evidence/index"
+	"github.com/gatehouse-dev/gatehouse/evidence/keyless"
+	"github.com/gatehouse-dev/gatehouse/evidence/keys"
 	"github.com/gatehouse-dev/gatehouse/features"
 	"github.com/gatehouse-dev/gatehouse/internal/termsafe"
 	"github.com/gatehouse-dev/gatehouse/lab"
@@ -147,7 +149,8 @@ type runFlags struct {
 	model, agent, commit, pipeline               string // what the evidence says was tested
 	agentSandbox                                 string
 	key, db                                      string
-	signing                                      signFlags // keyless; see seal.go
+	signing                                      signFlags   // keyless; see seal.go
+	loaded                                       *sealerOnce // compare: one key load for all its runs
 	archive                                      bool
 	check                                        bool   // validate and print the plan only; see check.go
 	output                                       string // text | json (--check: the plan; else the results)
@@ -310,6 +313,13 @@ func prepare(ctx context.Context, f runFlags) (*plan, error) {
 		}
 	}
 	p.effective = profile.NewPlan(prof, planGates, true)
+	if f.key != "" || f.signing.keyless {
+		// Before the key is read and before anything starts: a guest that
+		// reaches the host reads the key of the process that runs it.
+		if err := runner.CheckSigning(prof, f.key); err != nil {
+			return nil, usagef("run: %w", err)
+		}
+	}
 	if err := f.detect.validate(); err != nil {
 		return nil, err
 	}
@@ -345,8 +355,20 @@ func prepare(ctx context.Context, f runFlags) (*plan, error) {
 	}
 	// Before the run, not after: a wrong password or a missing token must
 	// not cost a whole run.
-	if p.signer, err = loadSealer(f.key, f.signing); err != nil {
+	if p.signer, err = f.loaded.load("run", f.key, f.signing); err != nil {
 		return nil, err
+	}
+	// Signed with a key, the password is gone already. What this run does
+	// not sign with would only be a thing to steal from a process that
+	// starts sandboxes (a keyless run reads its token again when sealing).
+	drop := []string{keys.PasswordEnv}
+	if !f.signing.keyless {
+		drop = append(drop, keyless.TokenEnv)
+	}
+	for _, name := range drop {
+		if err := keys.Forget(name); err != nil {
+			return nil, fmt.Errorf("run: %w", err)
+		}
 	}
 	return p, nil
 }

@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/evidence/keyless"
+	"github.com/gatehouse-dev/gatehouse/evidence/keys"
 	"github.com/gatehouse-dev/gatehouse/lab"
 	"github.com/gatehouse-dev/gatehouse/ledger"
 	"github.com/gatehouse-dev/gatehouse/probe/probetest"
@@ -46,7 +48,22 @@ type runOutput struct {
 func gatehouse(t *testing.T, ctx context.Context, args ...string) runOutput {
 	t.Helper()
 	var so, se bytes.Buffer
+	// Each invocation stands for a process of its own, started with the
+	// CI job's environment: a run takes COSIGN_PASSWORD (and an unused
+	// SIGSTORE_ID_TOKEN) out of this one, and the next invocation gets
+	// them back.
+	saved := map[string]string{}
+	for _, k := range []string{keys.PasswordEnv, keyless.TokenEnv} {
+		if v, ok := os.LookupEnv(k); ok {
+			saved[k] = v
+		}
+	}
 	code := run(ctx, args, &so, &se)
+	for k, v := range saved {
+		if _, still := os.LookupEnv(k); !still {
+			os.Setenv(k, v)
+		}
+	}
 	return runOutput{code: code, stdout: so.String(), stderr: se.String()}
 }
 

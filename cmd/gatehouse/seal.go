@@ -43,6 +43,7 @@ func seal(ctx context.Context, f runFlags, p *plan, folder *evidence.Folder, not
 	}
 	if p.signer == nil {
 		fmt.Fprintf(note, "UNSIGNED: no --key or --keyless, so verify and gate will refuse it; recorded in %s\n", db)
+		fmt.Fprintf(note, "          seal it in a job that runs no sandbox: gatehouse seal --key cosign.key %s\n", dir)
 	} else {
 		fmt.Fprintf(note, "signed:   %s; recorded in %s\n", p.signer.Identity(), db)
 	}
@@ -86,11 +87,32 @@ func (s *signFlags) register(fl *flag.FlagSet) {
 	fl.StringVar(&s.trustedRoot, "trusted-root", "", "keyless: Sigstore trusted_root.json the sealed bundle must verify against")
 }
 
+// sealerOnce loads the signer once for every run of one command (compare
+// runs several): the key's password leaves the environment at the first
+// load. nil: load each time.
+type sealerOnce struct {
+	done bool
+	s    sealer
+	err  error
+}
+
+func (o *sealerOnce) load(verb, key string, s signFlags) (sealer, error) {
+	if o == nil {
+		return loadSealer(verb, key, s)
+	}
+	if !o.done {
+		o.s, o.err = loadSealer(verb, key, s)
+		o.done = true
+	}
+	return o.s, o.err
+}
+
 // loadSealer prepares signing before the run starts, so a wrong password,
 // a missing token or trusted root costs nothing: it decrypts the key (scrypt
-// takes a moment), or checks a token is there and loads the trusted root.
-// The keyless token is read again when sealing: CI may refresh it.
-func loadSealer(key string, s signFlags) (sealer, error) {
+// takes a moment; COSIGN_PASSWORD leaves the process then), or checks a
+// token is there and loads the trusted root. The keyless token is read
+// again when sealing: CI may refresh it.
+func loadSealer(verb, key string, s signFlags) (sealer, error) {
 	// Zero values are the defaults too: compare builds runFlags without
 	// registering these flags.
 	custom := func(v, def string) bool { return v != "" && v != def }
@@ -98,34 +120,34 @@ func loadSealer(key string, s signFlags) (sealer, error) {
 		custom(s.fulcioURL, keyless.DefaultFulcioURL) || custom(s.rekorURL, keyless.DefaultRekorURL)
 	switch {
 	case s.keyless && key != "":
-		return nil, usagef("run: --key and --keyless are mutually exclusive")
+		return nil, usagef("%s: --key and --keyless are mutually exclusive", verb)
 	case !s.keyless && set:
-		return nil, usagef("run: --oidc-token-file, --fulcio-url, --rekor-url and --trusted-root go with --keyless")
+		return nil, usagef("%s: --oidc-token-file, --fulcio-url, --rekor-url and --trusted-root go with --keyless", verb)
 	case key != "":
 		k, err := runner.LoadKey(key)
 		if err != nil {
-			return nil, usagef("run: --key %s: %w", key, err)
+			return nil, usagef("%s: --key %s: %w", verb, key, err)
 		}
 		return k, nil
 	case !s.keyless:
 		return nil, nil
 	case s.trustedRoot == "":
-		return nil, usagef("run: --keyless needs --trusted-root FILE (the Sigstore trusted_root.json the bundle must verify against)")
+		return nil, usagef("%s: --keyless needs --trusted-root FILE (the Sigstore trusted_root.json the bundle must verify against)", verb)
 	}
 	if _, err := keyless.Token(s.tokenFile)(); err != nil {
-		return nil, usagef("run: --keyless: %w", err)
+		return nil, usagef("%s: --keyless: %w", verb, err)
 	}
 	tr, err := keyless.LoadTrustedRoot(s.trustedRoot)
 	if err != nil {
-		return nil, usagef("run: --trusted-root: %w", err)
+		return nil, usagef("%s: --trusted-root: %w", verb, err)
 	}
 	svc, err := keyless.PublicGood(keyless.Config{FulcioURL: s.fulcioURL, RekorURL: s.rekorURL, TokenFile: s.tokenFile})
 	if err != nil {
-		return nil, fmt.Errorf("run: %w", err)
+		return nil, fmt.Errorf("%s: %w", verb, err)
 	}
 	k, err := keyless.NewSigner(svc, tr)
 	if err != nil {
-		return nil, fmt.Errorf("run: %w", err)
+		return nil, fmt.Errorf("%s: %w", verb, err)
 	}
 	return keylessSealer{k}, nil
 }

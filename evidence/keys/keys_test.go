@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/gatehouse-dev/gatehouse/evidence/keys"
@@ -49,5 +50,25 @@ func TestPasswordUnset(t *testing.T) {
 	os.Unsetenv(keys.PasswordEnv)
 	if _, err := keys.Password(); !errors.Is(err, keys.ErrNoPassword) {
 		t.Fatalf("Password() = %v, want ErrNoPassword", err)
+	}
+}
+
+// A key path that is a FIFO or a huge file is refused without blocking or
+// reading it all.
+func TestLoadSignerFileRefusesWhatIsNotAKey(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo.key")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(dir, "big.key")
+	if err := os.WriteFile(big, make([]byte, 1<<20), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{fifo, big} {
+		t.Setenv(keys.PasswordEnv, "pw")
+		if _, err := keys.LoadSignerFile(p); err == nil {
+			t.Errorf("%s: loaded", p)
+		}
 	}
 }

@@ -8,7 +8,9 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"fmt"
+	"io"
 	"os"
+	"syscall"
 
 	"github.com/sigstore/cosign/v2/pkg/cosign"
 	protobundle "github.com/sigstore/protobuf-specs/gen/pb-go/bundle/v1"
@@ -55,17 +57,53 @@ func LoadSigner(keyPEM, password []byte) (*Signer, error) {
 		hint: []byte(base64.StdEncoding.EncodeToString(sum[:])), fprint: fp}, nil
 }
 
-// LoadSignerFile reads a key file and decrypts it with COSIGN_PASSWORD.
+// LoadSignerFile decrypts the key file at path with the password in
+// COSIGN_PASSWORD, once per process and before anything is started: the
+// password is taken out of the environment first (TakePassword), whatever
+// happens next, then the password and the file's bytes are cleared, and
+// the process is made not dumpable. Only the decrypted key stays, in this
+// process's memory.
 func LoadSignerFile(path string) (*Signer, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("keys: %w", err)
-	}
-	pw, err := Password()
+	pw, err := TakePassword()
 	if err != nil {
 		return nil, err
 	}
+	defer clear(pw)
+	b, err := readKeyFile(path)
+	if err != nil {
+		return nil, err
+	}
+	defer clear(b)
+	if err := protect(); err != nil {
+		return nil, err
+	}
 	return LoadSigner(b, pw)
+}
+
+// maxKeyFile bounds a key file (cosign's are under 1 KiB).
+const maxKeyFile = 64 << 10
+
+// readKeyFile reads a regular file of at most maxKeyFile bytes; a FIFO or a
+// device in its place is refused without blocking.
+func readKeyFile(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, fmt.Errorf("keys: %w", err)
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("keys: %s is not a regular file", path)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxKeyFile+1))
+	if err != nil {
+		clear(b)
+		return nil, fmt.Errorf("keys: read %s: %w", path, err)
+	}
+	if len(b) > maxKeyFile {
+		clear(b)
+		return nil, fmt.Errorf("keys: %s is larger than %d bytes: not a key", path, maxKeyFile)
+	}
+	return b, nil
 }
 
 // algorithmFor maps a key to the signing algorithm cosign uses for it.

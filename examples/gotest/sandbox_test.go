@@ -10,9 +10,9 @@ import (
 // What a team writes: its sandbox profile, the gates it must pass. Each
 // gate and path becomes a subtest (TestSandbox/external-callback/normal, ...).
 //
-// GATEHOUSE_EXAMPLE_PROFILE and GATEHOUSE_EXAMPLE_INCONCLUSIVE_SKIPS are not
-// part of the pattern: leaky_test.go sets them to run this same test against
-// profiles that must not pass.
+// GATEHOUSE_EXAMPLE_PROFILE, GATEHOUSE_EXAMPLE_INCONCLUSIVE_SKIPS and
+// GATEHOUSE_EXAMPLE_KEY are not part of the pattern: leaky_test.go sets them
+// to run this same test against profiles that must not pass.
 func TestSandbox(t *testing.T) {
 	profile := "../../targets/profiles/bwrap-hardened.yaml"
 	if p := os.Getenv("GATEHOUSE_EXAMPLE_PROFILE"); p != "" {
@@ -23,6 +23,8 @@ func TestSandbox(t *testing.T) {
 		Gates:             []string{"external-callback", "dns-exfiltration", "cloud-metadata"},
 		InconclusiveSkips: os.Getenv("GATEHOUSE_EXAMPLE_INCONCLUSIVE_SKIPS") == "1",
 		// Key: "cosign.key" would seal the run folder (COSIGN_PASSWORD);
+		// a profile that puts the host within the guest's reach refuses it.
+		Key: os.Getenv("GATEHOUSE_EXAMPLE_KEY"),
 		// Out: "gatehouse-runs" would keep it whatever the outcome.
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/gatehouse-dev/gatehouse/internal/hostenv"
 	_ "github.com/gatehouse-dev/gatehouse/internal/mainthread" // keep locked goroutines off the main thread
 	"os"
 	"os/exec"
@@ -113,6 +114,7 @@ func (d *Daemon) start(ctx context.Context, o DaemonOptions) error {
 	// fails with "Devices cgroup isn't mounted" (platform-notes).
 	cmd := exec.Command("nsenter", append([]string{"--net=" + o.Netns, "dockerd"}, daemonArgs(o.StateDir, cfgPath)...)...)
 	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.Env = hostenv.Env() // dockerd and every runtime it starts: none of the harness's secrets
 	// nsenter execs dockerd in place, so the death signal reaches dockerd if
 	// Gatehouse dies without calling Stop.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}

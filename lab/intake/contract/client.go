@@ -10,10 +10,10 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os/exec"
 	"strings"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/internal/hostenv"
 	"github.com/gatehouse-dev/gatehouse/internal/minted"
 	"github.com/gatehouse-dev/gatehouse/lab/intake"
 )
@@ -49,7 +49,8 @@ func CommandMint(cmd string) Mint {
 		args := append(append([]string(nil), words[1:]...),
 			"--run", s.Run, "--report", s.Report, "--tenant", s.Tenant, "--ttl", ttl.String())
 		var out, errb bytes.Buffer
-		c := exec.CommandContext(ctx, words[0], args...)
+		c := hostenv.Command(ctx, words[0], args...)
+		c.Env = hostenv.Gatehouse() // the reference service's is gatehouse itself
 		c.Stdout, c.Stderr = &out, &errb
 		if err := c.Run(); err != nil {
 			return "", fmt.Errorf("contract: token command: %w: %s", err, strings.TrimSpace(errb.String()))
