@@ -40,7 +40,8 @@ for want in "hardened 0" "leaky 1" "offline 3"; do
     # Its guest reaches the host: 'run --key' refuses it. No key and no
     # password next to it; the folder is sealed by a process of its own.
     expect "$2" "bwrap-$1" -- env -u COSIGN_PASSWORD bin/gatehouse run --profile "targets/profiles/bwrap-$1.yaml" --out "$out"
-    expect 0 "seal bwrap-$1" -- bin/gatehouse seal --key "$keys/cosign.key" "$(newest "bwrap-$1")"
+    # The index here is this script's own, so it is named with --db.
+    expect 0 "seal bwrap-$1" -- bin/gatehouse seal --key "$keys/cosign.key" --db "$out/gatehouse-index.db" "$(newest "bwrap-$1")"
   else
     expect "$2" "bwrap-$1" -- bin/gatehouse run --profile "targets/profiles/bwrap-$1.yaml" --out "$out" --key "$keys/cosign.key"
   fi

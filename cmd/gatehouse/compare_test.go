@@ -102,7 +102,7 @@ func TestCompareDockerAndGVisor(t *testing.T) {
 		if p.ColdStart.N != 6 || p.ColdStart.MedianMS <= 0 || p.RunDir == "" {
 			t.Errorf("%s: cold start %+v, run dir %q", p.Profile, p.ColdStart, p.RunDir)
 		}
-		if sl := gatehouse(t, context.Background(), "seal", "--key", key+".key", p.RunDir); sl.code != exitOK {
+		if sl := gatehouse(t, context.Background(), "seal", "--key", key+".key", "--db", filepath.Join(filepath.Dir(p.RunDir), "gatehouse-index.db"), p.RunDir); sl.code != exitOK {
 			t.Errorf("%s: seal: exit %d: %s", p.Profile, sl.code, sl.stderr)
 		}
 		if v := gatehouse(t, context.Background(), "verify", "--key", key+".pub", p.RunDir); v.code != exitOK || p.Sealed != "" {

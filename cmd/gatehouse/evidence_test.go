@@ -69,7 +69,7 @@ func makeEvidenceRuns(t *testing.T) *evidenceRuns {
 		t.Fatalf("run --key on bwrap-leaky: exit %d, want 2 and the refusal:\n%s", r.code, r.stderr)
 	}
 	e.leaky = run("bwrap-leaky.yaml", out, exitViolation)
-	if r := gatehouse(t, ctx, "seal", "--key", e.key, e.leaky.dir); r.code != exitOK || !strings.Contains(r.stdout, "sealed:   "+e.leaky.dir) {
+	if r := gatehouse(t, ctx, "seal", "--key", e.key, "--db", filepath.Join(out, "gatehouse-index.db"), e.leaky.dir); r.code != exitOK || !strings.Contains(r.stdout, "sealed:   "+e.leaky.dir) {
 		t.Fatalf("seal %s: exit %d\n%s\n%s", e.leaky.dir, r.code, r.stdout, r.stderr)
 	}
 	e.offline = run("bwrap-offline.yaml", out, exitInconclusive, "--key", e.key)

@@ -39,8 +39,9 @@ fresh copy: report.html is written again from run.json and results.json,
 then SHA256SUMS and the signed attestations are added, and the copy gets
 the run's name under --out (default: the folder's own parent, where it
 replaces the unsigned folder). The sealed run is verified as its signer
-and recorded in the index (default <out>/gatehouse-index.db: give the seal
-job its own, not one carried from the runner); --archive also writes
+and recorded in the index (default <out>/gatehouse-index.db, which must not
+exist yet: an index next to downloaded folders may be the runner's, so an
+existing one is only opened when named with --db); --archive also writes
 <out>/<id>.tar.gz. 'gatehouse verify' and 'gatehouse gate' then accept it
 as a run sealed by 'run --key'.
 
@@ -83,6 +84,9 @@ func runSeal(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return &exitError{code: exitViolation, msg: fmt.Sprintf("seal: %s: %v: not a folder (a link or a file)", d, runner.ErrNotSealable)}
 		}
 	}
+	if err := checkSealIndex(f, dirs); err != nil {
+		return err
+	}
 	s, err := loadSealer("seal", f.key, f.signing)
 	if err != nil {
 		return err
@@ -90,6 +94,27 @@ func runSeal(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	for _, d := range dirs {
 		if err := sealOne(ctx, f, d, s, stdout); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// checkSealIndex refuses, before anything is signed, a default index that
+// already exists: next to downloaded run folders it may have come from the
+// runner with them, and a hostile SQLite file is not opened by a process
+// that holds the key. An index the seal job owns is named with --db.
+func checkSealIndex(f runFlags, dirs []string) error {
+	if f.db != "" {
+		return nil
+	}
+	for _, d := range dirs {
+		out := f.out
+		if out == "" {
+			out = filepath.Dir(filepath.Clean(d))
+		}
+		db := index.DefaultPath(out)
+		if _, err := os.Lstat(db); err == nil {
+			return usagef("seal: %s already exists and may have come from the runner with the run folders: name the index this job owns with --db", db)
 		}
 	}
 	return nil

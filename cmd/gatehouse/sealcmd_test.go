@@ -116,6 +116,10 @@ func TestSealRefuses(t *testing.T) {
 	}
 	symlinked := runDir(t, func(d string) error { return os.Symlink(secret, filepath.Join(d, "traces", "model.jsonl")) })
 	fifo := runDir(t, func(d string) error { return syscall.Mkfifo(filepath.Join(d, "traces", "alerts.jsonl"), 0o644) })
+	withIndex := runDir(t, func(d string) error {
+		// An index shipped next to the run folder, e.g. by a hostile runner.
+		return os.WriteFile(filepath.Join(filepath.Dir(d), "gatehouse-index.db"), []byte("not sqlite"), 0o644)
+	})
 	linkToFolder := filepath.Join(t.TempDir(), "20260102T030405Z-ab12")
 	os.Symlink(runDir(t, func(string) error { return nil }), linkToFolder)
 	for _, tc := range []struct {
@@ -127,6 +131,7 @@ func TestSealRefuses(t *testing.T) {
 		{"a symlinked evidence file", []string{"--key", prefix + ".key", symlinked}, exitViolation, "traces/model.jsonl is a symlink"},
 		{"a FIFO evidence file", []string{"--key", prefix + ".key", fifo}, exitViolation, "traces/alerts.jsonl is a FIFO"},
 		{"a link in place of the folder", []string{"--key", prefix + ".key", linkToFolder}, exitViolation, "not a folder"},
+		{"an index carried with the folder", []string{"--key", prefix + ".key", withIndex}, exitUsage, "name the index this job owns with --db"},
 		{"no folder", []string{"--key", prefix + ".key", filepath.Join(t.TempDir(), "none")}, exitUsage, "no such file"},
 		{"no folder named", []string{"--key", prefix + ".key"}, exitUsage, "name the run folders"},
 		{"no key", []string{symlinked}, exitUsage, "give --key"},
@@ -139,7 +144,7 @@ func TestSealRefuses(t *testing.T) {
 			}
 		})
 	}
-	for _, d := range []string{symlinked, fifo} {
+	for _, d := range []string{symlinked, fifo, withIndex} {
 		if _, err := os.Stat(filepath.Join(d, "SHA256SUMS")); !os.IsNotExist(err) {
 			t.Errorf("%s was sealed: %v", d, err)
 		}
