@@ -53,6 +53,17 @@ type Write struct {
 	// the plan that may write it was sent: what is there now was made by
 	// the run, on file systems that do not tell birth times too.
 	Absent bool `json:"absent,omitempty"`
+	// Mapped says the session's mount table put its view of the place
+	// here: a place that cannot be checked is then a leftover. Otherwise
+	// it is only the same path on the host, looked at in case.
+	Mapped bool `json:"mapped,omitempty"`
+}
+
+// Leftover says whether an error from Undo means something of the run's
+// may still be on the host: the run's bytes were found and stay, or a
+// place the session really saw could not be checked.
+func (w Write) Leftover(err error) bool {
+	return err != nil && (w.Mapped || errors.Is(err, ErrLeft))
 }
 
 // Path is the place's host path.
@@ -139,6 +150,7 @@ func Merge(ws []Write) []Write {
 			m.Since = w.Since
 		}
 		m.Absent = m.Absent || w.Absent
+		m.Mapped = m.Mapped || w.Mapped
 	}
 	sort.SliceStable(out, func(i, j int) bool {
 		fi, fj := out[i].Form == Folder, out[j].Form == Folder
