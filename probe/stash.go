@@ -50,6 +50,7 @@ func doStash(s Step, rep *Report) error {
 		if real, rerr := filepath.EvalSymlinks(p); rerr == nil {
 			rep.Excerpt = real
 		}
+		wrote(rep, rep.Excerpt)
 	}
 	return err
 }
