@@ -20,6 +20,9 @@ type runDoc struct {
 	Decision string      `json:"decision"` // pass | fail | inconclusive
 	ExitCode int         `json:"exit_code"`
 	Results  []runResult `json:"results"`
+	// HostWrites is run.json's host_writes: what the probe wrote on the
+	// host through the sandbox, taken back or left. Not a verdict.
+	HostWrites *evidence.HostWrites `json:"host_writes,omitempty"`
 }
 
 // runResult is a verify row plus what only a live run has: the response
@@ -47,7 +50,7 @@ func decide(results []evidence.Result) (string, int) {
 
 func runDocOf(rec evidence.Run, dir string, signer sealer, index, archive string, results []evidence.Result) runDoc {
 	d := runDoc{Schema: "gatehouse.run/v1", ID: rec.ID, Folder: dir, Index: index, Archive: archive,
-		Group: rec.Group, Shard: rec.Shard, Results: []runResult{}}
+		Group: rec.Group, Shard: rec.Shard, Results: []runResult{}, HostWrites: rec.HostWrites}
 	if signer != nil {
 		d.Signed, d.Signer = true, signer.Identity()
 	}

@@ -31,7 +31,7 @@ func (w Write) Undo() (Outcome, error) {
 		return Nothing, err
 	}
 	root, err := untrusted.OpenDir(w.Under)
-	if errors.Is(err, fs.ErrNotExist) {
+	if absent(err) {
 		return Nothing, nil
 	}
 	if err != nil {
@@ -39,19 +39,17 @@ func (w Write) Undo() (Outcome, error) {
 	}
 	defer root.Close()
 	dir, base := path.Split(w.Rel)
-	parent := root
-	if dir != "" {
-		if parent, err = root.Sub(strings.TrimSuffix(dir, "/")); err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return Nothing, nil
-			}
-			return Nothing, fmt.Errorf("hostwrite: %w", err)
-		}
-		defer parent.Close()
+	parent, err := openParent(root, dir)
+	if absent(err) {
+		return Nothing, nil
 	}
+	if err != nil {
+		return Nothing, fmt.Errorf("hostwrite: %w", err)
+	}
+	defer parent.Close()
 	var st unix.Statx_t
 	err = unix.Statx(parent.Fd(), base, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_TYPE|unix.STATX_INO|unix.STATX_BTIME, &st)
-	if errors.Is(err, unix.ENOENT) {
+	if absent(err) {
 		return Nothing, nil
 	}
 	if err != nil {
@@ -113,7 +111,7 @@ func (w Write) undoFile(parent *untrusted.Dir, base string, st *unix.Statx_t) (O
 		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
 	}
 	fd, err := unix.Openat2(parent.Fd(), base, &how)
-	if errors.Is(err, unix.ENOENT) {
+	if absent(err) {
 		return Nothing, nil
 	}
 	if err != nil {
@@ -193,4 +191,62 @@ func readAt(fd int, buf []byte) (int, error) {
 		n += m
 	}
 	return n, nil
+}
+
+// Look says whether something is at rel below under (followed by no
+// link) and whether it was made after since: what the harness notes when
+// it learns of a place, before the sandbox is gone. Nothing there is not
+// an error; a place that cannot be reached is.
+func Look(under, rel string, since time.Time) (exists, made bool, err error) {
+	root, err := untrusted.OpenDir(under)
+	if err != nil {
+		return false, false, notThere(err)
+	}
+	defer root.Close()
+	dir, base := path.Split(rel)
+	parent, err := openParent(root, dir)
+	if err != nil {
+		return false, false, notThere(err)
+	}
+	defer parent.Close()
+	var st unix.Statx_t
+	if err := unix.Statx(parent.Fd(), base, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_TYPE|unix.STATX_BTIME, &st); err != nil {
+		return false, false, notThere(err)
+	}
+	return true, Write{Since: since}.made(&st), nil
+}
+
+func notThere(err error) error {
+	if absent(err) {
+		return nil
+	}
+	return err
+}
+
+// absent says an error means nothing can be at the place: no such entry,
+// or a file where a folder on the way would be (a path through a bound
+// file such as /etc/hosts, which a mount table lists as writable).
+func absent(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR)
+}
+
+// openParent opens the folder dir below root ("" is root itself). A link
+// on the way is an error, never "nothing there": the sandbox may have
+// swapped a folder for one to hide what it holds.
+func openParent(root *untrusted.Dir, dir string) (*untrusted.Dir, error) {
+	dir = strings.TrimSuffix(dir, "/")
+	if dir == "" {
+		return root.Sub(".")
+	}
+	d, err := root.Sub(dir)
+	if err == nil || !errors.Is(err, unix.ENOTDIR) {
+		return d, err
+	}
+	// O_DIRECTORY|O_NOFOLLOW says ENOTDIR for a link too: tell them apart.
+	for p := dir; p != "." && p != ""; p = path.Dir(p) {
+		if fi, lerr := root.Lstat(p); lerr == nil && fi.Mode()&fs.ModeSymlink != 0 {
+			return nil, fmt.Errorf("%s/%s is a link: %w", root.Name(), p, unix.ELOOP)
+		}
+	}
+	return nil, err
 }

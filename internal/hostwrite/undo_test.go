@@ -318,3 +318,19 @@ func TestMerge(t *testing.T) {
 		t.Errorf("folders not deepest first: %s, %s", ws[1].Rel, ws[2].Rel)
 	}
 }
+
+// A place below a file (a mount table lists a bound /etc/hosts as a
+// writable mount point) holds nothing: not an error, not a leftover.
+func TestUndoBelowAFileIsNothing(t *testing.T) {
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "hosts"), "127.0.0.1 localhost\n")
+	for _, form := range []string{File, Socket, Folder} {
+		w := Write{Under: dir, Rel: "hosts/gatehouse-state", Form: form, Payloads: []string{note}, Since: since(), Mapped: true}
+		if got, err := w.Undo(); err != nil || got != Nothing {
+			t.Errorf("%s below a file: %v, %v; want nothing", form, got, err)
+		}
+	}
+	if ex, _, err := Look(dir, "hosts/gatehouse-state", since()); ex || err != nil {
+		t.Errorf("Look below a file: %v, %v; want nothing there", ex, err)
+	}
+}

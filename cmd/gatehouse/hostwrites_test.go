@@ -1,0 +1,340 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/gatehouse-dev/gatehouse/probe"
+)
+
+// writingGates are the gates whose probe writes: notes in every place
+// (reusable-state), files, sockets, SysV segments and message queues in
+// every shared place (cross-session), a heartbeat file (stop-signal).
+const writingGates = "reusable-state,cross-session,stop-signal"
+
+// After a run of each leaky profile, including the wrapper ones that show
+// the probe the host's own folders (firejail as root writing the host's /,
+// firejail without a private /tmp, srt's shared /tmp/claude, codex's
+// /tmp, docker's host IPC namespace), nothing of the probe's writes is
+// left on the host: no file holding one of the run's values, no file,
+// socket or folder of the probe's made during the run, no entry in
+// /run/netns but namespace handles, no SysV segment or message queue of
+// the run; and run.json says what was taken back and that nothing was
+// left. Before the harness took its probe's writes back, firejail's
+// assume-breach path left gatehouse-state in the host's / and /run/netns
+// and a folder named like a session namespace in /run/netns.
+func TestProbeWritesLeaveNothingOnTheHost(t *testing.T) {
+	needSandbox(t)
+	if testing.Short() {
+		t.Skip("runs every leaky profile end to end")
+	}
+	tests := []struct {
+		name string
+		path func(t *testing.T) string
+	}{
+		{"bwrap-leaky", shipped("bwrap-leaky.yaml", nil)},
+		{"bwrap-leaky-hostnet", shipped("bwrap-leaky-hostnet.yaml", nil)},
+		{"docker-leaky", shipped("docker-leaky.yaml", needDocker)},
+		{"firejail-hardened", shipped("firejail-hardened.yaml", needFirejail)},
+		{"firejail-leaky", func(t *testing.T) string {
+			needFirejail(t)
+			return filepath.Join("testdata", "profiles", "firejail-leaky.yaml")
+		}},
+		{"firejail-shared-tmp", firejailSharedTmp},
+		{"srt-default", shipped("srt-default.yaml", needWrapper)},
+		{"srt-wildcard", shipped("srt-wildcard.yaml", needWrapper)},
+		{"codex-workspace-write", shipped("codex-workspace-write.yaml", needWrapper)},
+		{"codex-network-direct", shipped("codex-network-direct.yaml", needWrapper)},
+		{"codex-network-proxy", shipped("codex-network-proxy.yaml", needWrapper)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := tt.path(t)
+			before := scanHost(t, time.Time{}, nil)
+			start := time.Now()
+			r := runProfileAt(t, p, writingGates)
+			if len(r.results) != 6 {
+				t.Fatalf("want 6 results (3 gates x 2 paths), got %d; exit %d\nstdout:\n%s\nstderr:\n%s", len(r.results), r.code, r.stdout, r.stderr)
+			}
+			values := runValues(t, r.dir)
+			if len(values) == 0 {
+				t.Fatalf("no value of the run in its evidence (%s): nothing to look for", r.dir)
+			}
+			labs := labLineRE.FindAllStringSubmatch(r.stdout, -1)
+			if len(labs) != 1 {
+				t.Fatalf("no lab named in the output:\n%s", r.stdout)
+			}
+			found := scanHost(t, start.Add(-time.Second), values)
+			for _, e := range found {
+				if why := e.left(before, values, labs[0][1], start); why != "" {
+					t.Errorf("left on the host: %s (%s)", e.path, why)
+				}
+			}
+			checkIPC(t, r.dir)
+			if out, err := exec.Command("ip", "netns", "list").CombinedOutput(); bytes.Contains(out, []byte("Peer netns reference is invalid")) {
+				t.Logf("ip netns list (another run's entry?): %s %v", out, err)
+			}
+			hw := r.run.HostWrites
+			switch {
+			case hw == nil:
+				t.Error("run.json says nothing about the probe's writes on the host (host_writes)")
+			case hw.Left != 0:
+				t.Errorf("run.json host_writes: %d left: %q", hw.Left, hw.LeftPaths)
+			default:
+				t.Logf("run.json host_writes: %d taken back: %q", hw.Removed, hw.RemovedPaths)
+			}
+			assertNothingLeft(t, r.stdout)
+		})
+	}
+}
+
+func shipped(name string, need func(*testing.T)) func(*testing.T) string {
+	return func(t *testing.T) string {
+		if need != nil {
+			need(t)
+		}
+		if strings.HasPrefix(name, "srt-") || strings.HasPrefix(name, "codex-") {
+			needTool(t, name)
+		}
+		return profilePath(name)
+	}
+}
+
+// needWrapper skips where the wrapper profiles cannot run (their tools
+// are checked by needTool).
+func needWrapper(t *testing.T) { needSandbox(t) }
+
+// firejailSharedTmp is firejail-hardened without its private /tmp: the
+// host's /tmp is the sandbox's.
+func firejailSharedTmp(t *testing.T) string {
+	needFirejail(t)
+	y, err := os.ReadFile(profilePath("firejail-hardened.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	nft, err := os.ReadFile(profilePath("firejail-hardened.nft"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := strings.Replace(string(y), "    - --private-tmp\n", "", 1)
+	if changed == string(y) {
+		t.Fatal("firejail-hardened.yaml no longer has --private-tmp")
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "firejail-hardened.nft"), nft, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "firejail-shared-tmp.yaml")
+	if err := os.WriteFile(p, []byte(changed), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// runValues are the values the run minted (canaries, the notes' values,
+// storage nonces), as its evidence holds them.
+func runValues(t *testing.T, dir string) map[string]bool {
+	t.Helper()
+	out := map[string]bool{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		for _, v := range probe.Tokens(b) {
+			out[v] = true
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// hostEntry is one thing found in a writable place of the host.
+type hostEntry struct {
+	path    string
+	mode    fs.FileMode
+	born    time.Time // zero: the file system does not say
+	content []byte    // a small regular file changed during the run
+	nsfs    bool      // a namespace handle
+}
+
+// hostPlaces are the host's writable places, and how deep each is
+// searched: the probe's notes are at most three folders down a home.
+var hostPlaces = []struct {
+	dir   string
+	depth int
+}{
+	{"/", 1}, {"/tmp", 3}, {"/tmp/claude", 2}, {"/var/tmp", 3}, {"/dev/shm", 3}, {"/run", 3}, {"/run/netns", 2},
+	{"/root", 3}, {"/home", 4}, {"/var/cache", 2}, {"/workspace", 3}, {"/srv", 2}, {"/mnt", 2}, {"/data", 2}, {"/storage", 2},
+}
+
+// skipDirs are big folders of the machine's own no probe writes in.
+var skipDirs = map[string]bool{
+	"/root/go": true, "/root/.cache/go-build": true, "/root/.rustup": true, "/root/.cargo": true, "/root/.pyenv": true,
+	"/run/gatehouse": true, "/var/cache/gatehouse": true, "/var/cache/apt": true, "/tmp/bash_jobs.0": true,
+}
+
+// scanHost lists the host's writable places; files changed since changed
+// are read (when small) for values.
+func scanHost(t *testing.T, changed time.Time, values map[string]bool) map[string]hostEntry {
+	t.Helper()
+	out := map[string]hostEntry{}
+	for _, pl := range hostPlaces {
+		var walk func(dir string, depth int)
+		walk = func(dir string, depth int) {
+			ents, err := os.ReadDir(dir)
+			if err != nil {
+				return
+			}
+			for _, d := range ents {
+				p := filepath.Join(dir, d.Name())
+				if _, seen := out[p]; seen || skipDirs[p] {
+					continue
+				}
+				var st unix.Statx_t
+				if unix.Statx(unix.AT_FDCWD, p, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_TYPE|unix.STATX_MODE|unix.STATX_BTIME|unix.STATX_MTIME|unix.STATX_SIZE, &st) != nil {
+					continue
+				}
+				e := hostEntry{path: p, mode: fs.FileMode(st.Mode & 0o777)}
+				switch uint32(st.Mode) & unix.S_IFMT {
+				case unix.S_IFDIR:
+					e.mode |= fs.ModeDir
+				case unix.S_IFSOCK:
+					e.mode |= fs.ModeSocket
+				case unix.S_IFLNK:
+					e.mode |= fs.ModeSymlink
+				case unix.S_IFREG:
+				default:
+					e.mode |= fs.ModeIrregular
+				}
+				if st.Mask&unix.STATX_BTIME != 0 {
+					e.born = time.Unix(st.Btime.Sec, int64(st.Btime.Nsec))
+				}
+				var sfs unix.Statfs_t
+				if filepath.Dir(p) == "/run/netns" && unix.Statfs(p, &sfs) == nil && sfs.Type == unix.NSFS_MAGIC {
+					e.nsfs = true
+				}
+				mtime := time.Unix(st.Mtime.Sec, int64(st.Mtime.Nsec))
+				if values != nil && e.mode.IsRegular() && st.Size <= 64<<10 && !mtime.Before(changed) {
+					e.content, _ = os.ReadFile(p)
+				}
+				out[p] = e
+				if e.mode.IsDir() && !e.nsfs && depth > 1 {
+					walk(p, depth-1)
+				}
+			}
+		}
+		walk(pl.dir, pl.depth)
+	}
+	return out
+}
+
+// probeNames are the names of what the probe writes.
+var probeNames = regexp.MustCompile(`^(\.?gatehouse-state|\.gatehouse-xs-.*|\.gatehouse-heartbeat-.*)$`)
+
+// stashFolders are the folders a note makes above its file.
+var stashFolders = regexp.MustCompile(`^(gatehouse|agent|_cacache|pip|\.claude|\.codex|\.cache|\.config|\.npm)$`)
+
+// left says why an entry found after the run is the run's and left, or "".
+func (e hostEntry) left(before map[string]hostEntry, values map[string]bool, lab string, start time.Time) string {
+	var ours []string
+	for _, v := range probe.Tokens(e.content) {
+		if values[v] {
+			ours = append(ours, v)
+		}
+	}
+	if len(ours) > 0 {
+		return "holds the run's value " + ours[0]
+	}
+	if _, was := before[e.path]; was {
+		return ""
+	}
+	base := filepath.Base(e.path)
+	inRun := e.born.IsZero() || !e.born.Before(start.Add(-time.Second))
+	switch {
+	case filepath.Dir(e.path) == "/run/netns" && !e.nsfs && (strings.HasPrefix(base, lab+"-") || strings.HasPrefix(base, "gatehouse")):
+		return "not a namespace handle: `ip netns list` fails on it"
+	case !inRun:
+		return ""
+	case e.mode&fs.ModeSocket != 0 && strings.HasPrefix(base, ".gatehouse-xs-"):
+		for v := range values {
+			if base == probe.XSSocket(v) {
+				return "the socket a receive of the run listened on"
+			}
+		}
+	case e.mode.IsRegular() && probeNames.MatchString(base):
+		if len(probe.Tokens(e.content)) > 0 {
+			return "" // another run's: none of its values is this run's
+		}
+		return "named like the probe's writes, made during the run"
+	case e.mode.IsDir() && stashFolders.MatchString(base):
+		if ents, err := os.ReadDir(e.path); err == nil && len(ents) == 0 {
+			return "an empty folder of the kind a note makes, made during the run"
+		}
+	}
+	return ""
+}
+
+// checkIPC: no SysV segment and no message queue of the run's
+// cross-session channels is left in the host's IPC namespace.
+func checkIPC(t *testing.T, dir string) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "traces", "probe-attempts.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := map[int64]bool{}
+	for _, m := range regexp.MustCompile(`"shm:(0x[0-9a-f]+)"`).FindAllSubmatch(b, -1) {
+		if k, err := strconv.ParseInt(string(m[1]), 0, 64); err == nil {
+			keys[k] = true
+		}
+	}
+	if len(keys) == 0 {
+		t.Fatal("no SysV key in the run's attempts: cross-session did not try its IPC channels")
+	}
+	shm, _ := os.ReadFile("/proc/sysvipc/shm")
+	for k := range keys {
+		for _, l := range bytes.Split(shm, []byte("\n"))[1:] {
+			if f := strings.Fields(string(l)); len(f) > 0 {
+				if v, err := strconv.ParseInt(f[0], 10, 64); err == nil && v == k {
+					t.Errorf("SysV segment %#x of the run left", k)
+				}
+			}
+		}
+		for side := range 2 {
+			name := mqQueueName(k, side)
+			p, _ := unix.BytePtrFromString(name)
+			fd, _, errno := unix.Syscall6(unix.SYS_MQ_OPEN, uintptr(unsafe.Pointer(p)), uintptr(unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC), 0, 0, 0, 0)
+			if errno == 0 {
+				unix.Close(int(fd))
+				t.Errorf("message queue /%s of the run left", name)
+			} else if !errors.Is(errno, syscall.ENOENT) && !errors.Is(errno, syscall.ENOSYS) {
+				t.Logf("mq_open /%s: %v", name, errno)
+			}
+		}
+	}
+}
+
+// mqQueueName is steps' queue name (mqName), without its slash.
+func mqQueueName(key int64, side int) string {
+	return "gatehouse-xs-" + strconv.FormatInt(key, 16) + "-" + strconv.Itoa(side)
+}
