@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io/fs"
 	"os"
@@ -17,6 +19,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/gatehouse-dev/gatehouse/evidence"
 	"github.com/gatehouse-dev/gatehouse/probe"
 )
 
@@ -144,29 +147,50 @@ func firejailSharedTmp(t *testing.T) string {
 	return p
 }
 
-// runValues are the values the run minted (canaries, the notes' values,
-// storage nonces), as its evidence holds them.
+// runValues are the values the run minted, as its evidence proves them:
+// each session's canary, which its probe carries on every request it
+// makes (the lab records the requests of the run's own sessions), and the
+// values the judges found where they must not be (crossings: only the
+// run's own sessions' values count as one). Other tokens in the evidence
+// may be other runs', found on the host by a leaky sandbox's searches.
 func runValues(t *testing.T, dir string) map[string]bool {
 	t.Helper()
 	out := map[string]bool{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		for _, v := range probe.Tokens(b) {
-			out[v] = true
-		}
-		return nil
-	})
+	f, err := os.Open(filepath.Join(dir, "traces", "endpoint-hits.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
+	for sc.Scan() {
+		var h evidence.Hit
+		if json.Unmarshal(sc.Bytes(), &h) != nil || h.Session == "" {
+			continue
+		}
+		for _, m := range sessionHeader.FindAllStringSubmatch(h.Data, -1) {
+			out[m[1]] = true
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var results []evidence.Result
+	if err := json.Unmarshal(b, &results); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range results {
+		for _, c := range r.Crossings {
+			for _, v := range probe.Tokens([]byte(c.Value)) {
+				out[v] = true
+			}
+		}
+	}
 	return out
 }
+
+var sessionHeader = regexp.MustCompile(probe.SessionHeader + `: (gh[a-z]{0,5}[0-9a-f]{16})`)
 
 // hostEntry is one thing found in a writable place of the host.
 type hostEntry struct {
@@ -282,9 +306,9 @@ func (e hostEntry) left(before map[string]hostEntry, values map[string]bool, lab
 			}
 		}
 	case e.mode.IsRegular() && probeNames.MatchString(base):
-		if len(probe.Tokens(e.content)) > 0 {
-			return "" // another run's: none of its values is this run's
-		}
+			// Strict: a note of this run whose value its evidence does not
+		// prove (a later session's own) is still the run's; a run of
+		// someone else's at the same time on this machine shows here too.
 		return "named like the probe's writes, made during the run"
 	case e.mode.IsDir() && stashFolders.MatchString(base):
 		if ents, err := os.ReadDir(e.path); err == nil && len(ents) == 0 {
