@@ -306,7 +306,7 @@ func (e hostEntry) left(before map[string]hostEntry, values map[string]bool, lab
 			}
 		}
 	case e.mode.IsRegular() && probeNames.MatchString(base):
-			// Strict: a note of this run whose value its evidence does not
+		// Strict: a note of this run whose value its evidence does not
 		// prove (a later session's own) is still the run's; a run of
 		// someone else's at the same time on this machine shows here too.
 		return "named like the probe's writes, made during the run"
