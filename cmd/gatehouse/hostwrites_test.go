@@ -20,7 +20,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/ledger"
 	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/probe/probetest"
 )
 
 // writingGates are the gates whose probe writes: notes in every place
@@ -361,4 +363,94 @@ func checkIPC(t *testing.T, dir string) {
 // mqQueueName is steps' queue name (mqName), without its slash.
 func mqQueueName(key int64, side int) string {
 	return "gatehouse-xs-" + strconv.FormatInt(key, 16) + "-" + strconv.Itoa(side)
+}
+
+// kill -9 while the probe's notes are on the host (firejail as root
+// writes the host's /): the run's ledger named each place before the plan
+// was sent, and the next `lab down` takes the run's notes back.
+func TestKill9ProbeWritesGoAtLabDown(t *testing.T) {
+	needFirejail(t)
+	needSandbox(t)
+	out := t.TempDir()
+	cmd := exec.Command(os.Args[0], "run", "--profile", profilePath("firejail-hardened.yaml"), "--out", out,
+		"--probe", probetest.Build(t), "--gates", "reusable-state")
+	cmd.Env = append(os.Environ(), asGatehouse+"=1")
+	var stdout bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	// Wait until a note of the run is in the host's / itself.
+	var noted []ledger.Entry
+	for deadline := time.Now().Add(120 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		noted = noted[:0]
+		for _, e := range ledgerOf(t, cmd.Process.Pid) {
+			if e.Kind == ledger.ProbeWrite && e.Write != nil && e.What == "/gatehouse-state" {
+				noted = append(noted, e)
+			}
+		}
+		if holdsAny("/gatehouse-state", noted) {
+			break
+		}
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			t.Fatalf("no note of the run reached the host's /gatehouse-state; its output:\n%s", stdout.String())
+		}
+	}
+	var all []ledger.Entry
+	for _, e := range ledgerOf(t, cmd.Process.Pid) {
+		if e.Kind == ledger.ProbeWrite && e.Write != nil {
+			all = append(all, e)
+		}
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	r := gatehouse(t, t.Context(), "lab", "down")
+	if r.code != exitOK {
+		t.Fatalf("lab down: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stdout, "probe-write") {
+		t.Errorf("lab down did not say it took back the probe's writes:\n%s", r.stdout)
+	}
+	if holdsAny("/gatehouse-state", noted) {
+		b, _ := os.ReadFile("/gatehouse-state")
+		t.Errorf("the killed run's notes are still in the host's /gatehouse-state after lab down: %q", b)
+	}
+	// Its other places too: none holds a payload of the run, and nothing
+	// of it is still listed.
+	for _, e := range all {
+		if holdsAny(e.What, []ledger.Entry{e}) {
+			t.Errorf("left after lab down: %s", e.What)
+		}
+	}
+	for _, e := range ledgerOf(t, cmd.Process.Pid) {
+		t.Errorf("still on the dead run's ledger after lab down: %s %s", e.Kind, e.What)
+	}
+}
+
+// holdsAny says whether the regular file p holds a payload of the entries.
+func holdsAny(p string, es []ledger.Entry) bool {
+	fi, err := os.Lstat(p)
+	if err != nil || !fi.Mode().IsRegular() {
+		return false
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return false
+	}
+	for _, e := range es {
+		if e.Write == nil {
+			continue
+		}
+		for _, pl := range e.Write.Payloads {
+			if bytes.Contains(b, []byte(pl)) {
+				return true
+			}
+		}
+	}
+	return false
 }
