@@ -2,7 +2,6 @@ package steps
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"path"
 	"strings"
@@ -13,7 +12,6 @@ import (
 	"github.com/gatehouse-dev/gatehouse/internal/hostwrite"
 	"github.com/gatehouse-dev/gatehouse/ledger"
 	"github.com/gatehouse-dev/gatehouse/probe"
-	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
 // A sandbox that shows the probe the host's own folders (firejail as root
@@ -58,86 +56,6 @@ func newHostWrites(since time.Time) *hostWrites {
 	return &hostWrites{since: since, views: map[string]*hostwrite.View{}, noted: map[placeKey]map[string]func(){}}
 }
 
-// probeWrite is one thing a plan's step writes, as the session sees it.
-type probeWrite struct {
-	inside, form, payload string
-}
-
-// planned are the writes a plan's steps make, where the harness can tell
-// from the plan alone ("~" and "$HOME" are learned from the reports).
-func planned(p probe.Plan, v *hostwrite.View) []probeWrite {
-	var out []probeWrite
-	file := func(inside, payload string) {
-		if path.IsAbs(inside) {
-			out = append(out, probeWrite{path.Clean(inside), hostwrite.File, payload})
-		}
-	}
-	for _, st := range p.Steps {
-		switch st.Kind {
-		case probe.KindStash, probe.KindWrite:
-			file(st.Target, st.Payload)
-		case probe.KindHeartbeat:
-			if st.Path != "" {
-				file(st.Path+"-main", probe.BeatLine(p.Canary))
-				file(st.Path+"-child", probe.BeatLine(p.Canary))
-			}
-		case probe.KindSend:
-			if where, ok := strings.CutPrefix(st.Target, "dir:"); ok {
-				name, content := probe.XSFile(st.Payload, where)
-				for _, d := range sendDirs(where, v) {
-					file(path.Join(d, name), content)
-				}
-			}
-		case probe.KindReceive:
-			if dir, ok := strings.CutPrefix(st.Target, "unix:"); ok && path.IsAbs(dir) {
-				out = append(out, probeWrite{path.Join(path.Clean(dir), probe.XSSocket(st.Payload)), hostwrite.Socket, ""})
-			}
-		}
-	}
-	return out
-}
-
-// sendDirs are the folders a "dir:" send writes in, as the probe expands
-// them (probe's dirsOf), but for those only the session knows ($HOME).
-func sendDirs(where string, v *hostwrite.View) []string {
-	switch {
-	case where == "@writable":
-		return v.WritableFolders()
-	case strings.Contains(where, "$"):
-		return nil
-	case strings.HasSuffix(where, "/.."):
-		return []string{path.Dir(path.Clean(strings.TrimSuffix(where, "/..")))}
-	}
-	return []string{path.Clean(where)}
-}
-
-// learned are the writes the probe reported: where they really went.
-func learned(p probe.Plan, reps []probe.Report) []probeWrite {
-	steps := map[string]probe.Step{}
-	for _, st := range p.Steps {
-		steps[st.ID] = st
-	}
-	var out []probeWrite
-	for _, rep := range reps {
-		st, ok := steps[rep.ID]
-		if !ok {
-			continue
-		}
-		form, payload := hostwrite.File, st.Payload
-		switch st.Kind {
-		case probe.KindSend:
-			where, _ := strings.CutPrefix(st.Target, "dir:")
-			_, payload = probe.XSFile(st.Payload, where)
-		case probe.KindReceive:
-			form, payload = hostwrite.Socket, ""
-		}
-		for _, w := range rep.Wrote {
-			out = append(out, probeWrite{w, form, payload})
-		}
-	}
-	return out
-}
-
 // before notes the places a plan will write, before it is sent: what is
 // there already is not the run's.
 func (h *hostWrites) before(ctx context.Context, r *runner, s *scenario, p probe.Plan) {
@@ -159,66 +77,6 @@ func (h *hostWrites) after(ctx context.Context, r *runner, s *scenario, p probe.
 	for _, w := range learned(p, reps) {
 		h.note(s, v, w, false)
 	}
-}
-
-func writing(p probe.Plan) bool {
-	for _, st := range p.Steps {
-		switch st.Kind {
-		case probe.KindStash, probe.KindWrite, probe.KindHeartbeat, probe.KindSend, probe.KindReceive:
-			return true
-		}
-	}
-	return false
-}
-
-// view is how the session's paths map to the host, read once per session
-// while it runs: its processes' mount tables read from the host, and the
-// binds its runtime reported (gVisor's are in no mount table).
-func (h *hostWrites) view(ctx context.Context, r *runner, s *scenario) *hostwrite.View {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if v, ok := h.views[s.session]; ok {
-		return v
-	}
-	if h.host == nil && h.hostErr == nil {
-		h.host, h.hostErr = hostwrite.HostMounts()
-	}
-	v := &hostwrite.View{Host: h.host}
-	var err error
-	if l, ok := s.sess.(targets.ProcessLister); ok && s.sess != nil {
-		var pids []int
-		if pids, err = l.Processes(ctx); err == nil {
-			v.Inside, err = hostwrite.SessionMounts(pids)
-		}
-	} else {
-		err = targets.ErrUnsupported
-	}
-	if err != nil || h.hostErr != nil {
-		s.findings = append(s.findings, "where the probe's writes land on the host could not be read from the session's mount tables ("+
-			errors.Join(h.hostErr, err).Error()+"): only the same paths on the host are looked at after the run")
-	}
-	r.mu.Lock()
-	cfg, _ := r.effective[string(s.path)].(targets.Config)
-	r.mu.Unlock()
-	v.Binds = binds(cfg)
-	h.views[s.session] = v
-	return v
-}
-
-// binds are a runtime's "bind SRC -> DST (rw)" mounts (docker's Inspect).
-func binds(cfg targets.Config) []hostwrite.Bind {
-	var out []hostwrite.Bind
-	for _, m := range cfg.Mounts {
-		rest, ok := strings.CutPrefix(m, "bind ")
-		if !ok || !strings.HasSuffix(rest, " (rw)") {
-			continue
-		}
-		src, dst, ok := strings.Cut(strings.TrimSuffix(rest, " (rw)"), " -> ")
-		if ok && path.IsAbs(src) && path.IsAbs(dst) {
-			out = append(out, hostwrite.Bind{Src: path.Clean(src), Dst: path.Clean(dst)})
-		}
-	}
-	return out
 }
 
 // note records each host place of one write, and the folders above it the
