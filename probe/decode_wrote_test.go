@@ -37,6 +37,9 @@ func TestDecodeWrote(t *testing.T) {
 		{"unclean", rep("s", probe.KindStash, "~/.gatehouse-state", "/tmp/../etc/passwd"), false},
 		{"too many", rep("s", probe.KindStash, "~/.gatehouse-state", many...), false},
 		{"too long together", rep("s", probe.KindStash, "~/.gatehouse-state", long...), false},
+		{"an http attempt names no folder made", madeRep(t, "h", probe.KindHTTP, "http://203.0.113.10/", "/tmp"), false},
+		{"a stash names the folders it made", madeRep(t, "s", probe.KindStash, "~/.gatehouse-state", "/home/agent/.cache"), true},
+		{"a folder made, relative", madeRep(t, "s", probe.KindStash, "~/.gatehouse-state", "home"), false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -62,4 +65,10 @@ func TestWroteReportLineFitsTheLineLimit(t *testing.T) {
 	if n, max := len(reportLine(t, r)), probe.DefaultLimits().MaxLine; n >= max {
 		t.Errorf("worst report line is %d bytes, the limit is %d", n, max)
 	}
+}
+
+func madeRep(t *testing.T, id, kind, target string, made ...string) string {
+	r := probe.Report{ID: id, Kind: kind, Target: target, Outcome: probe.OutcomeCompleted,
+		Start: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), Made: made}
+	return reportLine(t, r)
 }

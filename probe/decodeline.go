@@ -17,7 +17,7 @@ import (
 var reportKeys = map[string]bool{
 	"id": true, "kind": true, "target": true, "outcome": true, "error": true,
 	"status": true, "bytes": true, "excerpt": true, "start": true, "duration_ms": true,
-	"active_from": true, "active_to": true, "wrote": true,
+	"active_from": true, "active_to": true, "wrote": true, "made": true,
 }
 
 var outcomes = map[string]bool{
@@ -108,17 +108,20 @@ func (d *decoder) check(rep Report) error {
 // checkWrote holds a report's written paths to the caps: only writing
 // kinds list any, each an absolute clean path.
 func checkWrote(rep Report) error {
-	if len(rep.Wrote) == 0 {
+	if len(rep.Wrote)+len(rep.Made) == 0 {
 		return nil
 	}
 	if !wroteKinds[rep.Kind] {
 		return fmt.Errorf("a %s attempt lists paths written", rep.Kind)
 	}
-	if len(rep.Wrote) > MaxWrote {
+	if len(rep.Made) > 0 && rep.Kind != KindStash {
+		return fmt.Errorf("a %s attempt lists folders made", rep.Kind)
+	}
+	if len(rep.Wrote)+len(rep.Made) > MaxWrote {
 		return fmt.Errorf("more than %d paths written", MaxWrote)
 	}
 	n := 0
-	for _, p := range rep.Wrote {
+	for _, p := range append(append([]string(nil), rep.Wrote...), rep.Made...) {
 		n += len(p)
 		if !filepath.IsAbs(p) || filepath.Clean(p) != p || strings.ContainsRune(p, 0) {
 			return fmt.Errorf("written path %s is not a clean absolute path", quote([]byte(p)))

@@ -165,6 +165,10 @@ type Report struct {
 	// own bytes on the host. Capped (MaxWrote, MaxWroteBytes); hostile,
 	// like the rest: the harness removes nothing on its word alone.
 	Wrote []string `json:"wrote,omitempty"`
+	// Made lists the folders a stash made above its file (they were not
+	// there): the only folders the harness may take back with it. Within
+	// the same caps as Wrote, together.
+	Made []string `json:"made,omitempty"`
 }
 
 // Outcomes a report may carry.

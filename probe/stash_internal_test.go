@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -14,10 +15,18 @@ import (
 func TestStash(t *testing.T) {
 	home := t.TempDir()
 	t.Setenv("HOME", home)
-	for _, v := range []string{"first\n", "second\n"} {
+	for i, v := range []string{"first\n", "second\n"} {
 		var rep Report
 		if err := doStash(Step{Target: "~/.cache/pip/state", Payload: v}, &rep); err != nil {
 			t.Fatal(err)
+		}
+		// The first made both folders and says so; the second made none.
+		wantMade := []string{filepath.Join(home, ".cache/pip"), filepath.Join(home, ".cache")}
+		if i == 1 {
+			wantMade = nil
+		}
+		if !slices.Equal(rep.Made, wantMade) {
+			t.Errorf("stash %d: made %q, want %q", i, rep.Made, wantMade)
 		}
 		if want := filepath.Join(home, ".cache/pip/state"); rep.Excerpt != want || len(rep.Wrote) != 1 || rep.Wrote[0] != want {
 			t.Errorf("excerpt %q, wrote %q; want the path written %q in both", rep.Excerpt, rep.Wrote, want)

@@ -31,20 +31,26 @@ func BeatLine(tag string) string { return "beat " + tag + "\n" }
 
 // wrote notes a path the attempt wrote (or made: a socket file), in the
 // report, as far as the caps allow. The harness checks every one itself.
-func wrote(rep *Report, p string) {
+func wrote(rep *Report, p string) { note(rep, &rep.Wrote, p) }
+
+// made notes a folder the attempt made.
+func made(rep *Report, p string) { note(rep, &rep.Made, p) }
+
+// note adds p to list, within the caps Wrote and Made share.
+func note(rep *Report, list *[]string, p string) {
 	p = filepath.Clean(p)
-	if !filepath.IsAbs(p) || len(rep.Wrote) >= MaxWrote {
+	if !filepath.IsAbs(p) || len(rep.Wrote)+len(rep.Made) >= MaxWrote {
 		return
 	}
 	n := len(p)
-	for _, w := range rep.Wrote {
+	for _, w := range append(append([]string(nil), rep.Wrote...), rep.Made...) {
 		if w == p {
 			return
 		}
 		n += len(w)
 	}
 	if n <= MaxWroteBytes {
-		rep.Wrote = append(rep.Wrote, p)
+		*list = append(*list, p)
 	}
 }
 

@@ -37,8 +37,6 @@ const harnessRoot = "/run/gatehouse"
 // hostWrites is the run's record of the places on the host its probe may
 // have written.
 type hostWrites struct {
-	since time.Time // the run's start: what was born after it is the run's
-
 	mu      sync.Mutex
 	host    []hostwrite.Mount // the harness's own mount table, read once
 	hostErr error
@@ -52,66 +50,69 @@ type hostWrites struct {
 
 type placeKey struct{ path, form string }
 
-func newHostWrites(since time.Time) *hostWrites {
-	return &hostWrites{since: since, views: map[string]*hostwrite.View{}, noted: map[placeKey]map[string]func(){}}
+func newHostWrites() *hostWrites {
+	return &hostWrites{views: map[string]*hostwrite.View{}, noted: map[placeKey]map[string]func(){}}
 }
 
-// before notes the places a plan will write, before it is sent: what is
-// there already is not the run's.
-func (h *hostWrites) before(ctx context.Context, r *runner, s *scenario, p probe.Plan) {
+// before notes the places a plan will write, before it is sent, and
+// returns when: what is there already is not the run's, and what was
+// born before it was not made by this plan.
+func (h *hostWrites) before(ctx context.Context, r *runner, s *scenario, p probe.Plan) time.Time {
+	sent := time.Now()
 	if h == nil || !writing(p) {
-		return
+		return sent
 	}
 	v := h.view(ctx, r, s)
 	for _, w := range planned(p, v) {
-		h.note(s, v, w, true)
+		h.note(s, v, w, sent, true)
 	}
+	return sent
 }
 
-// after notes the places the probe says it wrote.
-func (h *hostWrites) after(ctx context.Context, r *runner, s *scenario, p probe.Plan, reps []probe.Report) {
+// after notes the places the probe says it wrote, and the folders it says
+// it made, for the plan sent at sent.
+func (h *hostWrites) after(ctx context.Context, r *runner, s *scenario, p probe.Plan, reps []probe.Report, sent time.Time) {
 	if h == nil || !writing(p) {
 		return
 	}
 	v := h.view(ctx, r, s)
 	for _, w := range learned(p, reps) {
-		h.note(s, v, w, false)
+		h.note(s, v, w, sent, false)
 	}
 }
 
-// note records each host place of one write, and the folders above it the
-// run may make, on the run's list and its ledger.
-func (h *hostWrites) note(s *scenario, v *hostwrite.View, pw probeWrite, planning bool) {
+// note records each host place of one write on the run's list and its
+// ledger; before the plan is sent, also the folders above a file that are
+// not there yet (a stash makes the missing ones).
+func (h *hostWrites) note(s *scenario, v *hostwrite.View, pw probeWrite, sent time.Time, planning bool) {
 	if pw.form == hostwrite.File && (len(pw.payload) < hostwrite.MinPayload || len(probe.Tokens([]byte(pw.payload))) == 0) {
 		return // not the run's beyond doubt: never taken back
 	}
 	for _, pl := range v.Places(pw.inside) {
-		if h.harness(s, pl.Path) {
+		if h.harness(s, pl.Path) || (pw.form == hostwrite.Folder && !pl.Mapped) {
+			// A folder is the probe's only where the session's view is
+			// the host's: the same path elsewhere is someone else's.
 			continue
 		}
 		under, rel := v.Split(pl.Path)
 		if rel == "" {
 			continue // a mount point itself is never the probe's
 		}
-		w := hostwrite.Write{Under: under, Rel: rel, Form: pw.form, Since: h.since, Mapped: pl.Mapped}
+		w := hostwrite.Write{Under: under, Rel: rel, Form: pw.form, Since: sent, Mapped: pl.Mapped}
 		if pw.payload != "" {
 			w.Payloads = []string{pw.payload}
 		}
-		exists, _, err := hostwrite.Look(under, rel, h.since)
+		exists, _, err := hostwrite.Look(under, rel, sent)
 		w.Absent = planning && !exists && err == nil
 		h.record(w, pw.payload)
-		if !pl.Mapped {
-			continue // only the same path on the host: no folder of it is the probe's
+		if !planning || !pl.Mapped || pw.form == hostwrite.Folder {
+			continue
 		}
-		// The folders above it that the probe may make (a stash makes
-		// the missing ones): those not there before the plan, or made
-		// during the run.
 		for dir := path.Dir(rel); dir != "." && dir != "/"; dir = path.Dir(dir) {
-			exists, made, err := hostwrite.Look(under, dir, h.since)
-			if err != nil || (exists && !made) {
+			if exists, _, err := hostwrite.Look(under, dir, sent); exists || err != nil {
 				break
 			}
-			h.record(hostwrite.Write{Under: under, Rel: dir, Form: hostwrite.Folder, Since: h.since, Absent: planning && !exists, Mapped: pl.Mapped}, "")
+			h.record(hostwrite.Write{Under: under, Rel: dir, Form: hostwrite.Folder, Since: sent, Absent: true, Mapped: true}, "")
 		}
 	}
 }

@@ -84,6 +84,16 @@ func learned(p probe.Plan, reps []probe.Report) []probeWrite {
 		for _, w := range rep.Wrote {
 			out = append(out, probeWrite{w, form, payload})
 		}
+		// The folders a stash says it made, above a file it wrote: no
+		// other folder of the host is ever taken back on its word.
+		for _, m := range rep.Made {
+			for _, w := range rep.Wrote {
+				if strings.HasPrefix(w, strings.TrimSuffix(m, "/")+"/") {
+					out = append(out, probeWrite{m, hostwrite.Folder, ""})
+					break
+				}
+			}
+		}
 	}
 	return out
 }

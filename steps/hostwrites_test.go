@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/gatehouse-dev/gatehouse/internal/hostwrite"
 	"github.com/gatehouse-dev/gatehouse/probe"
@@ -49,7 +48,8 @@ func TestPlannedWrites(t *testing.T) {
 		t.Errorf("planned:\n%q\nwant\n%q", got, want)
 	}
 	reps := []probe.Report{
-		{ID: "b", Kind: probe.KindStash, Wrote: []string{"/home/agent/.gatehouse-state"}},
+		{ID: "b", Kind: probe.KindStash, Wrote: []string{"/home/agent/.gatehouse-state"},
+			Made: []string{"/home/agent", "/etc"}}, // /etc is above no file it wrote: never taken
 		{ID: "d", Kind: probe.KindSend, Wrote: []string{"/home/agent/" + xs}},
 		{ID: "f", Kind: probe.KindReceive, Wrote: []string{"/tmp/" + probe.XSSocket("ghc0123456789abcdef")}},
 		{ID: "zz", Kind: probe.KindStash, Wrote: []string{"/etc/passwd"}}, // not in the plan
@@ -57,6 +57,7 @@ func TestPlannedWrites(t *testing.T) {
 	_, home := probe.XSFile("ghc0123456789abcdef", "$HOME")
 	wantLearned := []probeWrite{
 		{"/home/agent/.gatehouse-state", hostwrite.File, testNote},
+		{"/home/agent", hostwrite.Folder, ""},
 		{"/home/agent/" + xs, hostwrite.File, home},
 		{"/tmp/" + probe.XSSocket("ghc0123456789abcdef"), hostwrite.Socket, ""},
 	}
@@ -110,7 +111,12 @@ func TestHostWritesTakenBack(t *testing.T) {
 	if err := os.Symlink(secret, filepath.Join(dir, "link")); err != nil {
 		t.Fatal(err)
 	}
-	h := newHostWrites(time.Now())
+	// A folder something else made during the run, before the plan: the
+	// daemon's own (a docker data root's "containers"), never the probe's.
+	if err := os.Mkdir(filepath.Join(dir, "theirs"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h := newHostWrites()
 	r := &runner{effective: map[string]any{}, hw: h}
 	s := &scenario{session: "s1", path: targets.PathBreach}
 	// The session shares the harness's mounts (firejail as root): its
@@ -125,8 +131,9 @@ func TestHostWritesTakenBack(t *testing.T) {
 		{ID: "team", Kind: probe.KindStash, Target: filepath.Join(dir, "CLAUDE.md"), Payload: testNote},
 		{ID: "link", Kind: probe.KindStash, Target: filepath.Join(dir, "link"), Payload: testNote},
 		{ID: "plain", Kind: probe.KindStash, Target: filepath.Join(dir, "plain"), Payload: "no value of the run in it\n"},
+		{ID: "below", Kind: probe.KindStash, Target: filepath.Join(dir, "theirs", "sub", "state"), Payload: testNote},
 	}}
-	h.before(t.Context(), r, s, p)
+	sent := h.before(t.Context(), r, s, p)
 	// What the probe does through a sandbox that shows it dir.
 	appendTo := func(p, s string) {
 		t.Helper()
@@ -143,7 +150,7 @@ func TestHostWritesTakenBack(t *testing.T) {
 	for _, st := range p.Steps {
 		appendTo(st.Target, st.Payload)
 	}
-	h.after(t.Context(), r, s, p, nil)
+	h.after(t.Context(), r, s, p, nil, sent)
 	if len(h.writes) == 0 {
 		t.Fatal("nothing noted")
 	}
@@ -158,6 +165,12 @@ func TestHostWritesTakenBack(t *testing.T) {
 	}
 	if _, err := os.Lstat(filepath.Join(dir, "cache")); !os.IsNotExist(err) {
 		t.Errorf("the note's file and the folders it made are still there: %v (removed %q)", err, hw.RemovedPaths)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "theirs", "sub")); !os.IsNotExist(err) {
+		t.Errorf("the folder the note made in someone else's is still there: %v", err)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "theirs")); err != nil {
+		t.Errorf("a folder made before the plan was removed: %v", err)
 	}
 	if b, _ := os.ReadFile(filepath.Join(dir, "CLAUDE.md")); string(b) != "# the team's\n" {
 		t.Errorf("the team's file holds %q", b)

@@ -166,7 +166,7 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	if cfg.Progress == nil {
 		cfg.Progress = io.Discard
 	}
-	r := &runner{cfg: cfg, ctx: ctx, effective: map[string]any{}, hw: newHostWrites(time.Now())}
+	r := &runner{cfg: cfg, ctx: ctx, effective: map[string]any{}, hw: newHostWrites()}
 	det, err := startDetectors(ctx, cfg)
 	if err != nil {
 		return nil, err

@@ -9,7 +9,7 @@
 // (each holds a value the run minted, so no one else's bytes can match),
 // and it is removed only when nothing else is left in it and it was made
 // during the run; a folder or a socket goes only when the run made it
-// (born after the run began, or seen absent when the plan was sent) and,
+// (born after the plan that may write it was sent, or seen absent then) and,
 // for a folder, when it is empty and not a mount point. Every path is
 // resolved below a host folder with no link followed (the sandbox may have
 // swapped the path for a link to a host file) and no FIFO or device
@@ -47,7 +47,10 @@ type Write struct {
 	Form  string `json:"form"`
 	// Payloads, for a File, are the exact bytes each write put there.
 	Payloads []string `json:"payloads,omitempty"`
-	// Since is when the run began: what was born after it is the run's.
+	// Since is when the plan that may write the place was sent: what was
+	// born after it is the run's; what was there before is not. Folders
+	// the harness or a daemon makes during the run, before the plan, are
+	// never taken for the probe's.
 	Since time.Time `json:"since"`
 	// Absent says nothing was at the place when the harness looked, before
 	// the plan that may write it was sent: what is there now was made by

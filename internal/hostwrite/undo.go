@@ -17,8 +17,8 @@ import (
 const MaxFile = 1 << 20
 
 // clockSlack allows for the kernel's coarse file clock, which can stamp a
-// file made just after the run began a few milliseconds before it.
-const clockSlack = 100 * time.Millisecond
+// file made just after the plan was sent a few milliseconds before it.
+const clockSlack = 20 * time.Millisecond
 
 // Undo takes back the write, once the sandbox that made it is gone. An
 // error that wraps ErrLeft means the run's bytes (or the folder or socket
@@ -70,7 +70,7 @@ func (w Write) Undo() (Outcome, error) {
 }
 
 // made says whether the run made the entry: seen absent before, or born
-// after the run began.
+// after the plan was sent.
 func (w Write) made(st *unix.Statx_t) bool {
 	if w.Absent {
 		return true
