@@ -147,9 +147,9 @@ func (e hostEntry) left(before map[string]hostEntry, values map[string]bool, lab
 
 // checkIPC: no SysV segment and no message queue of the run's
 // cross-session channels is left in the host's IPC namespace.
-func checkIPC(t *testing.T, dir string) {
+func checkIPC(t *testing.T, r runOutput) {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, "traces", "probe-attempts.jsonl"))
+	b, err := os.ReadFile(filepath.Join(r.dir, "traces", "probe-attempts.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +160,13 @@ func checkIPC(t *testing.T, dir string) {
 		}
 	}
 	if len(keys) == 0 {
-		t.Fatal("no SysV key in the run's attempts: cross-session did not try its IPC channels")
+		var why []string
+		for _, res := range r.results {
+			if res.Gate == "cross-session" {
+				why = append(why, res.Path+": "+string(res.Verdict)+" "+res.Reason)
+			}
+		}
+		t.Fatalf("no SysV key in the run's attempts: cross-session did not try its IPC channels, so its writes were not all covered: %q", why)
 	}
 	shm, _ := os.ReadFile("/proc/sysvipc/shm")
 	for k := range keys {

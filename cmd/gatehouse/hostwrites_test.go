@@ -82,7 +82,7 @@ func TestProbeWritesLeaveNothingOnTheHost(t *testing.T) {
 					t.Errorf("left on the host: %s (%s)", e.path, why)
 				}
 			}
-			checkIPC(t, r.dir)
+			checkIPC(t, r)
 			if out, err := exec.Command("ip", "netns", "list").CombinedOutput(); bytes.Contains(out, []byte("Peer netns reference is invalid")) {
 				t.Logf("ip netns list (another run's entry?): %s %v", out, err)
 			}
