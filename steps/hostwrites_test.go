@@ -195,3 +195,37 @@ func TestHostWritesTakenBack(t *testing.T) {
 		t.Errorf("findings %q, want the unread mount tables named", other.findings)
 	}
 }
+
+// What cannot be taken back is counted, named with why, and stays noted
+// (on the ledger, for lab down to try again).
+func TestHostWritesLeftoverCounted(t *testing.T) {
+	dir := t.TempDir()
+	big := filepath.Join(dir, "gatehouse-state")
+	h := newHostWrites()
+	r := &runner{effective: map[string]any{}, hw: h}
+	s := &scenario{session: "s1", path: targets.PathBreach}
+	hm, err := hostwrite.HostMounts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.views[s.session] = &hostwrite.View{Host: hm, Inside: [][]hostwrite.Mount{hm}}
+	p := probe.Plan{Steps: []probe.Step{{ID: "a", Kind: probe.KindStash, Target: big, Payload: testNote}}}
+	sent := h.before(t.Context(), r, s, p)
+	// The run's note in a file too large to edit.
+	if err := os.WriteFile(big, []byte(testNote+strings.Repeat("x", hostwrite.MaxFile)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h.after(t.Context(), r, s, p, nil, sent)
+	hw := h.undo()
+	if hw.Left != 1 || len(hw.LeftPaths) != 1 || !strings.HasPrefix(hw.LeftPaths[0], big+": ") {
+		t.Errorf("left %d %q, want %s named with why", hw.Left, hw.LeftPaths, big)
+	}
+	if len(h.noted) != 1 {
+		t.Errorf("%d places still noted, want the one left", len(h.noted))
+	}
+	for _, rels := range h.noted {
+		for _, rel := range rels {
+			rel() // this test's own ledger notes
+		}
+	}
+}
