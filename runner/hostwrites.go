@@ -12,11 +12,11 @@ import (
 // names more.
 const shownLeft = 10
 
-// reportHostWrites says, in the run's output, what the probe wrote on the
+// ReportHostWrites says, in the run's output, what the probe wrote on the
 // host through the sandbox and what could not be taken back. A leftover
 // changes no verdict (the gates judge the sandbox) and no exit code, but
 // the run says it plainly: it is on this machine now.
-func reportHostWrites(w io.Writer, hw *evidence.HostWrites) {
+func ReportHostWrites(w io.Writer, hw *evidence.HostWrites) {
 	if hw == nil || hw.Removed+hw.Left == 0 {
 		return
 	}

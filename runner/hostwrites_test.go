@@ -14,8 +14,8 @@ import (
 // on the host.
 func TestReportHostWrites(t *testing.T) {
 	var b bytes.Buffer
-	reportHostWrites(&b, &evidence.HostWrites{})
-	reportHostWrites(&b, nil)
+	ReportHostWrites(&b, &evidence.HostWrites{})
+	ReportHostWrites(&b, nil)
 	if b.Len() != 0 {
 		t.Errorf("output with nothing written on the host: %q", b.String())
 	}
@@ -23,7 +23,7 @@ func TestReportHostWrites(t *testing.T) {
 	for i := range left {
 		left[i] = fmt.Sprintf("/tmp/gatehouse-state-%d: left on the host", i)
 	}
-	reportHostWrites(&b, &evidence.HostWrites{Removed: 3, Left: 12, LeftPaths: left})
+	ReportHostWrites(&b, &evidence.HostWrites{Removed: 3, Left: 12, LeftPaths: left})
 	out := b.String()
 	for _, want := range []string{"3 place(s) taken back", "LEFT ON THE HOST: 12 place(s)", "/tmp/gatehouse-state-0:", "and 2 more in run.json host_writes"} {
 		if !strings.Contains(out, want) {

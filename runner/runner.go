@@ -183,7 +183,7 @@ func Execute(ctx context.Context, spec Spec) (*Outcome, error) {
 		rec.ImageDigest = ImageDigest(out.Effective)
 		results = out.Results
 		rec.HostWrites = out.HostWrites
-		reportHostWrites(progress, out.HostWrites)
+		ReportHostWrites(progress, out.HostWrites)
 	}
 	if results == nil {
 		results = []evidence.Result{}
