@@ -168,6 +168,26 @@ type Run struct {
 	// what it left out; absent when every trace is whole. A verdict that
 	// reads a cut trace is never PASS (RecheckTraces).
 	TracesCut map[string]TraceCut `json:"traces_cut,omitempty"`
+
+	// HostWrites is what the probe wrote on the host itself, where a
+	// sandbox showed it the host's own folders, and what became of it
+	// once the sessions were gone. Not a verdict: the gates judge the
+	// sandbox; this says what the harness could not clean up after it.
+	HostWrites *HostWrites `json:"host_writes,omitempty"`
+}
+
+// MaxHostWritesListed bounds each list of HostWrites.
+const MaxHostWritesListed = 100
+
+// HostWrites counts the places on the host the run's probe writes were
+// found in and taken back from (the run's own bytes only), and those it
+// could not: leftovers, each named with why (the first
+// MaxHostWritesListed of each).
+type HostWrites struct {
+	Removed      int      `json:"removed"`
+	Left         int      `json:"left"`
+	RemovedPaths []string `json:"removed_paths,omitempty"`
+	LeftPaths    []string `json:"left_paths,omitempty"`
 }
 
 // Crossing is one session's value reported by another session's probe. The

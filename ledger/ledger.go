@@ -22,6 +22,8 @@ import (
 	"strconv"
 	"sync"
 	"syscall"
+
+	"github.com/gatehouse-dev/gatehouse/internal/hostwrite"
 )
 
 // Root holds one folder per recording process.
@@ -34,12 +36,18 @@ const (
 	Path    = "path"     // a file or folder, removed with everything in it
 	SysvShm = "sysv-shm" // a System V shared-memory key, in the host's IPC namespace
 	Mqueue  = "mqueue"   // a POSIX message queue name (/gatehouse-...), in the host's IPC namespace
+	// ProbeWrite is a place on the host a sandboxed probe may have written
+	// (a leaky sandbox showed it the host's own folders): only the run's
+	// own payloads are taken out of it, and it is removed only if the run
+	// made it (see hostwrite). What is its path; Write says how.
+	ProbeWrite = "probe-write"
 )
 
 // Entry is one thing a process made.
 type Entry struct {
-	Kind string `json:"kind"`
-	What string `json:"what"` // a path, a namespace name or a key
+	Kind  string           `json:"kind"`
+	What  string           `json:"what"`            // a path, a namespace name or a key
+	Write *hostwrite.Write `json:"write,omitempty"` // ProbeWrite: the run's bytes, and when it began
 }
 
 type ledger struct {

@@ -2,13 +2,16 @@ package ledger_test
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/internal/hostwrite"
 	"github.com/gatehouse-dev/gatehouse/ledger"
 )
 
@@ -92,5 +95,108 @@ func TestSweepRefusesWhatIsNotOurs(t *testing.T) {
 	}
 	if _, err := os.Stat(victim); err != nil {
 		t.Fatalf("the folder that is not ours was removed: %v", err)
+	}
+}
+
+// A run killed while its sandbox's probe had written on the host leaves
+// probe-write entries: the sweep takes the run's payloads out (merged by
+// place: two sessions appended to one file), restores a team's file,
+// removes a folder the run made, follows no link, and refuses a record
+// that is not one.
+func TestSweepUndoesProbeWrites(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the ledger lives under /run/gatehouse")
+	}
+	host := t.TempDir()
+	since := time.Now().Add(-time.Second)
+	a, b := "Note for the next session: ghst00000000000000aa\n", "Note for the next session: ghst00000000000000bb\n"
+	write := func(name, s string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(host, name), []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("gatehouse-state", a+b)
+	write("CLAUDE.md", "# the team's\n"+a)
+	secret := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secret, []byte("key\n"+a), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(secret, filepath.Join(host, "link")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(host, "made"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(ledger.Root, "2-probewrite")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.WriteFile(filepath.Join(dir, "lock"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	entries := []ledger.Entry{
+		{Kind: ledger.ProbeWrite, Write: &hostwrite.Write{Under: host, Rel: "gatehouse-state", Form: hostwrite.File, Payloads: []string{a}, Since: since, Mapped: true}},
+		{Kind: ledger.ProbeWrite, Write: &hostwrite.Write{Under: host, Rel: "gatehouse-state", Form: hostwrite.File, Payloads: []string{b}, Since: since, Mapped: true}},
+		{Kind: ledger.ProbeWrite, Write: &hostwrite.Write{Under: host, Rel: "CLAUDE.md", Form: hostwrite.File, Payloads: []string{a}, Since: time.Now().Add(time.Hour), Mapped: true}},
+		{Kind: ledger.ProbeWrite, Write: &hostwrite.Write{Under: host, Rel: "link", Form: hostwrite.File, Payloads: []string{a}, Since: since, Mapped: true}},
+		{Kind: ledger.ProbeWrite, Write: &hostwrite.Write{Under: host, Rel: "made", Form: hostwrite.Folder, Since: since, Mapped: true}},
+	}
+	for i, e := range entries {
+		e.What = e.Write.Path()
+		j, _ := json.Marshal(e)
+		if err := os.WriteFile(filepath.Join(dir, strconv.Itoa(i+1)+".json"), j, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	sw, err := ledger.Sweep(ctx)
+	if err != nil {
+		t.Fatalf("sweep: %v", err)
+	}
+	if _, err := os.Lstat(filepath.Join(host, "gatehouse-state")); !os.IsNotExist(err) {
+		t.Errorf("the run's file is still there: %v", err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(host, "CLAUDE.md")); string(got) != "# the team's\n" {
+		t.Errorf("the team's file holds %q, want its own line only", got)
+	}
+	if got, _ := os.ReadFile(secret); string(got) != "key\n"+a {
+		t.Errorf("a file behind a link was edited: %q", got)
+	}
+	if _, err := os.Lstat(filepath.Join(host, "made")); !os.IsNotExist(err) {
+		t.Errorf("the folder the run made is still there: %v", err)
+	}
+	n := 0
+	for _, e := range sw.Removed {
+		if e.Kind == ledger.ProbeWrite {
+			n++
+		}
+	}
+	if n != 4 {
+		t.Errorf("sweep reports %d probe writes dealt with, want 4 (one per place): %+v", n, sw.Removed)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("the dead run's ledger is still there: %v", err)
+	}
+
+	// A record that is not one is refused, and nothing is touched.
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "lock"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	write("forged", "x")
+	forged := `{"kind":"probe-write","what":"` + filepath.Join(host, "forged") + `","write":{"under":"` + host + `","rel":"forged","form":"file","payloads":["x"],"since":"2000-01-01T00:00:00Z"}}`
+	if err := os.WriteFile(filepath.Join(dir, "1.json"), []byte(forged), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ledger.Sweep(ctx); err == nil || !strings.Contains(err.Error(), "not a record") {
+		t.Errorf("sweep error %v, want a refusal of the forged record", err)
+	}
+	if _, err := os.Stat(filepath.Join(host, "forged")); err != nil {
+		t.Errorf("the forged record's file was touched: %v", err)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gatehouse-dev/gatehouse/internal/hostenv"
+	"github.com/gatehouse-dev/gatehouse/internal/hostwrite"
 )
 
 // Swept is what Sweep removed.
@@ -102,13 +103,41 @@ func sweepOne(ctx context.Context, dir string) (removed []Entry, dead bool, err 
 		return len(items[i].e.What) > len(items[j].e.What)
 	})
 	var errs []error
+	var writes []item
 	for _, it := range items {
+		if it.e.Kind == ProbeWrite {
+			writes = append(writes, it)
+			continue
+		}
 		if err := remove(ctx, it.e); err != nil {
 			errs = append(errs, err)
 			continue
 		}
 		_ = os.Remove(it.file)
 		removed = append(removed, it.e)
+	}
+	// The probe's writes last, once the sessions' processes are killed,
+	// and merged by place: several sessions append to one file.
+	var ws []hostwrite.Write
+	noted := map[string][]string{}
+	for _, it := range writes {
+		if it.e.Write == nil || it.e.Write.Check() != nil {
+			errs = append(errs, fmt.Errorf("refusing probe write %q: not a record of one", it.e.What))
+			continue
+		}
+		ws = append(ws, *it.e.Write)
+		k := it.e.Write.Form + " " + it.e.Write.Path()
+		noted[k] = append(noted[k], it.file)
+	}
+	for _, w := range hostwrite.Merge(ws) {
+		if _, err := w.Undo(); w.Leftover(err) {
+			errs = append(errs, err)
+			continue
+		}
+		for _, f := range noted[w.Form+" "+w.Path()] {
+			_ = os.Remove(f)
+		}
+		removed = append(removed, Entry{Kind: ProbeWrite, What: w.Path()})
 	}
 	if len(errs) == 0 {
 		errs = append(errs, os.RemoveAll(dir))
@@ -161,6 +190,14 @@ func remove(ctx context.Context, e Entry) error {
 		return nil
 	case Mqueue:
 		return unlinkMqueue(e.What)
+	case ProbeWrite:
+		if e.Write == nil {
+			return fmt.Errorf("refusing probe write %q: not a record of one", e.What)
+		}
+		if _, err := e.Write.Undo(); e.Write.Leftover(err) {
+			return err
+		}
+		return nil
 	case Path:
 		if !ours(e.What) {
 			return fmt.Errorf("refusing path %q: not one of ours", e.What)

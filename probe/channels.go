@@ -45,7 +45,7 @@ func doSend(ctx context.Context, s Step, rep *Report) error {
 	case "tcp", "udp":
 		send = func(ctx context.Context) error { return sendNet(ctx, ch, s.Payload) }
 	case "dir":
-		send, done = sendFiles(ch.rest, s.Payload)
+		send, done = sendFiles(ch.rest, s.Payload, func(p string) { wrote(rep, p) })
 	case "unix":
 		send = func(ctx context.Context) error { return sendUnix(ctx, ch.rest, s.Payload) }
 	case "abstract":
@@ -121,7 +121,7 @@ func doReceive(ctx context.Context, s Step, rep *Report) error {
 	case "dir":
 		err = pollFiles(ctx, ch.rest, f)
 	case "unix":
-		err = receiveUnix(ctx, ch.rest, s.Payload, f)
+		err = receiveUnix(ctx, ch.rest, s.Payload, f, func(p string) { wrote(rep, p) })
 	case "abstract":
 		err = receiveAbstract(ctx, ch.rest, s.Payload, f)
 	case "shm":

@@ -82,6 +82,10 @@ func writableCandidate(p string) bool {
 		return true
 	case under("/proc"), under("/sys"), under("/dev"), under(probeHome):
 		return false
+	case under("/run/netns"), under("/var/run/netns"):
+		// The host's namespace handles, where a sandbox shows the host's
+		// /run: a file there breaks `ip netns` for every run on the host.
+		return false
 	}
 	return true
 }
@@ -89,7 +93,7 @@ func writableCandidate(p string) bool {
 // sendFiles writes the value once into a file in each shared folder the
 // target names (see dirsOf) and removes them when the attempt ends. A try
 // succeeds when at least one folder holds the file.
-func sendFiles(where, v string) (func(context.Context) error, func()) {
+func sendFiles(where, v string, note func(string)) (func(context.Context) error, func()) {
 	var written []string
 	send := func(context.Context) error {
 		if len(written) > 0 {
@@ -101,12 +105,14 @@ func sendFiles(where, v string) (func(context.Context) error, func()) {
 		}
 		var last error
 		for _, d := range dirs {
-			p := filepath.Join(d, xsPrefix+tag(v)+"-"+tag(where)) // one file per channel, so two channels on one folder never remove each other's
+			name, _ := XSFile(v, where) // one file per channel, so two channels on one folder never remove each other's
+			p := filepath.Join(d, name)
 			if err := writeXS(p, v); err != nil {
 				last = err
 				continue
 			}
 			written = append(written, p)
+			note(p)
 		}
 		if len(written) == 0 {
 			return last

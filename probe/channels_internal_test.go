@@ -37,6 +37,7 @@ func TestDirsOf(t *testing.T) {
 		"/dev/shm": true, "/dev/shm/x": true, "/tmp": true, "/": true, "/var/tmp": true,
 		"/dev": false, "/dev/mqueue": false, "/proc": false, "/proc/sys": false, "/sys/fs/cgroup": false,
 		"/gatehouse": false, "/gatehouse/bin": false, "/gatehousex": true,
+		"/run/netns": false, "/run/netns/gh-ab12-s1": false, "/var/run/netns": false, "/run": true, "/run/netnsx": true,
 	} {
 		if writableCandidate(p) != want {
 			t.Errorf("writableCandidate(%q) = %v, want %v", p, !want, want)

@@ -122,13 +122,14 @@ func ctxErrOr(ctx context.Context, err error) error {
 }
 
 // receiveUnix listens on a socket file of its own in a shared folder.
-func receiveUnix(ctx context.Context, dir, own string, f *found) error {
-	p := filepath.Join(dir, xsPrefix+tag(own)+".sock")
+func receiveUnix(ctx context.Context, dir, own string, f *found, note func(string)) error {
+	p := filepath.Join(dir, XSSocket(own))
 	var lc net.ListenConfig
 	l, err := lc.Listen(ctx, "unix", p)
 	if err != nil {
 		return err
 	}
+	note(p)
 	defer os.Remove(p)
 	return acceptAll(ctx, l, "unix socket "+p, f)
 }

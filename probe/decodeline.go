@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -15,7 +17,7 @@ import (
 var reportKeys = map[string]bool{
 	"id": true, "kind": true, "target": true, "outcome": true, "error": true,
 	"status": true, "bytes": true, "excerpt": true, "start": true, "duration_ms": true,
-	"active_from": true, "active_to": true,
+	"active_from": true, "active_to": true, "wrote": true, "made": true,
 }
 
 var outcomes = map[string]bool{
@@ -99,6 +101,34 @@ func (d *decoder) check(rep Report) error {
 		return errors.New("an active window needs both ends")
 	case rep.ActiveTo.Before(rep.ActiveFrom):
 		return errors.New("active window ends before it starts")
+	}
+	return checkWrote(rep)
+}
+
+// checkWrote holds a report's written paths to the caps: only writing
+// kinds list any, each an absolute clean path.
+func checkWrote(rep Report) error {
+	if len(rep.Wrote)+len(rep.Made) == 0 {
+		return nil
+	}
+	if !wroteKinds[rep.Kind] {
+		return fmt.Errorf("a %s attempt lists paths written", rep.Kind)
+	}
+	if len(rep.Made) > 0 && rep.Kind != KindStash {
+		return fmt.Errorf("a %s attempt lists folders made", rep.Kind)
+	}
+	if len(rep.Wrote)+len(rep.Made) > MaxWrote {
+		return fmt.Errorf("more than %d paths written", MaxWrote)
+	}
+	n := 0
+	for _, p := range append(append([]string(nil), rep.Wrote...), rep.Made...) {
+		n += len(p)
+		if !filepath.IsAbs(p) || filepath.Clean(p) != p || strings.ContainsRune(p, 0) {
+			return fmt.Errorf("written path %s is not a clean absolute path", quote([]byte(p)))
+		}
+	}
+	if n > MaxWroteBytes {
+		return fmt.Errorf("paths written longer than %d bytes together", MaxWroteBytes)
 	}
 	return nil
 }

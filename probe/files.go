@@ -51,6 +51,7 @@ func doWrite(s Step, rep *Report) error {
 		f.Close()
 		return err
 	}
+	wrote(rep, f.Name())
 	n, err := io.WriteString(f, s.Payload)
 	rep.Bytes = n
 	if cerr := f.Close(); err == nil {

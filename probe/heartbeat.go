@@ -66,7 +66,8 @@ func doHeartbeat(ctx context.Context, s Step, rep *Report) error {
 			}
 		}
 		if s.Path != "" {
-			appendBeat(s.Path+"-"+who, n)
+			tag, _ := ctx.Value(tagKey{}).(string)
+			appendBeat(s.Path+"-"+who, tag)
 		}
 		select {
 		case <-ctx.Done():
@@ -105,12 +106,13 @@ func escapeChild(ctx context.Context, s Step) (int, error) {
 	return pid, nil
 }
 
-// appendBeat appends one line to file, if it can.
-func appendBeat(file string, n int) {
+// appendBeat appends one line to file, if it can: the session's tag, so
+// that the harness can take it back if the file is on the host.
+func appendBeat(file, tag string) {
 	f, err := os.OpenFile(file, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
 		return
 	}
-	fmt.Fprintf(f, "beat %d\n", n)
+	_, _ = f.WriteString(BeatLine(tag))
 	f.Close()
 }

@@ -159,6 +159,16 @@ type Report struct {
 	// bounded by the window the harness saw from outside.
 	ActiveFrom time.Time `json:"active_from,omitzero"`
 	ActiveTo   time.Time `json:"active_to,omitzero"`
+	// Wrote lists what a writing attempt (stash, send, receive, write)
+	// left in place, as absolute paths the probe saw (symlinks resolved):
+	// where the harness looks, once the session is gone, for the run's
+	// own bytes on the host. Capped (MaxWrote, MaxWroteBytes); hostile,
+	// like the rest: the harness removes nothing on its word alone.
+	Wrote []string `json:"wrote,omitempty"`
+	// Made lists the folders a stash made above its file (they were not
+	// there): the only folders the harness may take back with it. Within
+	// the same caps as Wrote, together.
+	Made []string `json:"made,omitempty"`
 }
 
 // Outcomes a report may carry.

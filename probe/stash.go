@@ -1,6 +1,7 @@
 package probe
 
 import (
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -29,8 +30,14 @@ func expandHome(p string) string {
 
 func doStash(s Step, rep *Report) error {
 	p := expandHome(s.Target)
+	missing := missingDirs(filepath.Dir(p))
 	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 		return err
+	}
+	for _, d := range missing {
+		if real, err := filepath.EvalSymlinks(d); err == nil {
+			made(rep, real)
+		}
 	}
 	f, err := openForWrite(p)
 	if err != nil {
@@ -50,6 +57,20 @@ func doStash(s Step, rep *Report) error {
 		if real, rerr := filepath.EvalSymlinks(p); rerr == nil {
 			rep.Excerpt = real
 		}
+		wrote(rep, rep.Excerpt)
 	}
 	return err
+}
+
+// missingDirs are the folders above and including dir that are not there,
+// deepest first: what MkdirAll is about to make.
+func missingDirs(dir string) []string {
+	var out []string
+	for d := filepath.Clean(dir); d != "/" && d != "."; d = filepath.Dir(d) {
+		if _, err := os.Lstat(d); !errors.Is(err, os.ErrNotExist) {
+			break
+		}
+		out = append(out, d)
+	}
+	return out
 }

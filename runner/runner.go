@@ -182,6 +182,8 @@ func Execute(ctx context.Context, spec Spec) (*Outcome, error) {
 		rec.Effective = out.Effective
 		rec.ImageDigest = ImageDigest(out.Effective)
 		results = out.Results
+		rec.HostWrites = out.HostWrites
+		ReportHostWrites(progress, out.HostWrites)
 	}
 	if results == nil {
 		results = []evidence.Result{}

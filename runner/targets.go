@@ -99,7 +99,7 @@ func describeSwept(es []ledger.Entry) string {
 		n[e.Kind]++
 	}
 	var parts []string
-	for _, k := range []string{ledger.Cgroup, ledger.Netns, ledger.SysvShm, ledger.Path} {
+	for _, k := range []string{ledger.Cgroup, ledger.Netns, ledger.SysvShm, ledger.Mqueue, ledger.Path, ledger.ProbeWrite} {
 		if n[k] > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", n[k], k))
 		}

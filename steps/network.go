@@ -119,6 +119,8 @@ func (r *runner) runProbe(ctx context.Context, s *scenario, steps []probe.Step) 
 // ever proof that an attempt was claimed. Every probe run goes through here.
 func (r *runner) runPlan(ctx context.Context, s *scenario, p probe.Plan, limit time.Duration) ([]probe.Report, error) {
 	p.Session, p.Canary = s.session, s.canary
+	// Where the plan writes, noted before it is sent (hostwrites.go).
+	sent := r.hw.before(ctx, r, s, p)
 	lim := probe.DefaultLimits()
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
@@ -144,6 +146,7 @@ func (r *runner) runPlan(ctx context.Context, s *scenario, p probe.Plan, limit t
 	if err != nil {
 		return nil, fmt.Errorf("read probe output of %s: %w", s.session, err)
 	}
+	r.hw.after(ctx, r, s, p, reps, sent)
 	if out.stdout.Truncated() {
 		problems = append(problems, fmt.Sprintf("probe output over %d bytes: %d bytes dropped", out.stdout.N, out.stdout.Dropped()))
 	}

@@ -170,6 +170,7 @@ var kernelTypes = map[string]bool{
 	"proc": true, "sysfs": true, "devpts": true, "mqueue": true, "cgroup": true, "cgroup2": true,
 	"debugfs": true, "tracefs": true, "securityfs": true, "bpf": true, "pstore": true,
 	"efivarfs": true, "binfmt_misc": true, "autofs": true, "fusectl": true, "configfs": true,
+	"nsfs": true, // a namespace handle (/run/netns/NAME) is a file, never a place
 }
 
 // writableMounts picks the writable folders' mount points out of a
@@ -192,6 +193,11 @@ func writableMounts(mounts []string) []string {
 		switch {
 		case under("/dev/shm"):
 		case under("/proc"), under("/sys"), under("/dev"), under("/gatehouse"):
+			continue
+		case under("/run/netns"), under("/var/run/netns"):
+			// The host's namespace handles, where a sandbox shows the
+			// host's /run: a file or folder there breaks `ip netns` for
+			// every run on the host ("Peer netns reference is invalid").
 			continue
 		}
 		if !seen[pt] {

@@ -134,9 +134,12 @@ type Duration int
 type Outcome struct {
 	Results   []evidence.Result
 	Attempts  []evidence.Attempt
-	Effective map[string]any     // per path, what Inspect read back
-	Status    int                // godog's own status (0 ok, 1 failed, 2 option error)
-	rejudges  map[string]rejudge // by session/gate, for Rejudge
+	Effective map[string]any // per path, what Inspect read back
+	Status    int            // godog's own status (0 ok, 1 failed, 2 option error)
+	// HostWrites is what the probe wrote on the host itself and what
+	// became of it once every session was gone (hostwrites.go).
+	HostWrites *evidence.HostWrites
+	rejudges   map[string]rejudge // by session/gate, for Rejudge
 }
 
 // ErrNoScenarios means the selection matched nothing: never a pass.
@@ -163,7 +166,7 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	if cfg.Progress == nil {
 		cfg.Progress = io.Discard
 	}
-	r := &runner{cfg: cfg, ctx: ctx, effective: map[string]any{}}
+	r := &runner{cfg: cfg, ctx: ctx, effective: map[string]any{}, hw: newHostWrites()}
 	det, err := startDetectors(ctx, cfg)
 	if err != nil {
 		return nil, err
@@ -212,6 +215,9 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 		Options:             &opts,
 	}
 	status := suite.Run()
+	// Every session is gone: what the probe wrote on the host is taken
+	// back now, whatever the verdicts (and on Ctrl-C too).
+	hostWrites := r.hw.undo()
 	var detErr error
 	if r.det != nil {
 		detErr = r.det.stop()
@@ -228,7 +234,7 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 			}
 		}
 	}
-	out := &Outcome{Status: status, Effective: r.effective, rejudges: map[string]rejudge{}}
+	out := &Outcome{Status: status, Effective: r.effective, rejudges: map[string]rejudge{}, HostWrites: hostWrites}
 	r.mu.Lock()
 	for k, f := range r.rejudges {
 		out.rejudges[k] = f
@@ -316,8 +322,9 @@ type runner struct {
 	rejudges  map[string]rejudge
 	attempts  []evidence.Attempt
 	effective map[string]any
-	det       *detector  // nil: detection not measured
-	resp      *responder // nil: no response asked for
+	det       *detector   // nil: detection not measured
+	resp      *responder  // nil: no response asked for
+	hw        *hostWrites // where the probe wrote on the host
 }
 
 func (r *runner) nextSession() string {

@@ -231,6 +231,8 @@ func rehearse(ctx context.Context, f runFlags, p *plan, repo, reportName string,
 	if out != nil {
 		rec.Effective, rec.ImageDigest = out.Effective, runner.ImageDigest(out.Effective)
 		results = out.Results
+		rec.HostWrites = out.HostWrites
+		runner.ReportHostWrites(stdout, out.HostWrites)
 		out.Rejudge(l.Hits())
 	}
 	if results == nil {

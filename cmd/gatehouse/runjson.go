@@ -24,6 +24,9 @@ type runDoc struct {
 	// TracesCut is run.json's traces_cut: the traces that reached their
 	// limit and what they dropped (absent when every trace is whole).
 	TracesCut map[string]evidence.TraceCut `json:"traces_cut,omitempty"`
+	// HostWrites is run.json's host_writes: what the probe wrote on the
+	// host through the sandbox, taken back or left. Not a verdict.
+	HostWrites *evidence.HostWrites `json:"host_writes,omitempty"`
 }
 
 // runResult is a verify row plus what only a live run has: the response
@@ -51,7 +54,7 @@ func decide(results []evidence.Result) (string, int) {
 
 func runDocOf(rec evidence.Run, dir string, signer sealer, index, archive string, results []evidence.Result) runDoc {
 	d := runDoc{Schema: "gatehouse.run/v1", ID: rec.ID, Folder: dir, Index: index, Archive: archive,
-		Group: rec.Group, Shard: rec.Shard, Results: []runResult{}, TracesCut: rec.TracesCut}
+		Group: rec.Group, Shard: rec.Shard, Results: []runResult{}, TracesCut: rec.TracesCut, HostWrites: rec.HostWrites}
 	if signer != nil {
 		d.Signed, d.Signer = true, signer.Identity()
 	}
