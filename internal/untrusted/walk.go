@@ -165,6 +165,10 @@ func (h *Hasher) Sum(ctx context.Context, d *Dir, name string) (string, error) {
 	return hex.EncodeToString(sum.Sum(nil)), nil
 }
 
+// WithContext returns r, whose reads fail with ctx's error once ctx ends:
+// a long copy from or into a hostile folder stops with its context.
+func WithContext(ctx context.Context, r io.Reader) io.Reader { return ctxReader{ctx, r} }
+
 // ctxReader ends a long read when its context ends.
 type ctxReader struct {
 	ctx context.Context

@@ -33,7 +33,7 @@ import (
 // Options configure the target.
 type Options struct {
 	Profile *profile.Profile // required: target exec or firejail
-	Root    string           // where staging folders go; "" means os.TempDir()
+	Root    string           // where staging folders go; "" means scratch.Dir() (root-only)
 	// Init is the host path of the static gatehouse-probe binary, whose
 	// "init 0" mode serves the session. Required.
 	Init string
