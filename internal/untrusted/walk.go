@@ -22,6 +22,9 @@ type Limits struct {
 	FileSize int64 // bytes read from one file (default 256 MiB)
 }
 
+// Effective is l with every zero field set to its default.
+func (l Limits) Effective() Limits { return l.withDefaults() }
+
 func (l Limits) withDefaults() Limits {
 	if l.Entries <= 0 {
 		l.Entries = 100_000
