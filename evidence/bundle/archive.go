@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/gatehouse-dev/gatehouse/internal/scratch"
 )
 
 // Limits cap what extracting an archive may write.
@@ -156,11 +158,13 @@ func VerifyArchive(ctx context.Context, archivePath string, v Verifier) (*Verifi
 		return nil, fmt.Errorf("bundle: %w", err)
 	}
 	defer f.Close()
-	tmp, err := os.MkdirTemp("", "gatehouse-verify-*")
+	// Unpacked in the harness's root-only scratch folder, not the shared
+	// /tmp: nothing else may change the bundle between check and use.
+	tmp, release, err := scratch.New("verify")
 	if err != nil {
 		return nil, fmt.Errorf("bundle: %w", err)
 	}
-	defer os.RemoveAll(tmp)
+	defer release()
 	dir, err := Extract(ctx, f, tmp, DefaultLimits)
 	if err != nil {
 		return nil, err

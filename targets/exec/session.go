@@ -119,7 +119,12 @@ func (s *session) prepare(ctx context.Context, opts Options) error {
 			return err
 		}
 	}
-	s.view = view{st: st, init: opts.Init, binds: binds, keepNetns: s.spec.Network.NetnsPath}
+	for _, b := range opts.Binds {
+		if err := MountPoint(b); err != nil {
+			return err
+		}
+	}
+	s.view = view{st: st, init: opts.Init, binds: binds, harness: opts.Binds, keepNetns: s.spec.Network.NetnsPath}
 	resolver := s.prof.Resolver
 	if resolver == "" {
 		resolver = s.spec.Network.Resolver
