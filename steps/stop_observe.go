@@ -135,8 +135,15 @@ func writes(ctx context.Context, folders []string, since time.Time) []string {
 	var out []string
 	n, cut := 0, false
 	for _, dir := range folders {
-		d, err := untrusted.OpenDir(dir)
+		// The folder as the runtime bound it (a link on the host on the
+		// way to it, /var/run's, is the host's); below it, nothing is
+		// followed.
+		real, err := filepath.EvalSymlinks(dir)
 		if err != nil || n >= maxFiles {
+			continue
+		}
+		d, err := untrusted.OpenDir(real)
+		if err != nil {
 			continue
 		}
 		err = d.Walk(ctx, untrusted.Limits{Entries: maxFiles - n}, func(_ *untrusted.Dir, e untrusted.Entry) error {

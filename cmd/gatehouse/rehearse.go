@@ -138,6 +138,11 @@ func runRehearse(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return usagef("rehearse triage: needs root to create network namespaces and sandboxes (try sudo)")
 	}
 	repo, err = filepath.Abs(repo)
+	if err == nil {
+		// The folder the user named, wherever their links lead; below
+		// it, no link is followed (steps.ReadTree).
+		repo, err = filepath.EvalSymlinks(repo)
+	}
 	if err != nil {
 		return &usageError{err}
 	}
