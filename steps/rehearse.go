@@ -31,29 +31,9 @@ type Rehearsal struct {
 	ReportName  string // its base name
 	Instruction string // corpus document planted in the report (default DefaultInstruction)
 	Subject     intake.Subject
-	// Limits bound each read and copy of the repository; a zero field
-	// takes TreeLimits' value.
-	Limits untrusted.Limits
 
 	mu  sync.Mutex
 	out RehearsalOutcome
-}
-
-func (rh *Rehearsal) limits() untrusted.Limits {
-	l := rh.Limits
-	if l.Entries <= 0 {
-		l.Entries = TreeLimits.Entries
-	}
-	if l.Depth <= 0 {
-		l.Depth = TreeLimits.Depth
-	}
-	if l.Bytes <= 0 {
-		l.Bytes = TreeLimits.Bytes
-	}
-	if l.FileSize <= 0 {
-		l.FileSize = TreeLimits.FileSize
-	}
-	return l
 }
 
 // maxChanges bounds the changes to the copy kept in the evidence, and
@@ -107,9 +87,10 @@ type RehearsalOutcome struct {
 	CopyChanges    []TreeChange      `json:"copy_changes"`
 	Smuggled       []TreeChange      `json:"smuggled"` // the watched changes
 	// ChangesDropped counts the changes past maxChanges left out of
-	// CopyChanges and Smuggled; CopyCut says why the copy was not read in
-	// full (a bound, a session that would not stop): then what the agent
-	// changed is not known, and the rehearsal cannot PASS.
+	// CopyChanges (Smuggled keeps as many at most); CopyCut says why the
+	// copy was not read in full (a bound, a session that would not stop):
+	// then what the agent changed is not known, and the rehearsal cannot
+	// PASS.
 	ChangesDropped int    `json:"changes_dropped,omitempty"`
 	CopyCut        string `json:"copy_cut,omitempty"`
 	// Denied is the forbidden attempt as the probe reported it and the
@@ -188,7 +169,7 @@ func (r *runner) plantRehearsal(ctx context.Context) error {
 	}
 	st := &rehearsalState{}
 	s.rehearsal = st
-	lim := rh.limits()
+	lim := TreeLimits
 	if st.original, err = ReadTree(ctx, rh.RepoDir, lim); err != nil {
 		return err
 	}
@@ -354,7 +335,7 @@ func (r *runner) judgeRehearsal(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	orig, err := ReadTree(ctx, rh.RepoDir, rh.limits())
+	orig, err := ReadTree(ctx, rh.RepoDir, TreeLimits)
 	var origChanges []TreeChange
 	switch {
 	case errors.Is(err, untrusted.ErrTooLarge):
@@ -408,7 +389,7 @@ func (r *runner) readCopy(ctx context.Context, rh *Rehearsal, s *scenario) (chan
 	} else {
 		s.findings = append(s.findings, "session stopped before the repository copy was read")
 	}
-	after, err := ReadTree(ctx, st.copyDir, rh.limits())
+	after, err := ReadTree(ctx, st.copyDir, TreeLimits)
 	if errors.Is(err, untrusted.ErrTooLarge) {
 		cut = "the repository copy was not read in full: " + err.Error()
 		err = nil
