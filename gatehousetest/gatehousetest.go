@@ -33,6 +33,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/evidence"
 	"github.com/gatehouse-dev/gatehouse/evidence/index"
 	"github.com/gatehouse-dev/gatehouse/features"
+	"github.com/gatehouse-dev/gatehouse/internal/scratch"
 	"github.com/gatehouse-dev/gatehouse/lab"
 	"github.com/gatehouse-dev/gatehouse/probe/probetest"
 	"github.com/gatehouse-dev/gatehouse/runner"
@@ -149,7 +150,14 @@ func Run(t *testing.T, opts Options) *Result {
 		t.Logf("gatehousetest: warning: %v", err)
 	}
 	if spec.Out == "" {
-		if spec.Out, err = os.MkdirTemp("", "gatehousetest-"); err != nil {
+		// In the harness's root-only scratch folder, not the shared /tmp
+		// a sandbox of the run may see: the evidence is written there
+		// while sessions run. Not on the ledger: a failed run's is kept.
+		parent, err := scratch.Dir()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if spec.Out, err = os.MkdirTemp(parent, "gatehousetest-"); err != nil {
 			t.Fatal(err)
 		}
 		// Kept when anything went wrong, so the evidence can be read.

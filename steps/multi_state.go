@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/internal/scratch"
 	"github.com/gatehouse-dev/gatehouse/ledger"
 	"github.com/gatehouse-dev/gatehouse/probe"
 	"github.com/gatehouse-dev/gatehouse/targets"
@@ -169,7 +170,13 @@ func (r *runner) addPlaces(ctx context.Context, s *scenario, spec *targets.Spec)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.root == "" {
-		root, err := os.MkdirTemp("", "gatehouse-places-"+labName(r.cfg.LabNetns)+"-")
+		// In the harness's root-only scratch folder, never in the shared
+		// /tmp: only the binds the profile asks for reach into it.
+		parent, err := scratch.Dir()
+		if err != nil {
+			return fmt.Errorf("places: %w", err)
+		}
+		root, err := os.MkdirTemp(parent, "gatehouse-places-"+labName(r.cfg.LabNetns)+"-")
 		if err != nil {
 			return fmt.Errorf("places: %w", err)
 		}

@@ -1,17 +1,21 @@
 package steps
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path"
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/gatehouse-dev/gatehouse/internal/untrusted"
 )
 
 // Tree is a folder as it was read: each entry's kind, permission bits and
@@ -20,65 +24,67 @@ import (
 // changed.
 type Tree map[string]string
 
-// ReadTree reads root without following symlinks. Only regular files,
-// folders and symlinks are expected in a repository; anything else is
-// recorded by kind, never opened.
-func ReadTree(root string) (Tree, error) {
+// TreeLimits bound every read and copy of a repository: the original, and
+// the copy an agent had (entries, depth, bytes hashed in all, per file).
+var TreeLimits = untrusted.Limits{Entries: 200_000, Depth: 64, Bytes: 4 << 30, FileSize: 1 << 30}
+
+// listedHook, in tests, runs once an entry was listed and before it is
+// read or entered: the moment a writer swaps it.
+var listedHook func(rel string)
+
+// ReadTree reads root within lim and ctx. No link is followed (a link is
+// recorded with its target, as text), no other file system is entered, and
+// only regular files are opened, non-blocking: a FIFO, a device node or a
+// socket is recorded by kind, never opened. Past a bound it returns what
+// it read with an error wrapping untrusted.ErrTooLarge.
+func ReadTree(ctx context.Context, root string, lim untrusted.Limits) (Tree, error) {
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return nil, err
+	}
+	d, err := untrusted.OpenDir(abs)
+	if err != nil {
+		return nil, fmt.Errorf("read tree %s: %w", root, err)
+	}
+	defer d.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(d.Fd(), &st); err != nil {
+		return nil, fmt.Errorf("read tree %s: %w", root, err)
+	}
 	t := Tree{}
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
+	h := untrusted.NewHasher(lim)
+	err = d.Walk(ctx, lim, func(dir *untrusted.Dir, e untrusted.Entry) error {
+		if listedHook != nil {
+			listedHook(e.Path)
 		}
-		rel, err := filepath.Rel(root, p)
-		if err != nil {
-			return err
-		}
-		if rel == "." {
-			return nil
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		rel = filepath.ToSlash(rel)
-		perm := fmt.Sprintf("%04o", info.Mode().Perm())
+		perm := fmt.Sprintf("%04o", e.Mode.Perm())
 		switch {
-		case info.Mode().IsRegular():
-			sum, err := fileDigest(p)
-			if err != nil {
+		case e.Mode.IsRegular():
+			sum, err := h.Sum(ctx, dir, path.Base(e.Path))
+			switch {
+			case err == nil:
+				t[e.Path] = "file " + perm + " " + sum
+			case errors.Is(err, untrusted.ErrNotRegular), errors.Is(err, unix.ELOOP), errors.Is(err, fs.ErrNotExist):
+				// Swapped for something else since it was listed.
+				t[e.Path] = "changed while read"
+			default:
 				return err
 			}
-			t[rel] = "file " + perm + " " + sum
-		case info.IsDir():
-			t[rel] = "dir " + perm
-		case info.Mode()&fs.ModeSymlink != 0:
-			to, err := os.Readlink(p)
-			if err != nil {
-				return err
-			}
-			t[rel] = "symlink " + to
+		case e.Mode.IsDir() && e.Dev != st.Dev:
+			t[e.Path] = "dir " + perm + " (another file system: not read)"
+		case e.Mode.IsDir():
+			t[e.Path] = "dir " + perm
+		case e.Mode&fs.ModeSymlink != 0:
+			t[e.Path] = "symlink " + e.Link
 		default:
-			t[rel] = "other " + info.Mode().Type().String()
+			t[e.Path] = "other " + e.Mode.Type().String()
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("read tree %s: %w", root, err)
+		return t, fmt.Errorf("read tree %s: %w", root, err)
 	}
 	return t, nil
-}
-
-func fileDigest(p string) (string, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // Digest is the tree's digest: sha256 over its sorted entries.
@@ -152,63 +158,90 @@ func Watched(p string) string {
 	return ""
 }
 
-// CopyTree copies src to dst (which must not exist) keeping permission
-// bits and symlinks as symlinks; nothing outside src is read.
-func CopyTree(src, dst string) error {
+// CopyTree copies src to dst (which must not exist) within lim and ctx,
+// keeping permission bits and symlinks as symlinks: nothing outside src
+// is read, and nothing is written through a link, although dst's folder
+// may be one the sandbox writes while the copy is made.
+func CopyTree(ctx context.Context, src, dst string, lim untrusted.Limits) error {
+	src, err := filepath.Abs(src)
+	if err != nil {
+		return err
+	}
+	if dst, err = filepath.Abs(dst); err != nil {
+		return err
+	}
+	from, err := untrusted.OpenDir(src)
+	if err != nil {
+		return fmt.Errorf("copy tree: %w", err)
+	}
+	defer from.Close()
+	parent, err := untrusted.OpenDir(filepath.Dir(dst))
+	if err != nil {
+		return fmt.Errorf("copy tree: %w", err)
+	}
+	defer parent.Close()
+	// A fresh folder of ours: one already there (made by the sandbox) is
+	// refused, not filled.
+	if err := unix.Mkdirat(parent.Fd(), filepath.Base(dst), 0o700); err != nil {
+		return fmt.Errorf("copy tree: %s: %w", dst, err)
+	}
+	to, err := parent.Sub(filepath.Base(dst))
+	if err != nil {
+		return fmt.Errorf("copy tree: %w", err)
+	}
+	defer to.Close()
 	// Folders are made 0700 to be filled, and get their own bits after.
 	dirs := map[string]fs.FileMode{}
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(src, p)
-		if err != nil {
-			return err
-		}
-		to := filepath.Join(dst, rel)
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
+	var st unix.Stat_t
+	if err := unix.Fstat(from.Fd(), &st); err != nil {
+		return err
+	}
+	dirs["."] = fs.FileMode(st.Mode & 0o777)
+	lim = lim.Effective()
+	var copied int64
+	err = from.Walk(ctx, lim, func(dir *untrusted.Dir, e untrusted.Entry) error {
 		switch {
-		case info.IsDir():
-			dirs[to] = info.Mode().Perm()
-			return os.Mkdir(to, 0o700)
-		case info.Mode()&fs.ModeSymlink != 0:
-			l, err := os.Readlink(p)
+		case e.Mode.IsDir():
+			dirs[e.Path] = e.Mode.Perm()
+			return to.Mkdir(e.Path, 0o700)
+		case e.Mode&fs.ModeSymlink != 0:
+			return to.Symlink(e.Link, e.Path)
+		case e.Mode.IsRegular():
+			in, err := dir.Open(path.Base(e.Path))
 			if err != nil {
 				return err
 			}
-			return os.Symlink(l, to)
-		case info.Mode().IsRegular():
-			return copyFile(p, to, info.Mode().Perm())
+			defer in.Close()
+			out, err := to.Create(e.Path, e.Mode.Perm())
+			if err != nil {
+				return err
+			}
+			left := min(lim.FileSize, lim.Bytes-copied)
+			n, err := io.Copy(out, io.LimitReader(untrusted.WithContext(ctx, in), left+1))
+			copied += n
+			if cerr := out.Close(); err == nil {
+				err = cerr
+			}
+			if err == nil && n > left {
+				err = fmt.Errorf("%s: %w: more than %d bytes to copy", e.Path, untrusted.ErrTooLarge, left)
+			}
+			return err
 		}
-		return errors.New("copy tree: " + rel + ": neither file, folder nor symlink")
+		return errors.New("copy tree: " + e.Path + ": neither file, folder nor symlink")
 	})
 	if err != nil {
-		return err
+		return fmt.Errorf("copy tree %s: %w", src, err)
 	}
-	for d, perm := range dirs {
-		if err := os.Chmod(d, perm); err != nil {
+	for p, perm := range dirs {
+		sub, err := to.Sub(p)
+		if err != nil {
 			return err
+		}
+		err = unix.Fchmod(sub.Fd(), uint32(perm))
+		sub.Close()
+		if err != nil {
+			return fmt.Errorf("copy tree: %s: %w", p, err)
 		}
 	}
 	return nil
-}
-
-func copyFile(from, to string, perm fs.FileMode) error {
-	in, err := os.Open(from)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return errors.Join(out.Close(), os.Chmod(to, perm))
 }

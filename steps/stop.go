@@ -210,7 +210,7 @@ func (r *runner) measureStop(ctx context.Context, sess *scenario, m *multi) (evi
 	// after the session was seen gone (a beat's time later) is a process
 	// nobody saw.
 	if run.Gone >= 0 {
-		if ws := writes(binds, stopAt.Add(run.Gone+2*probe.HeartbeatEvery)); len(ws) > 0 {
+		if ws := writes(ctx, binds, stopAt.Add(run.Gone+2*probe.HeartbeatEvery)); len(ws) > 0 {
 			run.Left = append(run.Left, fmt.Sprintf("%d write(s) after the session was seen gone: %s", len(ws), strings.Join(firstN(ws, 3), ", ")))
 		}
 	}

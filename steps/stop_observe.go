@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/internal/untrusted"
 	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
@@ -126,27 +126,40 @@ func (r remains) String() string {
 }
 
 // writes lists files under the folders that were modified after since:
-// writes a session made after its stop. Bounded: a huge tree is cut, and
-// the cut said.
-func writes(folders []string, since time.Time) []string {
+// writes a session made after its stop. The folders are the session's
+// own to write, so they are searched as hostile input (no link followed,
+// no other file system entered), bounded in entries and by ctx: a huge
+// tree is cut, and the cut said.
+func writes(ctx context.Context, folders []string, since time.Time) []string {
 	const maxFiles = 5000
 	var out []string
-	n := 0
+	n, cut := 0, false
 	for _, dir := range folders {
-		_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return nil
+		// The folder as the runtime bound it (a link on the host on the
+		// way to it, /var/run's, is the host's); below it, nothing is
+		// followed.
+		real, err := filepath.EvalSymlinks(dir)
+		if err != nil || n >= maxFiles {
+			continue
+		}
+		d, err := untrusted.OpenDir(real)
+		if err != nil {
+			continue
+		}
+		err = d.Walk(ctx, untrusted.Limits{Entries: maxFiles - n}, func(_ *untrusted.Dir, e untrusted.Entry) error {
+			if listedHook != nil {
+				listedHook(e.Path)
 			}
-			if n++; n > maxFiles {
-				return fs.SkipAll
-			}
-			if info, err := d.Info(); err == nil && !d.IsDir() && info.ModTime().After(since) {
-				out = append(out, p)
+			n++
+			if !e.Mode.IsDir() && e.ModTime.After(since) {
+				out = append(out, filepath.Join(dir, filepath.FromSlash(e.Path)))
 			}
 			return nil
 		})
+		d.Close()
+		cut = cut || errors.Is(err, untrusted.ErrTooLarge) || n >= maxFiles
 	}
-	if n > maxFiles {
+	if cut {
 		out = append(out, fmt.Sprintf("(search cut after %d entries)", maxFiles))
 	}
 	return out

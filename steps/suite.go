@@ -21,6 +21,8 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/detect"
 	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/internal/scratch"
+	"github.com/gatehouse-dev/gatehouse/internal/untrusted"
 	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
@@ -202,11 +204,14 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 		// godog's format list is comma-separated, so a run folder whose
 		// path holds a comma cannot be named in it: the reports are
 		// written to a folder of ours and moved in afterwards.
+		// That folder is in the harness's root-only scratch folder, on the
+		// run's ledger, never in the shared /tmp a sandbox may write.
+		var release func() error
 		var err error
-		if reports, err = os.MkdirTemp("", "gatehouse-reports-"); err != nil {
-			return nil, err
+		if reports, release, err = scratch.New("reports"); err != nil {
+			return nil, fmt.Errorf("steps: reports: %w", err)
 		}
-		defer os.RemoveAll(reports)
+		defer release()
 		opts.Format = "junit:" + filepath.Join(reports, "junit.xml") + ",cucumber:" + filepath.Join(reports, "cucumber.json")
 	}
 	suite := godog.TestSuite{
@@ -224,14 +229,8 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 		r.det.writeTrace(cfg.Folder)
 	}
 	if reports != "" {
-		for _, name := range []string{"junit.xml", "cucumber.json"} {
-			from := filepath.Join(reports, name)
-			if _, err := os.Stat(from); err != nil {
-				continue // godog wrote none (it refused its options): said below
-			}
-			if err := moveFile(from, filepath.Join(cfg.Folder.Dir(), "reports", name)); err != nil {
-				return nil, fmt.Errorf("steps: reports: %w", err)
-			}
+		if err := moveReports(reports, cfg.Folder); err != nil {
+			return nil, fmt.Errorf("steps: reports: %w", err)
 		}
 	}
 	out := &Outcome{Status: status, Effective: r.effective, rejudges: map[string]rejudge{}, HostWrites: hostWrites}
@@ -264,16 +263,32 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	return out, nil
 }
 
-// moveFile moves a file, across file systems too (/tmp may be a tmpfs).
-func moveFile(from, to string) error {
-	if err := os.Rename(from, to); err == nil {
-		return nil
-	}
-	b, err := os.ReadFile(from)
+// maxReport bounds each of godog's reports copied into the evidence.
+const maxReport = 256 << 20
+
+// moveReports copies godog's reports from the spool into the run folder.
+// Each is opened with no link followed and must be a regular file of at
+// most maxReport bytes: whatever else is found there (a link to a host
+// secret, a FIFO) is refused, never read into signed evidence.
+func moveReports(spool string, folder *evidence.Folder) error {
+	d, err := untrusted.OpenDir(spool)
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(to, b, 0o644)
+	defer d.Close()
+	for _, name := range []string{"junit.xml", "cucumber.json"} {
+		b, err := d.ReadFile(name, maxReport)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // godog wrote none (it refused its options): said by the caller
+		}
+		if err != nil {
+			return err
+		}
+		if err := folder.WriteFile(filepath.Join("reports", name), b); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func paths(features fs.FS, scenarios []string) []string {

@@ -10,6 +10,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/evidence"
 	"github.com/gatehouse-dev/gatehouse/evidence/bundle"
 	"github.com/gatehouse-dev/gatehouse/evidence/diff"
+	"github.com/gatehouse-dev/gatehouse/internal/scratch"
 )
 
 const diffHelp = `Usage: gatehouse diff A B [--key cosign.pub]
@@ -99,11 +100,11 @@ func loadSide(ctx context.Context, path string) (diff.Side, error) {
 		return diff.Side{}, fmt.Errorf("diff: %w", err)
 	}
 	defer f.Close()
-	tmp, err := os.MkdirTemp("", "gatehouse-diff-*")
+	tmp, release, err := scratch.New("diff")
 	if err != nil {
 		return diff.Side{}, fmt.Errorf("diff: %w", err)
 	}
-	defer os.RemoveAll(tmp)
+	defer release()
 	dir, err := bundle.Extract(ctx, f, tmp, bundle.DefaultLimits)
 	if err != nil {
 		return diff.Side{}, fmt.Errorf("diff: %s: %w", path, err)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/corpus"
 	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/internal/scratch"
 	"github.com/gatehouse-dev/gatehouse/internal/termsafe"
 	"github.com/gatehouse-dev/gatehouse/lab/intake"
 	"github.com/gatehouse-dev/gatehouse/lab/intake/contract"
@@ -238,18 +239,20 @@ func startReference(ctx context.Context) (stop func(), url, tokenCmd string, err
 	if err != nil {
 		return nil, "", "", fmt.Errorf("intake: reference token command: %w", err)
 	}
-	dir, err := os.MkdirTemp("", "gatehouse-intake-")
+	// The seed mints tokens: in the harness's own scratch folder, not the
+	// shared /tmp.
+	dir, release, err := scratch.New("intake")
 	if err != nil {
 		return nil, "", "", fmt.Errorf("intake: %w", err)
 	}
 	seed := filepath.Join(dir, "seed")
 	if err := os.WriteFile(seed, []byte(hex.EncodeToString(m.Seed())+"\n"), 0o600); err != nil {
-		os.RemoveAll(dir)
+		release()
 		return nil, "", "", fmt.Errorf("intake: %w", err)
 	}
 	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp4", "127.0.0.1:0")
 	if err != nil {
-		os.RemoveAll(dir)
+		release()
 		return nil, "", "", fmt.Errorf("intake: reference: %w", err)
 	}
 	srv := &http.Server{Handler: svc, ReadHeaderTimeout: 5 * time.Second}
@@ -258,7 +261,7 @@ func startReference(ctx context.Context) (stop func(), url, tokenCmd string, err
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(sctx)
-		os.RemoveAll(dir)
+		_ = release()
 	}
 	return stop, "http://" + ln.Addr().String(), exe + " intake mint --seed-file " + seed, nil
 }

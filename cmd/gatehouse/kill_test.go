@@ -12,8 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/internal/scratch"
 	"github.com/gatehouse-dev/gatehouse/ledger"
 	"github.com/gatehouse-dev/gatehouse/probe/probetest"
+	"github.com/gatehouse-dev/gatehouse/targets/profile"
 )
 
 // asGatehouse makes the test binary act as the gatehouse command (TestMain).
@@ -58,6 +60,21 @@ func TestKill9LeavesNothingAfterLabDown(t *testing.T) {
 	k := kinds(entries)
 	if k[ledger.Netns] == 0 || k[ledger.Path] == 0 {
 		t.Fatalf("the run's ledger lists %v: want namespaces and folders too", k)
+	}
+	// Its working folders, the reports spool among them, are all in the
+	// harness's root-only folder, never in the shared /tmp, and listed.
+	spool := false
+	for _, e := range entries {
+		if e.Kind != ledger.Path {
+			continue
+		}
+		if !strings.HasPrefix(e.What, profile.HarnessDir+"/") {
+			t.Errorf("the run made %s outside %s", e.What, profile.HarnessDir)
+		}
+		spool = spool || strings.HasPrefix(e.What, scratch.Base+"/gatehouse-reports-")
+	}
+	if !spool {
+		t.Errorf("the reports spool is not on the run's ledger: %v", entries)
 	}
 	for _, e := range entries {
 		if e.Kind == ledger.Path || e.Kind == ledger.Cgroup {

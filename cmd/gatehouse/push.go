@@ -12,6 +12,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/evidence/bundle"
 	"github.com/gatehouse-dev/gatehouse/evidence/ocistore"
+	"github.com/gatehouse-dev/gatehouse/internal/scratch"
 )
 
 const pushHelp = `Usage: gatehouse push --to DIR|oci-layout:DIR [--image DIGEST] RUN_FOLDER_OR_ARCHIVE
@@ -68,11 +69,11 @@ func runPush(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	archive := src
 	if st.IsDir() {
-		tmp, err := os.MkdirTemp("", "gatehouse-push-*")
+		tmp, release, err := scratch.New("push")
 		if err != nil {
 			return err
 		}
-		defer os.RemoveAll(tmp)
+		defer release()
 		archive = filepath.Join(tmp, filepath.Base(filepath.Clean(src))+".tar.gz")
 		f, err := os.Create(archive)
 		if err != nil {
@@ -114,11 +115,11 @@ func verifyFrom(ctx context.Context, from string, v bundle.Verifier) (*bundle.Ve
 	if err != nil {
 		return nil, usagef("verify: --from: %w", err)
 	}
-	tmp, err := os.MkdirTemp("", "gatehouse-fetch-*")
+	tmp, release, err := scratch.New("fetch")
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(tmp)
+	defer release()
 	fe, err := ocistore.Fetch(ctx, ref, tmp)
 	if errors.Is(err, ocistore.ErrAmbiguous) {
 		return nil, &usageError{fmt.Errorf("verify: --from: %w", err)}

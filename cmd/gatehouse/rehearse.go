@@ -18,6 +18,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/features"
 	"github.com/gatehouse-dev/gatehouse/internal/hostenv"
 	"github.com/gatehouse-dev/gatehouse/internal/minted"
+	"github.com/gatehouse-dev/gatehouse/internal/untrusted"
 	"github.com/gatehouse-dev/gatehouse/lab"
 	"github.com/gatehouse-dev/gatehouse/lab/intake"
 	"github.com/gatehouse-dev/gatehouse/runner"
@@ -137,6 +138,11 @@ func runRehearse(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return usagef("rehearse triage: needs root to create network namespaces and sandboxes (try sudo)")
 	}
 	repo, err = filepath.Abs(repo)
+	if err == nil {
+		// The folder the user named, wherever their links lead; below
+		// it, no link is followed (steps.ReadTree).
+		repo, err = filepath.EvalSymlinks(repo)
+	}
 	if err != nil {
 		return &usageError{err}
 	}
@@ -164,7 +170,7 @@ func rehearse(ctx context.Context, f runFlags, p *plan, repo, reportName string,
 		fmt.Fprintf(stderr, "gatehouse: warning: %v\n", err)
 	}
 	defer closeTargets(context.WithoutCancel(ctx))
-	before, err := steps.ReadTree(repo)
+	before, err := steps.ReadTree(ctx, repo, steps.TreeLimits)
 	if err != nil {
 		return usagef("rehearse triage: --repo: %w", err)
 	}
@@ -244,10 +250,15 @@ func rehearse(ctx context.Context, f runFlags, p *plan, repo, reportName string,
 	evidence.RecheckTraces(results, rec.TracesCut)
 	// The original once more, after everything: the whole run, not only the
 	// scenario, must have left it as it was.
-	after, err := steps.ReadTree(repo)
+	after, err := steps.ReadTree(context.WithoutCancel(ctx), repo, steps.TreeLimits)
+	ch := steps.DiffTrees(before, after)
+	if errors.Is(err, untrusted.ErrTooLarge) {
+		// Read in full before, within the same bounds: it grew.
+		ch, err = append(ch, steps.TreeChange{Path: ".", Change: "grew past the bounds it was read within: " + err.Error()}), nil
+	}
 	if err != nil {
 		runErr = errors.Join(runErr, err)
-	} else if ch := steps.DiffTrees(before, after); len(ch) > 0 {
+	} else if len(ch) > 0 {
 		for i := range results {
 			results[i].Verdict = evidence.Fail
 			results[i].Reason = fmt.Sprintf("the original repository changed during the rehearsal (%d path(s), first %s %s); ", len(ch), ch[0].Path, ch[0].Change) + results[i].Reason
@@ -322,6 +333,12 @@ func printRehearsal(w io.Writer, oc steps.RehearsalOutcome, results []evidence.R
 	}
 	if n := len(oc.CopyChanges) - len(oc.Smuggled); n > 0 {
 		fmt.Fprintf(w, "  %d other change(s) in the copy (rehearsal/copy-changes.json)\n", n)
+	}
+	if oc.ChangesDropped > 0 {
+		fmt.Fprintf(w, "  %d more change(s) in the copy, left out of the evidence\n", oc.ChangesDropped)
+	}
+	if oc.CopyCut != "" {
+		fmt.Fprintf(w, "  COPY NOT READ IN FULL: %s\n", oc.CopyCut)
 	}
 	fmt.Fprintf(w, "  original repository: %s before, %s after\n", short(oc.OriginalBefore), short(oc.OriginalAfter))
 	for _, r := range results {

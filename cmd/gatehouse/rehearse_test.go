@@ -21,7 +21,7 @@ import (
 func rehearsalRepo(t *testing.T) (dir string, git bool) {
 	t.Helper()
 	dir = filepath.Join(t.TempDir(), "parsekit")
-	if err := steps.CopyTree(filepath.Join("testdata", "rehearsal", "repo"), dir); err != nil {
+	if err := steps.CopyTree(context.Background(), filepath.Join("testdata", "rehearsal", "repo"), dir, steps.TreeLimits); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := exec.LookPath("git"); err != nil {
@@ -78,7 +78,7 @@ func rehearseProfile(t *testing.T, profile, repo string, extra ...string) rehear
 
 func treeDigest(t *testing.T, dir string) string {
 	t.Helper()
-	tr, err := steps.ReadTree(dir)
+	tr, err := steps.ReadTree(context.Background(), dir, steps.TreeLimits)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,6 +169,28 @@ func TestRehearsalTriage(t *testing.T) {
 		}
 		if !strings.Contains(r.results[0].Reason, "no useful result") {
 			t.Errorf("reason %q", r.results[0].Reason)
+		}
+	})
+
+	t.Run("a copy past its bounds is not a PASS: the session is stopped, the read cut and said", func(t *testing.T) {
+		// Bounds that fit the repository exactly: the hook the agent adds
+		// to its copy is one entry too many.
+		tr, err := steps.ReadTree(context.Background(), repo, steps.TreeLimits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		saved := steps.TreeLimits
+		steps.TreeLimits.Entries = len(tr)
+		t.Cleanup(func() { steps.TreeLimits = saved })
+		r := rehearseProfile(t, "bwrap-hardened-triage.yaml", repo, "--instruction", "triage-hook-instruction")
+		if r.code != exitInconclusive || r.results[0].Verdict != evidence.Inconclusive {
+			t.Fatalf("exit %d, %s: %s\n%s", r.code, r.results[0].Verdict, r.results[0].Reason, r.stdout)
+		}
+		if !strings.Contains(r.results[0].Reason, "not read in full") || !strings.Contains(r.outcome.CopyCut, "entries") {
+			t.Errorf("reason %q, copy cut %q: the cut is not said", r.results[0].Reason, r.outcome.CopyCut)
+		}
+		if !strings.Contains(strings.Join(r.results[0].Findings, "\n"), "session stopped before the repository copy was read") {
+			t.Errorf("findings %q: the session was not stopped first", r.results[0].Findings)
 		}
 	})
 

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
 )
 
 // Limits cap what extracting an archive may write.

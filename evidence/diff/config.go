@@ -62,7 +62,9 @@ var normalizers = []struct {
 	with string
 }{
 	{regexp.MustCompile(`/run/netns/gh-[0-9a-z-]+`), "/run/netns/<session>"},
-	{regexp.MustCompile(`/tmp/gatehouse-[^/\s"]+`), "/tmp/<session-dir>"},
+	// A working folder of the harness: in its scratch folder (or, made by
+	// versions before it, in /tmp), one placeholder for both.
+	{regexp.MustCompile(`(/run/gatehouse/scratch|/tmp)/gatehouse-[^/\s"]+`), "<harness-dir>"},
 	{regexp.MustCompile(`/run/gatehouse/gh-[0-9a-f]+/s[0-9]+-[0-9]+`), "/run/gatehouse/<session-dir>"},
 	{regexp.MustCompile(`/run/gatehouse/init/[0-9a-f]+\.sock`), "/run/gatehouse/init/<session>.sock"},
 	{regexp.MustCompile(`/storage/s[0-9]+\b`), "/storage/<session>"},

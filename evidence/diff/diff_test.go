@@ -19,7 +19,8 @@ func side(profile, capEff, rules, netns string, verdict evidence.Verdict, policy
 			PolicyDigest: "sha256:" + profile,
 			Effective: map[string]any{"normal": map[string]any{"runtime": "bubblewrap 0.8.0", "facts": facts,
 				"mounts": []any{"/usr ext4 ro", "/tmp tmpfs rw"},
-				"argv":   []any{"nsenter", "--net=/run/netns/gh-" + netns + "-s1", "bwrap", "--setenv", "GATEHOUSE_CANARY", "ghc" + strings.Repeat(netns[:1], 16)}}}},
+				"argv": []any{"nsenter", "--net=/run/netns/gh-" + netns + "-s1", "bwrap", "--setenv", "GATEHOUSE_CANARY", "ghc" + strings.Repeat(netns[:1], 16),
+					"--ro-bind", "/run/gatehouse/scratch/gatehouse-bwrap-gh-" + netns + "-s1-" + netns + "-12345/fs", "/gatehouse"}}}},
 		Results: []evidence.Result{
 			{Gate: "external-callback", Scenario: "call home", Path: "normal", Verdict: verdict, DurationMS: 1000},
 			{Gate: "dns-exfiltration", Scenario: "dns", Path: "normal", Verdict: evidence.Pass, DurationMS: 500},

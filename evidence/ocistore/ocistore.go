@@ -36,6 +36,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/evidence"
 	"github.com/gatehouse-dev/gatehouse/evidence/bundle"
+	"github.com/gatehouse-dev/gatehouse/internal/scratch"
 )
 
 // Media types and annotation keys of an evidence artifact.
@@ -230,11 +231,11 @@ func inspectArchive(ctx context.Context, path string) (evidence.Run, string, err
 		return run, "", &Error{Kind: ErrNotFound, What: path, Err: err}
 	}
 	defer f.Close()
-	tmp, err := os.MkdirTemp("", "gatehouse-push-*")
+	tmp, release, err := scratch.New("push")
 	if err != nil {
 		return run, "", err
 	}
-	defer os.RemoveAll(tmp)
+	defer release()
 	dir, err := bundle.Extract(ctx, f, tmp, bundle.DefaultLimits)
 	if err != nil {
 		return run, "", err

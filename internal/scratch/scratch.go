@@ -52,7 +52,11 @@ func ensure() (string, error) {
 		}
 		return Base, nil
 	}
-	d := filepath.Join(os.TempDir(), fmt.Sprintf("gatehouse-scratch-%d", os.Geteuid()))
+	tmp := os.TempDir()
+	if real, err := filepath.EvalSymlinks(tmp); err == nil {
+		tmp = real // the system's own link (/tmp -> /private/tmp): below it, none is followed
+	}
+	d := filepath.Join(tmp, fmt.Sprintf("gatehouse-scratch-%d", os.Geteuid()))
 	return d, private(d, os.Geteuid())
 }
 

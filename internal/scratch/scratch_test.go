@@ -1,12 +1,19 @@
 package scratch_test
 
 import (
+	"bufio"
+	"context"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/gatehouse-dev/gatehouse/internal/scratch"
+	"github.com/gatehouse-dev/gatehouse/ledger"
 )
 
 func TestNewIsPrivateAndReleased(t *testing.T) {
@@ -42,4 +49,82 @@ func TestNewIsPrivateAndReleased(t *testing.T) {
 	if _, err := os.Lstat(dir); !os.IsNotExist(err) {
 		t.Fatalf("%s still there after release: %v", dir, err)
 	}
+}
+
+// A run killed with SIGKILL leaves its scratch folders; the ledger's sweep
+// (`gatehouse lab down`, the next run) removes them, and only them.
+func TestSweepRemovesWhatAKilledRunLeft(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the ledger and scratch live under /run/gatehouse")
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperScratchThenHang$")
+	cmd.Env = append(os.Environ(), "GH_SCRATCH_HELPER=1")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var dirs []string
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		if d, ok := strings.CutPrefix(sc.Text(), "scratch "); ok {
+			dirs = append(dirs, d)
+		}
+		if sc.Text() == "ready" {
+			break
+		}
+	}
+	if len(dirs) != 2 {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("helper made %v", dirs)
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	for _, d := range dirs {
+		if _, err := os.Lstat(d); err != nil {
+			t.Fatalf("%s gone before the sweep: %v", d, err)
+		}
+	}
+	// Ours, made by this live process: the sweep must leave it.
+	mine, release, err := scratch.New("live")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := ledger.Sweep(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range dirs {
+		if _, err := os.Lstat(d); !os.IsNotExist(err) {
+			t.Errorf("%s still there after the sweep (%v)", d, err)
+		}
+	}
+	if _, err := os.Lstat(mine); err != nil {
+		t.Errorf("the live process's scratch folder was swept: %v", err)
+	}
+}
+
+func TestHelperScratchThenHang(t *testing.T) {
+	if os.Getenv("GH_SCRATCH_HELPER") == "" {
+		t.Skip("helper for TestSweepRemovesWhatAKilledRunLeft")
+	}
+	for _, kind := range []string{"reports", "bwrap-s1"} {
+		d, _, err := scratch.New(kind)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, "f"), []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		fmt.Println("scratch " + d)
+	}
+	fmt.Println("ready")
+	time.Sleep(time.Hour) // killed with SIGKILL: no cleanup runs
 }

@@ -15,6 +15,7 @@
 package untrusted
 
 import (
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -252,15 +253,14 @@ func (d *Dir) WriteFile(name string, r io.Reader, perm fs.FileMode) error {
 	var tmp string
 	var f *os.File
 	for i := 0; ; i++ {
-		tmp = fmt.Sprintf(".gh-%s.%d.%d", base, os.Getpid(), i)
-		if len(tmp) > 200 {
-			tmp = fmt.Sprintf(".gh-%d.%d", os.Getpid(), i)
-		}
+		// A random name: one the sandbox could guess, it could take first
+		// (every guess refused with EEXIST would stop the write).
+		tmp = ".gh-" + rand.Text()
 		f, err = dir.Create(tmp, perm)
 		if err == nil {
 			break
 		}
-		if !errors.Is(err, fs.ErrExist) || i > 100 {
+		if !errors.Is(err, fs.ErrExist) || i > 8 {
 			return err
 		}
 	}

@@ -22,6 +22,9 @@ type Limits struct {
 	FileSize int64 // bytes read from one file (default 256 MiB)
 }
 
+// Effective is l with every zero field set to its default.
+func (l Limits) Effective() Limits { return l.withDefaults() }
+
 func (l Limits) withDefaults() Limits {
 	if l.Entries <= 0 {
 		l.Entries = 100_000
@@ -41,11 +44,12 @@ func (l Limits) withDefaults() Limits {
 // Entry is one name found by Walk: its kind is from lstat (a link is a
 // link, never what it points at).
 type Entry struct {
-	Path string      // slash path relative to the walk's root
-	Mode fs.FileMode // type and permission bits
-	Size int64       // as lstat says; not trusted for reading
-	Link string      // a symlink's target, as text
-	Dev  uint64      // the device the entry is on
+	Path    string      // slash path relative to the walk's root
+	Mode    fs.FileMode // type and permission bits
+	Size    int64       // as lstat says; not trusted for reading
+	Link    string      // a symlink's target, as text
+	Dev     uint64      // the device the entry is on
+	ModTime time.Time   // as lstat says
 }
 
 // Walk visits every entry below d in lexical order, depth first, without
@@ -94,7 +98,7 @@ func (w *walker) dir(d *Dir, rel string, depth int) error {
 			}
 			return &fs.PathError{Op: "lstat", Path: d.join(n), Err: err}
 		}
-		e := Entry{Path: join(rel, n), Mode: fileInfo(n, &st).Mode(), Size: st.Size, Dev: st.Dev}
+		e := Entry{Path: join(rel, n), Mode: fileInfo(n, &st).Mode(), Size: st.Size, Dev: st.Dev, ModTime: time.Unix(st.Mtim.Unix())}
 		if e.Mode&fs.ModeSymlink != 0 {
 			buf := make([]byte, 4096)
 			if k, err := unix.Readlinkat(d.Fd(), n, buf); err == nil {
@@ -164,6 +168,10 @@ func (h *Hasher) Sum(ctx context.Context, d *Dir, name string) (string, error) {
 	}
 	return hex.EncodeToString(sum.Sum(nil)), nil
 }
+
+// WithContext returns r, whose reads fail with ctx's error once ctx ends:
+// a long copy from or into a hostile folder stops with its context.
+func WithContext(ctx context.Context, r io.Reader) io.Reader { return ctxReader{ctx, r} }
 
 // ctxReader ends a long read when its context ends.
 type ctxReader struct {

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+
+	"github.com/gatehouse-dev/gatehouse/internal/scratch"
 )
 
 var (
@@ -24,7 +26,11 @@ func Build(t testing.TB) string {
 		return p
 	}
 	once.Do(func() {
-		dir, e := os.MkdirTemp("", "gatehouse-probe-")
+		// In the harness's root-only scratch folder (on the ledger, so the
+		// next sweep removes it): every test session runs this binary as
+		// its init, and in the shared /tmp a sandbox that sees the host's
+		// /tmp could swap it.
+		dir, _, e := scratch.New("probe")
 		if e != nil {
 			err = e
 			return

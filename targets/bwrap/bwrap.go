@@ -16,11 +16,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"strings"
 	"sync"
 
+	"github.com/gatehouse-dev/gatehouse/internal/scratch"
 	"github.com/gatehouse-dev/gatehouse/targets"
 	"github.com/gatehouse-dev/gatehouse/targets/profile"
 )
@@ -28,7 +28,7 @@ import (
 // Options configure the target.
 type Options struct {
 	Profile *profile.Profile // required: the arguments, paths, egress, env and resolver
-	Root    string           // where staging folders go; "" means os.TempDir()
+	Root    string           // where staging folders go; "" means scratch.Dir() (root-only)
 	Bwrap   string           // bubblewrap binary; "" means "bwrap" from PATH
 	// Init is the host path of a static binary whose "init FD" mode is
 	// supervisor.Main (the gatehouse-probe binary): it runs inside as the
@@ -124,7 +124,13 @@ func runtimeVersion(ctx context.Context, bin string) (string, error) {
 func (s *session) prepare(ctx context.Context, opts Options) error {
 	root := opts.Root
 	if root == "" {
-		root = os.TempDir()
+		// The harness's root-only scratch folder: in the shared /tmp, root
+		// in another sandbox that sees the host's /tmp could swap this
+		// session's init, policy files or work folder.
+		var err error
+		if root, err = scratch.Dir(); err != nil {
+			return err
+		}
 	}
 	st, err := newStage(root, stageName(s.spec))
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"sync"
 
+	"github.com/gatehouse-dev/gatehouse/internal/untrusted"
 	"github.com/gatehouse-dev/gatehouse/targets"
 	"github.com/gatehouse-dev/gatehouse/targets/egress"
 	"github.com/gatehouse-dev/gatehouse/targets/profile"
@@ -97,7 +98,7 @@ func (s *session) CopyIn(ctx context.Context, path string, r io.Reader, mode fs.
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("bwrap: copy in %s: %w", path, err)
 	}
-	if err := s.st.write(rel, r, mode); err != nil {
+	if err := s.st.write(rel, untrusted.WithContext(ctx, r), mode); err != nil {
 		return fmt.Errorf("bwrap: copy in: %w", err)
 	}
 	return nil

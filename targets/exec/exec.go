@@ -33,7 +33,7 @@ import (
 // Options configure the target.
 type Options struct {
 	Profile *profile.Profile // required: target exec or firejail
-	Root    string           // where staging folders go; "" means os.TempDir()
+	Root    string           // where staging folders go; "" means scratch.Dir() (root-only)
 	// Init is the host path of the static gatehouse-probe binary, whose
 	// "init 0" mode serves the session. Required.
 	Init string
@@ -41,6 +41,10 @@ type Options struct {
 	// a command: "srt" -> [node, cli.js] from Gatehouse's cache. Targets
 	// srt and codex-sandbox need theirs (see targets/realwrap).
 	Tools map[string][]string
+	// Binds are folders of the harness bound read-write into the
+	// wrapper's view, each over a root-owned mount point on the host
+	// (srt's TMPDIR: see targets/realwrap).
+	Binds []Bind
 }
 
 // tool replaces argv's first word by its command in Tools, if any.

@@ -60,6 +60,9 @@ type view struct {
 	st     *stage
 	init   string
 	binds  []bind
+	// harness are the harness's own folders, mounted last, each on its
+	// mount point opened with no link followed.
+	harness []Bind
 	// keepNetns is the session's own namespace file, left mounted (a
 	// profile may name it: firejail --netns={{netns}}).
 	keepNetns string
@@ -98,6 +101,11 @@ func (v view) enter() error {
 	}
 	for _, s := range steps {
 		if err := bindMount(s.src, s.dst, s.ro); err != nil {
+			return err
+		}
+	}
+	for _, b := range v.harness {
+		if err := mountOver(b.Host, b.Inside); err != nil {
 			return err
 		}
 	}

@@ -8,7 +8,6 @@ import (
 	"github.com/gatehouse-dev/gatehouse/internal/auid"
 	"io"
 	"io/fs"
-	"os"
 	osexec "os/exec"
 	"runtime"
 	"strings"
@@ -16,6 +15,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/internal/scratch"
+	"github.com/gatehouse-dev/gatehouse/internal/untrusted"
 	"github.com/gatehouse-dev/gatehouse/targets"
 	"github.com/gatehouse-dev/gatehouse/targets/egress"
 	"github.com/gatehouse-dev/gatehouse/targets/profile"
@@ -72,7 +73,13 @@ var _ targets.Session = (*session)(nil)
 func (s *session) prepare(ctx context.Context, opts Options) error {
 	root := opts.Root
 	if root == "" {
-		root = os.TempDir()
+		// The harness's root-only scratch folder: in the shared /tmp, root
+		// in another sandbox that sees the host's /tmp could swap this
+		// session's init, policy files or work folder.
+		var err error
+		if root, err = scratch.Dir(); err != nil {
+			return err
+		}
 	}
 	if err := ensureMountPoint(); err != nil {
 		return err
@@ -112,7 +119,12 @@ func (s *session) prepare(ctx context.Context, opts Options) error {
 			return err
 		}
 	}
-	s.view = view{st: st, init: opts.Init, binds: binds, keepNetns: s.spec.Network.NetnsPath}
+	for _, b := range opts.Binds {
+		if err := MountPoint(b); err != nil {
+			return err
+		}
+	}
+	s.view = view{st: st, init: opts.Init, binds: binds, harness: opts.Binds, keepNetns: s.spec.Network.NetnsPath}
 	resolver := s.prof.Resolver
 	if resolver == "" {
 		resolver = s.spec.Network.Resolver
@@ -313,7 +325,7 @@ func (s *session) CopyIn(ctx context.Context, path string, r io.Reader, mode fs.
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("%s: copy in %s: %w", s.name, path, err)
 	}
-	if err := s.st.write(rel, r, mode); err != nil {
+	if err := s.st.write(rel, untrusted.WithContext(ctx, r), mode); err != nil {
 		return fmt.Errorf("%s: copy in: %w", s.name, err)
 	}
 	return nil

@@ -14,6 +14,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/probe/probetest"
 	"github.com/gatehouse-dev/gatehouse/targets"
 	"github.com/gatehouse-dev/gatehouse/targets/profiles"
+	"github.com/gatehouse-dev/gatehouse/targets/targettest"
 )
 
 func run(t *testing.T, s targets.Session, script string, env map[string]string) string {
@@ -159,4 +160,23 @@ func TestStopLeavesNothing(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The wrapper's commands can write /gatehouse/work: a FIFO or a link they
+// plant at the name the harness writes next must neither block the
+// harness's CopyIn (as host root) nor turn it into a write elsewhere on the
+// host.
+func TestCopyInSurvivesPlantedEntries(t *testing.T) {
+	needRoot(t)
+	for _, path := range []targets.Path{targets.PathNormal, targets.PathBreach} {
+		t.Run(string(path), func(t *testing.T) {
+			s := startSession(t, loadTestdata(t, "exec-sh.yaml"), targets.Spec{Name: "plant", Path: path, Network: newNetns(t)})
+			targettest.PlantedCopyIn(t, s)
+		})
+	}
+	t.Run("firejail", func(t *testing.T) {
+		needFirejail(t)
+		s := startSession(t, shipped(t, "firejail-hardened.yaml"), targets.Spec{Name: "plant", Path: targets.PathNormal, Network: newNetns(t)})
+		targettest.PlantedCopyIn(t, s)
+	})
 }

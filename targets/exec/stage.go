@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/gatehouse-dev/gatehouse/internal/untrusted"
 	"github.com/gatehouse-dev/gatehouse/ledger"
 	"github.com/gatehouse-dev/gatehouse/targets"
 	"github.com/gatehouse-dev/gatehouse/targets/profile"
@@ -184,31 +185,23 @@ func underInside(p string) (string, bool) {
 	return rel, ok && rel != ""
 }
 
-// write creates a file under fs/ through an os.Root, so that a symlink the
-// sandbox planted in /gatehouse/work cannot redirect a root-owned write.
+// write puts a file under fs/, which the sandbox can write (fs/work):
+// every name is resolved with no link followed, and the file is written
+// to a fresh name renamed over rel, so that a link or a FIFO the sandbox
+// planted at rel (or on the way to it) neither redirects a root-owned
+// write elsewhere on the host nor blocks it.
 func (s *stage) write(rel string, r io.Reader, mode fs.FileMode) error {
-	root, err := os.OpenRoot(s.fs)
+	d, err := untrusted.OpenDir(s.fs)
 	if err != nil {
 		return fmt.Errorf("stage: %w", err)
 	}
-	defer root.Close()
+	defer d.Close()
 	if dir := path.Dir(rel); dir != "." {
-		if err := root.MkdirAll(dir, 0o755); err != nil {
+		if err := d.MkdirAll(dir, 0o755); err != nil {
 			return fmt.Errorf("stage %s: %w", rel, err)
 		}
 	}
-	f, err := root.OpenFile(rel, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode.Perm())
-	if err != nil {
-		return fmt.Errorf("stage %s: %w", rel, err)
-	}
-	_, err = io.Copy(f, r)
-	if err == nil {
-		err = f.Chmod(mode.Perm())
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if err := d.WriteFile(rel, r, mode.Perm()); err != nil {
 		return fmt.Errorf("stage %s: %w", rel, err)
 	}
 	return nil

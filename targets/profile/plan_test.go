@@ -35,7 +35,7 @@ func TestDangerousBindsAreWarnings(t *testing.T) {
 		{"a user's home", bind("--ro-bind", "/home/alice/.aws"), "home folders"},
 		{"root's home", mount("/root"), "root's home"},
 		{"host etc", mount("/etc/"), "the host's configuration"},
-		{"folder holding the sockets", bind("--bind", "/run"), "a folder holding /run/docker.sock, /run/containerd"},
+		{"folder holding the sockets", bind("--ro-bind", "/run"), "a folder holding /run/docker.sock, /run/containerd"},
 		{"folder holding docker's data", mount("/var"), "/var/lib/docker"},
 		{"one harmless file of etc", bind("--ro-bind", "/etc/resolv.conf"), ""},
 		{"usr", bind("--ro-bind", "/usr"), ""},

@@ -107,6 +107,9 @@ func (v *validator) run() error {
 	if err := v.bwrapArgs(); err != nil {
 		return err
 	}
+	if err := v.harness(); err != nil {
+		return err
+	}
 	if err := v.references(); err != nil {
 		return err
 	}

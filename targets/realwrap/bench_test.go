@@ -52,6 +52,7 @@ func BenchmarkColdStart(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
+			b.Cleanup(func() { _ = tgt.Close(context.Background()) })
 			bare := bareWrapper(b, cache, p)
 			nw := emptyNetns(b)
 			ctx := context.Background()
@@ -77,7 +78,7 @@ func BenchmarkColdStart(b *testing.B) {
 	}
 }
 
-func session(b *testing.B, ctx context.Context, tgt *exec.Target, nw targets.Network) {
+func session(b *testing.B, ctx context.Context, tgt targets.Target, nw targets.Network) {
 	s, err := tgt.Start(ctx, withPlaces(b, targets.Spec{Name: "bench", Path: targets.PathNormal, Network: nw}))
 	if err != nil {
 		b.Fatal(err)

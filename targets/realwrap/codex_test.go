@@ -57,6 +57,11 @@ func startProfile(t *testing.T, name string, path targets.Path) targets.Session 
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() {
+		if err := tgt.Close(context.Background()); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	s, err := tgt.Start(ctx, withPlaces(t, targets.Spec{Name: "t", Path: path, Network: emptyNetns(t)}))

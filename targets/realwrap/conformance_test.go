@@ -1,6 +1,7 @@
 package realwrap_test
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -38,6 +39,11 @@ func TestConformance(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				t.Cleanup(func() {
+					if err := tgt.Close(context.Background()); err != nil {
+						t.Errorf("Close: %v", err)
+					}
+				})
 				targettest.Run(t, func(t *testing.T) (targets.Target, targets.Spec) {
 					return tgt, withPlaces(t, targets.Spec{Name: "conf", Path: path, Network: emptyNetns(t)})
 				})

@@ -5,12 +5,14 @@
 package realwrap
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 
 	"github.com/gatehouse-dev/gatehouse/agents"
+	"github.com/gatehouse-dev/gatehouse/internal/scratch"
 	"github.com/gatehouse-dev/gatehouse/targets/exec"
 	"github.com/gatehouse-dev/gatehouse/targets/profile"
 )
@@ -19,9 +21,15 @@ import (
 // says which command installs it.
 var ErrNotInstalled = errors.New("sandbox tool not installed")
 
-// SRTTmp is srt's TMPDIR: bound writable into every srt sandbox from the
-// host, so it must exist there, writable by whichever user runs srt.
+// SRTTmp is srt's TMPDIR inside its sandboxes: srt binds it writable
+// into every sandbox from its own view of the host, so on a machine it is
+// one folder shared by every srt sandbox. Gatehouse gives each run a
+// folder of its own for it (see Prepare): on the host, /tmp/claude is
+// only an empty root-owned mount point.
 const SRTTmp = "/tmp/claude"
+
+// srtTmp is SRTTmp; tests move it off the shared /tmp.
+var srtTmp = SRTTmp
 
 // Tools returns the exec target's Tools for p: the cached install's command
 // for the tool p's target runs.
@@ -54,33 +62,55 @@ func open(cache agents.Cache, name string, a agents.Adapter) (agents.Installed, 
 	return in, nil
 }
 
-// Prepare makes what a tool expects on the host: srt's TMPDIR. It is
-// world-writable and sticky like /tmp, because srt binds the host's folder
-// (shared by every srt sandbox on the machine: a known srt weakness that
-// the cross-session gates measure).
-func Prepare(p *profile.Profile) error {
+// Prepare makes what a tool expects on the host: for srt, the folder its
+// sandboxes share as their TMPDIR. It is a fresh folder of the run's in the
+// harness's root-only scratch folder (on the run's ledger), sticky and
+// world-writable like the /tmp/claude it stands for, and bound over
+// SRTTmp in each srt session's view of the host: shared by the run's srt
+// sessions, as srt shares it between all its sandboxes on a machine (the
+// cross-session gates measure that), and never the host's own folder,
+// which any local user, or root in a sandbox that sees the host's /tmp,
+// could have planted as a link. release removes it (nil for other tools).
+func Prepare(p *profile.Profile) (binds []exec.Bind, release func() error, err error) {
 	if p.Target != profile.TargetSRT {
+		return nil, nil, nil
+	}
+	// The host's /tmp/claude is only the mount point: made empty and
+	// root's, or, when there, a real folder of root's, never a link.
+	if err := exec.MountPoint(exec.Bind{Inside: srtTmp}); err != nil {
+		return nil, nil, fmt.Errorf("srt: %w", err)
+	}
+	dir, release, err := scratch.New("srt-tmp")
+	if err != nil {
+		return nil, nil, fmt.Errorf("srt: TMPDIR: %w", err)
+	}
+	// Ours, just made: the only folder here ever chmodded.
+	if err := os.Chmod(dir, os.ModeSticky|0o777); err != nil {
+		return nil, nil, errors.Join(fmt.Errorf("srt: TMPDIR: %w", err), release())
+	}
+	return []exec.Bind{{Host: dir, Inside: srtTmp}}, release, nil
+}
+
+// Target is the exec target of an srt or codex-sandbox profile, with what
+// Prepare made for the run; Close removes it.
+type Target struct {
+	*exec.Target
+	binds   []exec.Bind
+	release func() error
+}
+
+// Close removes what Prepare made (srt's TMPDIR folder). Safe to call twice.
+func (t *Target) Close(context.Context) error {
+	if t.release == nil {
 		return nil
 	}
-	if err := os.Mkdir(SRTTmp, 0o1777); err != nil && !errors.Is(err, os.ErrExist) {
-		return fmt.Errorf("srt: %s: %w", SRTTmp, err)
-	}
-	st, err := os.Stat(SRTTmp)
-	if err != nil {
-		return fmt.Errorf("srt: %s: %w", SRTTmp, err)
-	}
-	if !st.IsDir() {
-		return fmt.Errorf("srt: %s is not a folder", SRTTmp)
-	}
-	if st.Mode().Perm()&0o002 == 0 || st.Mode()&os.ModeSticky == 0 {
-		return os.Chmod(SRTTmp, 0o1777)
-	}
-	return nil
+	return t.release()
 }
 
 // New returns the exec target for an srt or codex-sandbox profile, or
-// ErrNotInstalled. opts.Tools is filled from cache.
-func New(cache agents.Cache, opts exec.Options) (*exec.Target, error) {
+// ErrNotInstalled. opts.Tools and opts.Binds are filled; the caller Closes
+// the target when the run is over.
+func New(cache agents.Cache, opts exec.Options) (*Target, error) {
 	if opts.Profile == nil {
 		return nil, errors.New("realwrap: no profile")
 	}
@@ -88,9 +118,11 @@ func New(cache agents.Cache, opts exec.Options) (*exec.Target, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := Prepare(opts.Profile); err != nil {
+	binds, release, err := Prepare(opts.Profile)
+	if err != nil {
 		return nil, err
 	}
 	opts.Tools = tools
-	return exec.New(opts), nil
+	opts.Binds = append(append([]exec.Bind(nil), opts.Binds...), binds...)
+	return &Target{Target: exec.New(opts), binds: binds, release: release}, nil
 }
