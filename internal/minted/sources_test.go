@@ -27,6 +27,7 @@ var randomOK = map[string]string{
 	"lab/intake/token.go":                      "the minter's signing key (never printed) and a token's jti (inside the token, which Mint registers)",
 	"lab/intake/contract/client.go":            "markers and identifiers of one contract run, not credentials",
 	"probe/icmp.go":                            "an ICMP echo id",
+	"internal/untrusted/untrusted.go":          "a temporary file's name, renamed over its target",
 	"steps/multi_channels.go":                  "a System V shared memory key",
 	"targets/bwrap/isolated.go":                "a network namespace name",
 	"targets/bwrap/stage.go":                   "a staging folder name",
