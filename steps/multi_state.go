@@ -190,7 +190,7 @@ func (r *runner) addPlaces(ctx context.Context, s *scenario, spec *targets.Spec)
 		}
 		// Sticky and world-writable, like the /tmp it stands in for.
 		for _, d := range []string{"shared/tmp", "shared/shm", "shared/cache"} {
-			if err := os.Chmod(filepath.Join(root, d), 0o1777); err != nil {
+			if err := os.Chmod(filepath.Join(root, d), os.ModeSticky|0o777); err != nil {
 				return fmt.Errorf("places: %w", err)
 			}
 		}
@@ -216,7 +216,7 @@ func (r *runner) addPlaces(ctx context.Context, s *scenario, spec *targets.Spec)
 		return fmt.Errorf("places: %w", err)
 	}
 	// World-writable like the cache folder of a shared runner.
-	if err := os.Chmod(slot, 0o1777); err != nil {
+	if err := os.Chmod(slot, os.ModeSticky|0o777); err != nil {
 		return fmt.Errorf("places: %w", err)
 	}
 	spec.Places["cache"] = slot
