@@ -36,6 +36,9 @@ const (
 type stage struct {
 	id, root, fs, policy, files string
 	release                     []func() // ledger entries of the folder and the socket
+	// owner, when set, is given what the harness makes under fs/work: the
+	// sandbox's user is then an unprivileged host uid (see handOver).
+	owner *hostUser
 }
 
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
@@ -204,8 +207,12 @@ func (s *stage) write(rel string, r io.Reader, mode fs.FileMode) error {
 		return fmt.Errorf("stage: %w", err)
 	}
 	defer root.Close()
+	owner := s.owner
+	if !strings.HasPrefix(rel, "work/") {
+		owner = nil // read-only inside: root's, readable as its mode says
+	}
 	if dir := path.Dir(rel); dir != "." {
-		if err := root.MkdirAll(dir, 0o755); err != nil {
+		if err := mkdirOwned(root, dir, owner); err != nil {
 			return fmt.Errorf("stage %s: %w", rel, err)
 		}
 	}
@@ -217,11 +224,38 @@ func (s *stage) write(rel string, r io.Reader, mode fs.FileMode) error {
 	if err == nil {
 		err = f.Chmod(mode.Perm())
 	}
+	if err == nil && owner != nil {
+		err = f.Chown(owner.uid, owner.gid)
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
 		return fmt.Errorf("stage %s: %w", rel, err)
+	}
+	return nil
+}
+
+// mkdirOwned makes dir and its missing parents under root, giving the ones
+// it makes to owner (nil: root keeps them). Through root, so no link the
+// sandbox planted is followed; Lchown never follows one either.
+func mkdirOwned(root *os.Root, dir string, owner *hostUser) error {
+	if owner == nil {
+		return root.MkdirAll(dir, 0o755)
+	}
+	cur := ""
+	for _, part := range strings.Split(dir, "/") {
+		cur = path.Join(cur, part)
+		err := root.Mkdir(cur, 0o755)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if err == nil {
+			err = root.Lchown(cur, owner.uid, owner.gid)
+		}
+		if err != nil {
+			return err
+		}
 	}
 	return nil
 }
