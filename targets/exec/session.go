@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/internal/hostproc"
 	"github.com/gatehouse-dev/gatehouse/targets"
 	"github.com/gatehouse-dev/gatehouse/targets/egress"
 	"github.com/gatehouse-dev/gatehouse/targets/profile"
@@ -50,6 +51,8 @@ type session struct {
 	egress  *egress.Applied
 	policy  map[string]string // {{file:NAME}} -> sha256 digest
 
+	initBin string         // the init binary on the host
+	init    *hostproc.Proc // the session's init, pinned at Start
 	inst    *osexec.Cmd
 	ctl     *supervisor.Control
 	client  *supervisor.Client
@@ -113,6 +116,7 @@ func (s *session) prepare(ctx context.Context, opts Options) error {
 		}
 	}
 	s.view = view{st: st, init: opts.Init, binds: binds, keepNetns: s.spec.Network.NetnsPath}
+	s.initBin = opts.Init
 	resolver := s.prof.Resolver
 	if resolver == "" {
 		resolver = s.spec.Network.Resolver
@@ -214,6 +218,11 @@ func (s *session) startInstance(ctx context.Context) error {
 			return fmt.Errorf("the wrapper exited at start: %s", strings.TrimSpace(s.instOut.String()))
 		}
 		return fmt.Errorf("the sandbox's init did not answer: %w (the wrapper said: %s)", err, strings.TrimSpace(s.instOut.String()))
+	}
+	// Pinned now, while only the wrapper and our init have run: every
+	// later read from outside is of this process or of nothing.
+	if s.init, err = s.pinInit(ctx, cmd.Process.Pid); err != nil {
+		return fmt.Errorf("the sandbox's init: %w", err)
 	}
 	return nil
 }
