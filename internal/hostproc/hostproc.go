@@ -97,6 +97,23 @@ func (p *Proc) Alive() bool {
 	return p.Read(func(string) error { return nil }) == nil
 }
 
+// Signal sends sig to the pinned process through its pidfd: never to a
+// process that took its pid over.
+func (p *Proc) Signal(sig unix.Signal) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.fd < 0 {
+		return fmt.Errorf("hostproc: pid %d: %w", p.PID, ErrGone)
+	}
+	if err := unix.PidfdSendSignal(p.fd, sig, nil, 0); err != nil {
+		if errors.Is(err, unix.ESRCH) {
+			return fmt.Errorf("hostproc: pid %d: %w", p.PID, ErrGone)
+		}
+		return fmt.Errorf("hostproc: signal pid %d: %w", p.PID, err)
+	}
+	return nil
+}
+
 // Close releases the pidfd. Safe to call twice, and on nil.
 func (p *Proc) Close() error {
 	if p == nil {
