@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -60,6 +61,30 @@ func (s *Session) outsideFacts(ctx context.Context, runtime string, initPID int,
 	if n := readPinned(p, "outside.ns.", f); n == 0 {
 		f["outside.ns.error"] = fmt.Sprintf("could not read /proc/%d/ns of the exec (pid %d, start %d): it exited or was replaced", p.PID, p.PID, p.Start)
 	}
+	hostUserFacts(p, "the container process (an exec as the path's user)", f)
+}
+
+// hostUserFacts records who a pinned process is on the host, as the
+// kernel says: "outside.uid", "outside.gid", the id maps, and host_user.
+func hostUserFacts(p *hostproc.Proc, who string, f map[string]string) {
+	c, err := p.Creds()
+	if err != nil {
+		f["host_user"] = "unknown: " + err.Error()
+		return
+	}
+	f["outside.uid"] = strconv.Itoa(c.HostUID())
+	f["outside.gid"] = strconv.Itoa(c.HostGID())
+	f["outside.uid_map"] = c.UIDMap
+	f["outside.gid_map"] = c.GIDMap
+	what := fmt.Sprintf("host uid %d", c.HostUID())
+	if c.HostUID() == 0 {
+		what = "host root (uid 0)"
+	}
+	where := "in the host's user namespace"
+	if c.UIDMap != "0 0 4294967295" {
+		where = "in a user namespace of its own (uid map " + c.UIDMap + ")"
+	}
+	f["host_user"] = fmt.Sprintf("%s: %s, %s", what, who, where)
 }
 
 // pinIn pins pid and checks, through the pin, that it sits in the

@@ -48,6 +48,7 @@ func gvisorFacts(sentry int, id string, f map[string]string) {
 	}
 	argv, _ := sp.Cmdline()
 	describe(f, "outside.", "gVisor sentry", sentry, argv)
+	hostUserFacts(sp, "gVisor's sentry (the agent's uid exists only in gVisor's kernel)", f)
 	sentryNS := map[string]string{}
 	if readPinned(sp, "", sentryNS) == 0 {
 		f["outside.ns.error"] = fmt.Sprintf("could not read /proc/%d/ns", sentry)
