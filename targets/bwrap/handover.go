@@ -69,8 +69,24 @@ func chownTree(ctx context.Context, u hostUser, path string, whole bool) error {
 	})
 }
 
+// lchownAt gives the entry name (a link itself, never what it points at)
+// to u, through a path descriptor so the entry checked is the one changed.
+// A file with more than one name is left alone: a hard link someone made
+// to a file that is not theirs must not hand it over.
 func lchownAt(d *untrusted.Dir, name string, u hostUser) error {
-	if err := unix.Fchownat(d.Fd(), name, u.uid, u.gid, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+	fd, err := unix.Openat(d.Fd(), name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("chown %s/%s: %w", d.Name(), name, err)
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return fmt.Errorf("chown %s/%s: %w", d.Name(), name, err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR && st.Nlink > 1 {
+		return nil
+	}
+	if err := unix.Fchownat(fd, "", u.uid, u.gid, unix.AT_EMPTY_PATH|unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		return fmt.Errorf("chown %s/%s: %w", d.Name(), name, err)
 	}
 	return nil

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/gatehouse-dev/gatehouse/targets"
@@ -98,4 +99,38 @@ func withBind(t *testing.T, p *profile.Profile, src, dst string) *profile.Profil
 		t.Fatal(err)
 	}
 	return q
+}
+
+// Handing the places to the sandbox's user never hands over a file that
+// has another name: a hard link in a place to a root-only file elsewhere
+// stays root's, and so does the file.
+func TestHandoverSkipsHardLinks(t *testing.T) {
+	needSandbox(t)
+	p := shipped(t, profiles.Leaky) // binds {{place:home}} read-only: handed over whole
+	dir := t.TempDir()
+	secret := filepath.Join(dir, "root-only")
+	if err := os.WriteFile(secret, []byte("root's\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	home := filepath.Join(dir, "home")
+	if err := os.MkdirAll(filepath.Join(home, "agent"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(secret, filepath.Join(home, "agent", "linked")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, "agent", "own"), []byte("agent's\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	startSession(t, p, targets.Spec{Name: "links", Path: targets.PathNormal, Network: newNetns(t), Places: map[string]string{"home": home}})
+	run := uint32(bwrap.RunUIDBase + os.Getpid())
+	for name, want := range map[string]uint32{secret: 0, filepath.Join(home, "agent", "own"): run} {
+		var st syscall.Stat_t
+		if err := syscall.Stat(name, &st); err != nil {
+			t.Fatal(err)
+		}
+		if st.Uid != want {
+			t.Errorf("%s owned by %d, want %d", name, st.Uid, want)
+		}
+	}
 }

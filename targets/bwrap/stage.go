@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"syscall"
 
 	"github.com/gatehouse-dev/gatehouse/ledger"
 	"github.com/gatehouse-dev/gatehouse/targets"
@@ -225,7 +226,7 @@ func (s *stage) write(rel string, r io.Reader, mode fs.FileMode) error {
 		err = f.Chmod(mode.Perm())
 	}
 	if err == nil && owner != nil {
-		err = f.Chown(owner.uid, owner.gid)
+		err = chownOnly(f, owner)
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
@@ -234,6 +235,19 @@ func (s *stage) write(rel string, r io.Reader, mode fs.FileMode) error {
 		return fmt.Errorf("stage %s: %w", rel, err)
 	}
 	return nil
+}
+
+// chownOnly gives f to owner unless it has another name: a hard link the
+// sandbox made to a file it does not own must not hand that file over.
+func chownOnly(f *os.File, owner *hostUser) error {
+	var st syscall.Stat_t
+	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
+		return err
+	}
+	if st.Nlink != 1 || st.Mode&syscall.S_IFMT != syscall.S_IFREG {
+		return fmt.Errorf("%s has %d names or is not a regular file: not handed to the sandbox's user", f.Name(), st.Nlink)
+	}
+	return f.Chown(owner.uid, owner.gid)
 }
 
 // mkdirOwned makes dir and its missing parents under root, giving the ones
