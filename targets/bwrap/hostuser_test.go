@@ -2,6 +2,7 @@ package bwrap_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -9,6 +10,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/gatehouse-dev/gatehouse/probe/probetest"
 	"github.com/gatehouse-dev/gatehouse/targets"
 	"github.com/gatehouse-dev/gatehouse/targets/bwrap"
 	"github.com/gatehouse-dev/gatehouse/targets/profile"
@@ -132,5 +134,36 @@ func TestHandoverSkipsHardLinks(t *testing.T) {
 		if st.Uid != want {
 			t.Errorf("%s owned by %d, want %d", name, st.Uid, want)
 		}
+	}
+}
+
+// Where an unprivileged user cannot make a user namespace, the normal path
+// is refused with the kernel's settings, never run as root instead. The
+// bubblewrap here is a stand-in that answers --version and fails as
+// bubblewrap does when the kernel refuses.
+func TestNormalPathRefusesWithoutUserNamespaces(t *testing.T) {
+	needSandbox(t)
+	dir, err := os.MkdirTemp("", "gh-fakebwrap-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	fake := filepath.Join(dir, "bwrap")
+	script := "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'bubblewrap 0.8.0'; exit 0; fi\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n"
+	if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p := shipped(t, profiles.Hardened)
+	tgt := bwrap.New(bwrap.Options{Profile: p, Root: t.TempDir(), Init: probetest.Build(t), Bwrap: fake})
+	s, err := tgt.Start(context.Background(), withPlaces(t, p, targets.Spec{Name: "nouserns", Path: targets.PathNormal, Network: newNetns(t)}))
+	if err == nil {
+		s.Stop(context.Background())
+		t.Fatal("Start succeeded with a bubblewrap that cannot make a user namespace")
+	}
+	if !errors.Is(err, bwrap.ErrNoUserNamespaces) || !strings.Contains(err.Error(), "max_user_namespaces") || !strings.Contains(err.Error(), "No permissions") {
+		t.Fatalf("Start: %v; want ErrNoUserNamespaces with bubblewrap's words and the kernel's settings", err)
 	}
 }
