@@ -81,9 +81,11 @@ func (s *session) Inspect(ctx context.Context) (targets.Config, error) {
 // launchText says how bubblewrap was started, beyond its argv: where, and
 // as whom.
 func (s *session) launchText() string {
+	// No per-run number here (a diff of two runs compares this): the uid
+	// itself is outside.uid, read back from the kernel.
 	who := "root (host uid 0)"
 	if !s.user.root() {
-		who = fmt.Sprintf("host uid %d, gid %d (this run's own, unprivileged; no supplementary groups)", s.user.uid, s.user.gid)
+		who = "this run's own unprivileged host uid and gid, with no supplementary groups (outside.uid, outside.gid)"
 	}
 	return fmt.Sprintf("bubblewrap started as %s, in the session's network namespace %s, in a private mount namespace where %s holds only the doors listed as door.* (each bound from a descriptor the harness opened)",
 		who, s.spec.Network.NetnsPath, DoorDir)
