@@ -1,12 +1,11 @@
 // Package bwrap is the bubblewrap target, Gatehouse's default sandbox.
 //
-// A session is one sandbox instance, as on a real agent platform: Start runs
+// A session is one sandbox instance, as on a real agent platform: Start
+// runs, once, in the session's network namespace,
 //
 //	bwrap PROFILE-ARGS --uid U --gid G ... -- /gatehouse/.init init FD
 //
-// in the session's network namespace
-//
-// once, and every Exec of the session is a child of that init (package
+// and every Exec of the session is a child of that init (package
 // supervisor), so the session's commands share its namespaces, /tmp and
 // processes. What runs is exactly the team's bubblewrap arguments, with only
 // the identity, environment, the session's own files (a staging folder bound
