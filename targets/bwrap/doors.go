@@ -14,16 +14,18 @@ import (
 // DoorDir is where bubblewrap finds what the harness hands a session (the
 // staging folder, the init, the resolver file, the places a profile binds).
 // Each session's bubblewrap starts in a private mount namespace of its own
-// in which a small tmpfs covers the host's /run/gatehouse and holds one
-// bind mount (a "door") per such source, so:
+// in which a small tmpfs over DoorDir holds one bind mount (a "door") per
+// such source, so:
 //   - bubblewrap running as an unprivileged uid reaches them without the
 //     root-only folders they live in being opened to anyone: the doors are
 //     bound from descriptors the harness opened as root;
-//   - nothing of the harness's own state under /run/gatehouse (other
-//     sessions' folders and canaries, sockets, the ledger) is in the host
-//     view a profile can bind from ("--ro-bind / /" included);
 //   - the argv in the evidence names stable paths, not per-run folders.
-const DoorDir = "/run/gatehouse"
+//
+// On the host DoorDir is an empty folder (a mount point only). It does not
+// cover /run/gatehouse: a profile that binds the host's / must still show
+// what the host holds (the harness's canaries stand in for the host's own
+// secrets) to whoever may read it there.
+const DoorDir = "/run/gatehouse-doors"
 
 // door is one host file or folder, bound at DoorDir/name.
 type door struct {
@@ -51,8 +53,7 @@ func enterDoors(doors []door) error {
 	if err := unix.Mount("none", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("doors: make / private: %w", err)
 	}
-	// Opened in this namespace (a bind's source must be one of its own
-	// mounts), before the tmpfs covers /run/gatehouse, where sources live.
+	// Opened in this namespace: a bind's source must be one of its mounts.
 	fds := make([]int, len(doors))
 	defer func() {
 		for _, fd := range fds {
@@ -139,12 +140,13 @@ func mountDoor(fd int, d door) error {
 	return nil
 }
 
-// ensureDoorDir makes DoorDir on the host if it is missing (root-only, as
-// the harness's folders there are). It must be a real folder.
+// ensureDoorDir makes DoorDir on the host if it is missing: an empty
+// root-owned folder (0755: the tmpfs over it decides the mode inside the
+// private namespace). It must be a real folder, root's.
 func ensureDoorDir() error {
 	st, err := os.Lstat(DoorDir)
 	if errors.Is(err, os.ErrNotExist) {
-		if err := os.MkdirAll(DoorDir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		if err := os.Mkdir(DoorDir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 			return fmt.Errorf("doors: %w", err)
 		}
 		st, err = os.Lstat(DoorDir)
