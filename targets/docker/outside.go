@@ -55,7 +55,6 @@ func (s *Session) outsideFacts(ctx context.Context, runtime string, initPID int,
 		f["outside.ns.error"] = err.Error()
 		return
 	}
-	defer p.Close()
 	argv, _ := p.Cmdline()
 	describe(f, "outside.", "container process (an exec, as the agent's commands run)", p.PID, argv)
 	if n := readPinned(p, "outside.ns.", f); n == 0 {
@@ -144,7 +143,7 @@ func readNS(pid int, prefix string, f map[string]string) int {
 
 // holdExec starts a sleeping exec as the session's path's user, and
 // returns it pinned once it is checked (through the pin) to be the sleep,
-// in the container's cgroup; stop kills it.
+// in the container's cgroup; stop kills it and releases the pin.
 func (s *Session) holdExec(ctx context.Context) (*hostproc.Proc, func(), error) {
 	nop := func() {}
 	opts := client.ExecCreateOptions{Cmd: []string{s.applet("sleep"), "30"}, Env: []string{execMark + "=" + randHex(8)}}
@@ -170,7 +169,7 @@ func (s *Session) holdExec(ctx context.Context) (*hostproc.Proc, func(), error) 
 		if res.Running && res.PID > 1 {
 			if p, err := pinIn(res.PID, s.ID()); err == nil {
 				if argv, err := p.Cmdline(); err == nil && strings.Contains(strings.Join(argv, " "), "sleep") {
-					return p, func() { _ = p.Signal(syscall.SIGKILL) }, nil
+					return p, func() { _ = p.Signal(syscall.SIGKILL); p.Close() }, nil
 				}
 				p.Close()
 			}
