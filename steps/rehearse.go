@@ -8,9 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/cucumber/godog"
@@ -177,6 +179,16 @@ func (r *runner) plantRehearsal(ctx context.Context) error {
 	st.copyDir = filepath.Join(storage, "repo")
 	if err := CopyTree(ctx, rh.RepoDir, st.copyDir, lim); err != nil {
 		return fmt.Errorf("copy the repository into the session: %w", err)
+	}
+	// The copy is the agent's checkout: its user's, as the storage folder
+	// it sits in is (a target running the sandbox as an unprivileged host
+	// user hands that folder over; under root it stays root's).
+	if fi, err := os.Lstat(storage); err == nil {
+		if sys, ok := fi.Sys().(*syscall.Stat_t); ok && sys.Uid != 0 {
+			if err := untrusted.ChownTree(ctx, st.copyDir, int(sys.Uid), int(sys.Gid), true, untrusted.Limits{}); err != nil {
+				return fmt.Errorf("give the repository copy to the sandbox's user: %w", err)
+			}
+		}
 	}
 	if st.copyTree, err = ReadTree(ctx, st.copyDir, lim); err != nil {
 		return err

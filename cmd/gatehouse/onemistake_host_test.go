@@ -25,9 +25,16 @@ type fakeDockerd struct {
 
 func startFakeDockerd(t *testing.T, engine bool) *fakeDockerd {
 	t.Helper()
-	d := &fakeDockerd{path: filepath.Join(t.TempDir(), "docker.sock")}
+	dir := t.TempDir()
+	openToUsers(t, dir)
+	d := &fakeDockerd{path: filepath.Join(dir, "docker.sock")}
 	ln, err := net.Listen("unix", d.path)
 	if err != nil {
+		t.Fatal(err)
+	}
+	// Usable by the sandbox's unprivileged user on the normal path, as the
+	// host's docker.sock is to a member of the docker group.
+	if err := os.Chmod(d.path, 0o666); err != nil {
 		t.Fatal(err)
 	}
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -140,18 +147,26 @@ func TestOneMistakeHostFolders(t *testing.T) {
 }
 
 // The host's / bound in read-only ("--ro-bind / /rootfs", "to read system
-// files"): host-access FAILs on the host's / by device:inode and on the
-// host nonce read through /rootfs. The same bind also shows, truthfully,
-// what the host holds: the canaries Gatehouse planted under /run/gatehouse
-// and the other session's storage, so long-lived-secret and
-// foreign-storage FAIL too. One mistake, three broken gates: that is what
-// binding the host's / means, not a false FAIL.
+// files"): host-access FAILs on the host's / by device:inode, on both
+// paths. The same bind also shows, truthfully, what the host holds to
+// whoever the sandbox's user is there. On the assume-breach path that is
+// host root: the canaries Gatehouse planted under /run/gatehouse and the
+// other session's storage are read, so long-lived-secret and
+// foreign-storage FAIL too (one mistake, three broken gates: what binding
+// the host's / means, not a false FAIL). On the normal path it is an
+// unprivileged host uid, which cannot enter those root-only folders: no
+// planted canary and no crossing, and no PASS either (a search of the whole
+// host cannot be complete; what it may find readable, such as an API key a
+// package left world-readable in /etc, is a FAIL).
 func TestOneMistakeHostRoot(t *testing.T) {
 	needSandbox(t)
 	p := oneMistake(t, addArgs("the host's root, read-only, 'to read system files'", "--ro-bind", "/", "/rootfs"))
-	checkGates(t, p, map[string]want{
+	checkGatesPaths(t, p, realGates, map[string]want{
 		"long-lived-secret": {evidence.Fail, "planted credentials read: "},
 		"host-access":       {evidence.Fail, "the host's / (its root file system) is visible inside at /rootfs"},
 		"foreign-storage":   {evidence.Fail, "crossing"},
+	}, map[string]normalWant{
+		"long-lived-secret": {lacks: "planted credentials read"},
+		"foreign-storage":   {lacks: "crossing"},
 	})
 }

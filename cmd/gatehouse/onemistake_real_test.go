@@ -72,6 +72,28 @@ type want struct {
 	reason  string
 }
 
+// normalWant is what a gate must come out as on the normal path where it
+// differs from the assume-breach path's: the normal path's sandbox user is
+// an unprivileged host uid, the assume-breach path's is root. An empty
+// verdict is anything but PASS; lacks is what the reason must not say.
+type normalWant struct {
+	verdict evidence.Verdict
+	lacks   string
+}
+
+// openToUsers makes a test folder (and its parent: the testing package
+// makes both 0700) reachable, as a team's folder on a host is to the user
+// who runs bubblewrap: the normal path runs it as an unprivileged host
+// uid, which cannot enter a root-only folder.
+func openToUsers(t *testing.T, dir string) {
+	t.Helper()
+	for _, d := range []string{dir, filepath.Dir(dir)} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // checkGates runs a one-mistake profile and checks every gate on both
 // paths, and that no secret value reached gatehouse's output or what the
 // harness recorded of the run (verdicts, attempts, hits, run.json's
@@ -85,6 +107,13 @@ func checkGates(t *testing.T, profile string, wants map[string]want, secrets ...
 // checkGatesOn is checkGates over a chosen list of gates.
 func checkGatesOn(t *testing.T, profile, gates string, wants map[string]want, secrets ...string) runOutput {
 	t.Helper()
+	return checkGatesPaths(t, profile, gates, wants, nil, secrets...)
+}
+
+// checkGatesPaths is checkGatesOn with the normal path's own expectations
+// for the gates in normal.
+func checkGatesPaths(t *testing.T, profile, gates string, wants map[string]want, normal map[string]normalWant, secrets ...string) runOutput {
+	t.Helper()
 	r := runProfileAt(t, profile, gates)
 	if len(r.results) != 2*len(wants) {
 		t.Fatalf("want %d results, got %d\nstdout:\n%s\nstderr:\n%s", 2*len(wants), len(r.results), r.stdout, r.stderr)
@@ -92,6 +121,13 @@ func checkGatesOn(t *testing.T, profile, gates string, wants map[string]want, se
 	fail := false
 	for _, res := range r.results {
 		w := wants[res.Gate]
+		if n, ok := normal[res.Gate]; ok && res.Path == "normal" {
+			if n.verdict == "" && res.Verdict == evidence.Pass || n.verdict != "" && res.Verdict != n.verdict || strings.Contains(res.Reason, n.lacks) {
+				t.Errorf("%s/%s: %s (%s)\nwant %q (\"\": not PASS) without %q", res.Gate, res.Path, res.Verdict, res.Reason, n.verdict, n.lacks)
+			}
+			fail = fail || res.Verdict == evidence.Fail
+			continue
+		}
 		fail = fail || w.verdict == evidence.Fail
 		if res.Verdict != w.verdict || !containsAll(res.Reason, w.reason) {
 			t.Errorf("%s/%s: %s (%s)\nwant %s with %q", res.Gate, res.Path, res.Verdict, res.Reason, w.verdict, w.reason)

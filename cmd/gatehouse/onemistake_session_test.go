@@ -88,6 +88,7 @@ func TestOneMistakeSessionModel(t *testing.T) {
 func TestOneMistakeStop(t *testing.T) {
 	needSandbox(t)
 	checkout := t.TempDir()
+	openToUsers(t, checkout)
 	if err := os.WriteFile(filepath.Join(checkout, "README"), []byte("the team's project\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}

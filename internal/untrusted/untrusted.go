@@ -242,6 +242,14 @@ func (d *Dir) Create(name string, perm fs.FileMode) (*os.File, error) {
 // was at name before (a file, a planted link, a FIFO) is replaced as an
 // entry, never opened or written through.
 func (d *Dir) WriteFile(name string, r io.Reader, perm fs.FileMode) error {
+	return d.WriteFileWith(name, r, perm, nil)
+}
+
+// WriteFileWith is WriteFile with a last step on the new file before it
+// takes name's place (prepare may be nil): changes made through its
+// descriptor, such as a chown, reach exactly the file written, whatever
+// the sandbox does to name meanwhile.
+func (d *Dir) WriteFileWith(name string, r io.Reader, perm fs.FileMode, prepare func(*os.File) error) error {
 	if err := check(name); err != nil {
 		return &fs.PathError{Op: "write", Path: d.join(name), Err: err}
 	}
@@ -265,6 +273,9 @@ func (d *Dir) WriteFile(name string, r io.Reader, perm fs.FileMode) error {
 		}
 	}
 	_, err = io.Copy(f, r)
+	if err == nil && prepare != nil {
+		err = prepare(f)
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

@@ -4,66 +4,90 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/gatehouse-dev/gatehouse/targets"
 	"github.com/gatehouse-dev/gatehouse/targets/profile"
 )
 
-// buildPrefix returns the argv up to (not including) the "--" before the
-// command, and the host files to open as descriptors 3, 4, ... for options
-// such as --seccomp that take one.
-func buildPrefix(bin string, p *profile.Profile, spec targets.Spec, st *stage, binds []bind, init string) ([]string, []string, error) {
-	var argv []string
-	if spec.Network.NetnsPath != "" {
-		argv = append(argv, "nsenter", "--net="+spec.Network.NetnsPath)
+// launch is how a session's bubblewrap is started: its argv up to (not
+// including) the "--" before the init, the host files opened as
+// descriptors 3, 4, ... for options such as --seccomp, the doors its
+// private mount namespace holds, and the host user it runs as.
+type launch struct {
+	argv    []string
+	fdFiles []string
+	doors   []door
+	places  []placeBind // the profile's {{place:...}} binds, for the handover
+	user    hostUser
+}
+
+// placeBind is one harness place the profile binds.
+type placeBind struct {
+	host string
+	rw   bool
+}
+
+// buildLaunch expands the profile's arguments. Every source the harness
+// provides (the staging folder, the init, files, places) is bound from a
+// door, so bubblewrap needs no path into the harness's root-only folders,
+// whichever user it runs as.
+func buildLaunch(bin string, p *profile.Profile, spec targets.Spec, st *stage, binds []bind, init string, user hostUser) (launch, error) {
+	l := launch{argv: []string{bin}, user: user}
+	addDoor := func(d door) string {
+		l.doors = append(l.doors, d)
+		return d.path()
 	}
-	argv = append(argv, bin)
-	var fdFiles []string
 	args := p.Bwrap.Args
 	for i, a := range args {
 		key, ok := p.ArgFile(i)
 		if !ok {
 			x, err := targets.Expand(a, spec)
 			if err != nil {
-				return nil, nil, fmt.Errorf("bwrap argument %d: %w", i, err)
+				return launch{}, fmt.Errorf("bwrap argument %d: %w", i, err)
 			}
-			argv = append(argv, x)
+			if b, isSrc := p.BindSourceAt(i); isSrc && strings.HasPrefix(a, "{{place:") {
+				label := strings.Replace(strings.TrimPrefix(a, "{{place:"), "}}", "", 1)
+				l.places = append(l.places, placeBind{host: x, rw: !b.ReadOnly})
+				x = addDoor(door{name: doorName("place", len(l.doors), label), host: x, plain: true, optional: b.Optional})
+			}
+			l.argv = append(l.argv, x)
 			continue
 		}
 		data, _ := p.File(key)
 		host, err := st.policyFile(key, data)
 		if err != nil {
-			return nil, nil, err
+			return launch{}, err
 		}
 		if i > 0 && profile.FDOption(args[i-1]) {
-			argv = append(argv, strconv.Itoa(3+len(fdFiles)))
-			fdFiles = append(fdFiles, host)
+			l.argv = append(l.argv, strconv.Itoa(3+len(l.fdFiles)))
+			l.fdFiles = append(l.fdFiles, host)
 			continue
 		}
-		argv = append(argv, host)
+		l.argv = append(l.argv, addDoor(door{name: doorName("policy", len(l.doors), key), host: host}))
 	}
 	if !contains(args, "--die-with-parent") {
-		argv = append(argv, "--die-with-parent")
+		l.argv = append(l.argv, "--die-with-parent")
 	}
 	id := p.Identity(spec.Path)
-	argv = append(argv, "--uid", strconv.Itoa(id.UID), "--gid", strconv.Itoa(id.GID))
+	l.argv = append(l.argv, "--uid", strconv.Itoa(id.UID), "--gid", strconv.Itoa(id.GID))
 	if spec.Path == targets.PathBreach && id.CapAdd != nil {
 		// An explicit list means exactly these capabilities.
-		argv = append(argv, "--cap-drop", "ALL")
+		l.argv = append(l.argv, "--cap-drop", "ALL")
 		for _, c := range id.CapAdd {
-			argv = append(argv, "--cap-add", c)
+			l.argv = append(l.argv, "--cap-add", c)
 		}
 	}
 	env := make(map[string]string, len(p.Env))
 	for k, v := range p.Env {
 		x, err := targets.Expand(v, spec)
 		if err != nil {
-			return nil, nil, fmt.Errorf("env %s: %w", k, err)
+			return launch{}, fmt.Errorf("env %s: %w", k, err)
 		}
 		env[k] = x
 	}
-	argv = append(argv, setenv(env)...)
-	argv = append(argv, setenv(spec.Env)...)
+	l.argv = append(l.argv, setenv(env)...)
+	l.argv = append(l.argv, setenv(spec.Env)...)
 	resolver := p.Resolver
 	if resolver == "" {
 		resolver = spec.Network.Resolver
@@ -71,16 +95,19 @@ func buildPrefix(bin string, p *profile.Profile, spec targets.Spec, st *stage, b
 	if resolver != "" {
 		host, err := st.policyFile("resolv.conf", []byte("nameserver "+resolver+"\n"))
 		if err != nil {
-			return nil, nil, err
+			return launch{}, err
 		}
-		argv = append(argv, "--ro-bind", host, "/etc/resolv.conf")
+		l.argv = append(l.argv, "--ro-bind", addDoor(door{name: "resolv.conf", host: host}), "/etc/resolv.conf")
 	}
-	argv = append(argv, "--ro-bind", st.fs, Inside, "--bind", st.fs+"/work", InsideWork, "--ro-bind", init, InitPath)
-	for _, b := range binds {
-		argv = append(argv, "--ro-bind", b.host, b.inside)
+	l.argv = append(l.argv,
+		"--ro-bind", addDoor(door{name: "session", host: st.fs}), Inside,
+		"--bind", addDoor(door{name: "session-work", host: st.fs + "/work"}), InsideWork,
+		"--ro-bind", addDoor(door{name: "init", host: init}), InitPath)
+	for i, b := range binds {
+		l.argv = append(l.argv, "--ro-bind", addDoor(door{name: doorName("file", i, b.inside), host: b.host}), b.inside)
 	}
-	argv = append(argv, "--chdir", InsideWork)
-	return argv, fdFiles, nil
+	l.argv = append(l.argv, "--chdir", InsideWork)
+	return l, nil
 }
 
 // setenv turns a map into --setenv pairs, sorted so argv is reproducible.

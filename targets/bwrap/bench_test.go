@@ -4,9 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	osexec "os/exec"
+	"path/filepath"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -77,9 +80,10 @@ func BenchmarkBareVsSession(b *testing.B) {
 	}
 	argv := bareArgv(b, p, cfg.Argv)
 	b.Logf("bare argv: %q", argv)
+	bw := bareWhere(b, cfg.Facts)
 
 	// One of each first, untimed: binaries and libraries in the page cache.
-	runBare(b, prepared.NetnsPath, argv)
+	runBare(b, prepared.NetnsPath, bw, argv)
 	warm, err := l.Attach(ctx, "warm")
 	if err != nil {
 		b.Fatal(err)
@@ -106,7 +110,7 @@ func BenchmarkBareVsSession(b *testing.B) {
 			b.Fatal(err)
 		}
 		t3 := time.Now()
-		runBare(b, prepared.NetnsPath, argv)
+		runBare(b, prepared.NetnsPath, bw, argv)
 		t4 := time.Now()
 		attach = append(attach, t1.Sub(t0))
 		session = append(session, t2.Sub(t1))
@@ -151,12 +155,12 @@ func benchSession(b *testing.B, ctx context.Context, tgt *bwrap.Target, p *profi
 	}
 }
 
-// bareArgv turns the session's recorded argv (nsenter --net=NS bwrap ...
-// --) into bubblewrap alone running /bin/true: the namespace is joined by
-// the caller, as someone running bubblewrap by hand in it would.
+// bareArgv turns the session's recorded argv (bwrap ... --) into
+// bubblewrap alone running /bin/true: the namespaces are joined by the
+// caller, as someone running bubblewrap by hand in them would.
 func bareArgv(b *testing.B, p *profile.Profile, rec []string) []string {
 	b.Helper()
-	if len(rec) < 3 || rec[0] != "nsenter" || !strings.HasPrefix(rec[1], "--net=") || rec[len(rec)-1] != "--" {
+	if len(rec) < 2 || rec[len(rec)-1] != "--" {
 		b.Fatalf("unexpected session argv shape: %q", rec)
 	}
 	for _, a := range p.Bwrap.Args {
@@ -166,22 +170,75 @@ func bareArgv(b *testing.B, p *profile.Profile, rec []string) []string {
 			b.Skipf("profile passes a file by descriptor (%s): the bare command would need it open", a)
 		}
 	}
-	return append(append([]string(nil), rec[2:]...), "/bin/true")
+	return append(append([]string(nil), rec...), "/bin/true")
+}
+
+// bare is where and as whom the bare bubblewrap runs: the template
+// session's bubblewrap's own mount namespace (its doors are there) and
+// host uid.
+type bare struct {
+	mntns string
+	uid   int
+}
+
+// bareWhere finds the template session's outer bubblewrap (the init's
+// nearest ancestor that bubblewrap did not start) from its facts.
+func bareWhere(b *testing.B, facts map[string]string) bare {
+	b.Helper()
+	pid, _ := strconv.Atoi(facts["outside.pid"])
+	uid, err := strconv.Atoi(facts["outside.uid"])
+	if pid == 0 || err != nil {
+		b.Fatalf("the template session names no init or uid: %v", facts)
+	}
+	for i := 0; i < 8 && pid > 1; i++ {
+		pp := parentPID(pid)
+		exe, _ := os.Readlink("/proc/" + strconv.Itoa(pp) + "/exe")
+		if filepath.Base(exe) != "bwrap" {
+			return bare{mntns: "/proc/" + strconv.Itoa(pid) + "/ns/mnt", uid: uid}
+		}
+		pid = pp
+	}
+	b.Fatal("no outer bubblewrap above the template's init")
+	return bare{}
+}
+
+func parentPID(pid int) int {
+	data, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	s := string(data)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 2 {
+		return 0
+	}
+	n, _ := strconv.Atoi(f[1])
+	return n
 }
 
 // runBare starts argv from a locked thread in the namespace at netns and
-// waits for it.
-func runBare(b *testing.B, netns string, argv []string) {
+// the mount namespace of w, as w's uid, and waits for it.
+func runBare(b *testing.B, netns string, w bare, argv []string) {
 	b.Helper()
 	done := make(chan error, 1)
 	var out strings.Builder
 	go func() {
-		// Never unlocked: the thread ends with the goroutine, namespace and all.
+		// Never unlocked: the thread ends with the goroutine, namespaces and all.
 		runtime.LockOSThread()
-		fd, err := unix.Open(netns, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-		if err == nil {
-			err = unix.Setns(fd, unix.CLONE_NEWNET)
-			unix.Close(fd)
+		err := unix.Unshare(unix.CLONE_FS) // setns(mnt) needs a thread of its own
+		for _, ns := range []struct {
+			path string
+			kind int
+		}{{netns, unix.CLONE_NEWNET}, {w.mntns, unix.CLONE_NEWNS}} {
+			if err != nil {
+				break
+			}
+			var fd int
+			if fd, err = unix.Open(ns.path, unix.O_RDONLY|unix.O_CLOEXEC, 0); err == nil {
+				err = unix.Setns(fd, ns.kind)
+				unix.Close(fd)
+			}
 		}
 		if err != nil {
 			done <- err
@@ -189,8 +246,12 @@ func runBare(b *testing.B, netns string, argv []string) {
 		}
 		cmd := osexec.Command(argv[0], argv[1:]...)
 		cmd.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
+		cmd.Dir = "/"
 		cmd.Stdout, cmd.Stderr = &out, &out
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if w.uid != 0 {
+			cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(w.uid), Gid: uint32(w.uid), Groups: []uint32{}}
+		}
 		done <- cmd.Run()
 	}()
 	if err := <-done; err != nil {

@@ -1,15 +1,23 @@
 // Package bwrap is the bubblewrap target, Gatehouse's default sandbox.
 //
-// A session is one sandbox instance, as on a real agent platform: Start runs
+// A session is one sandbox instance, as on a real agent platform: Start
+// runs, once, in the session's network namespace,
 //
-//	nsenter --net=NETNS bwrap PROFILE-ARGS --uid U --gid G ... -- /gatehouse/.init init FD
+//	bwrap PROFILE-ARGS --uid U --gid G ... -- /gatehouse/.init init FD
 //
-// once, and every Exec of the session is a child of that init (package
+// and every Exec of the session is a child of that init (package
 // supervisor), so the session's commands share its namespaces, /tmp and
 // processes. What runs is exactly the team's bubblewrap arguments, with only
 // the identity, environment, the session's own files (a staging folder bound
 // read-only at /gatehouse, with a writable /gatehouse/work) and the init
-// added by us.
+// added by us, and every source the harness provides bound from a door
+// (see DoorDir).
+//
+// On the normal path bubblewrap runs as this run's own unprivileged host
+// uid (RunUIDBase + pid), as platforms start it as an ordinary user, so the
+// sandbox's user is that uid on the host, never root; on the assume-breach
+// path it runs as root, as that path is root in the guest. Inspect reads
+// which uid it is back from the kernel.
 package bwrap
 
 import (
@@ -44,7 +52,17 @@ type Target struct {
 	versionOnce sync.Once
 	version     string
 	versionErr  error
+	// Whether this bubblewrap runs as the run's uid, checked once.
+	userOnce sync.Once
+	userErr  error
 }
+
+// The run's uid is checked free once a process, before any session runs
+// as it.
+var (
+	runUserOnce sync.Once
+	runUserErr  error
+)
 
 var _ targets.Target = (*Target)(nil)
 
@@ -88,7 +106,16 @@ func (t *Target) Start(ctx context.Context, spec targets.Spec) (targets.Session,
 	if err != nil {
 		return nil, fmt.Errorf("bwrap: start: %w", err)
 	}
-	s := &session{prof: p, spec: spec, runtime: version, gone: make(chan struct{})}
+	user := userFor(spec.Path)
+	if !user.root() {
+		// Once a process, before any session of ours runs as the uid.
+		runUserOnce.Do(func() { runUserErr = checkRunUser(user) })
+		t.userOnce.Do(func() { t.userErr = checkUserNamespaces(context.WithoutCancel(ctx), t.opts.Bwrap, user) })
+		if err := errors.Join(runUserErr, t.userErr); err != nil {
+			return nil, fmt.Errorf("bwrap: start %s on the %s path: %w", spec.Name, spec.Path, err)
+		}
+	}
+	s := &session{prof: p, spec: spec, runtime: version, gone: make(chan struct{}), user: user, initBin: t.opts.Init}
 	if spec.Network.NetnsPath == "" {
 		if s.ownNetns, s.spec.Network.NetnsPath, err = isolatedNetns(ctx); err != nil {
 			return nil, fmt.Errorf("bwrap: start %s: %w", spec.Name, err)
@@ -157,6 +184,15 @@ func (s *session) prepare(ctx context.Context, opts Options) error {
 	if err := st.initMountPoint(); err != nil {
 		return err
 	}
-	s.prefix, s.fdFiles, err = buildPrefix(opts.Bwrap, s.prof, s.spec, st, binds, opts.Init)
-	return err
+	l, err := buildLaunch(opts.Bwrap, s.prof, s.spec, st, binds, opts.Init, s.user)
+	if err != nil {
+		return err
+	}
+	s.prefix, s.fdFiles, s.doors = l.argv, l.fdFiles, l.doors
+	if !s.user.root() {
+		if err := handOver(ctx, s.user, st, l.places); err != nil {
+			return err
+		}
+	}
+	return nil
 }

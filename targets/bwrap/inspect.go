@@ -41,6 +41,12 @@ func (s *session) Inspect(ctx context.Context) (targets.Config, error) {
 			"stop_scope":     string(s.prof.Scope()),
 		},
 	}
+	cfg.Facts["launch"] = s.launchText()
+	for _, d := range s.doors {
+		cfg.Facts["door."+d.name] = s.doorText(d)
+	}
+	// Who the sandbox's user is on the host, read from the pinned init.
+	s.hostUserFacts(cfg.Facts)
 	cfg.Created = []string{s.st.root}
 	if sock, err := s.st.socket(); err == nil {
 		cfg.Created = append(cfg.Created, sock)
@@ -70,6 +76,39 @@ func (s *session) Inspect(ctx context.Context) (targets.Config, error) {
 		}
 	}
 	return cfg, nil
+}
+
+// launchText says how bubblewrap was started, beyond its argv: where, and
+// as whom.
+func (s *session) launchText() string {
+	// No per-run number here (a diff of two runs compares this): the uid
+	// itself is outside.uid, read back from the kernel.
+	who := "root (host uid 0)"
+	if !s.user.root() {
+		who = "this run's own unprivileged host uid and gid, with no supplementary groups (outside.uid, outside.gid)"
+	}
+	return fmt.Sprintf("bubblewrap started as %s, in the session's network namespace %s, in a private mount namespace where %s holds only the doors listed as door.* (each bound from a descriptor the harness opened)",
+		who, s.spec.Network.NetnsPath, DoorDir)
+}
+
+// doorText is what a door is, without per-run folder names: a place by
+// the profile's reference, the stage by its role.
+func (s *session) doorText(d door) string {
+	switch {
+	case d.name == "session":
+		return "the session's staging folder (fs/), read-only at " + Inside
+	case d.name == "session-work":
+		return "the session's work folder (fs/work), read-write at " + InsideWork
+	case d.name == "init":
+		return "the init binary " + d.host
+	case d.name == "resolv.conf":
+		return "the generated resolver file"
+	case strings.HasPrefix(d.name, "place-"):
+		return "a harness place the profile names"
+	case strings.HasPrefix(d.name, "policy-"):
+		return "a policy file of the profile"
+	}
+	return "a file the run places in the sandbox"
 }
 
 func (s *session) probeFacts(ctx context.Context) (probe.Facts, error) {

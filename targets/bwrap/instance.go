@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/gatehouse-dev/gatehouse/internal/auid"
-	_ "github.com/gatehouse-dev/gatehouse/internal/mainthread" // keep locked goroutines off the main thread
 	"net"
 	"os"
 	"os/exec"
@@ -15,6 +13,10 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/gatehouse-dev/gatehouse/internal/auid"
+	_ "github.com/gatehouse-dev/gatehouse/internal/mainthread" // keep locked goroutines off the main thread
 	"github.com/gatehouse-dev/gatehouse/targets/supervisor"
 )
 
@@ -47,11 +49,18 @@ func (s *session) startInstance(ctx context.Context) error {
 	argv := instanceArgv(s.prefix, 3+len(fds))
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = hostEnv
+	// Not the harness's folder, which the run's user may not enter.
+	cmd.Dir = "/"
 	s.instOut = &limited{max: 16 << 10}
 	cmd.Stdout, cmd.Stderr = s.instOut, s.instOut
 	cmd.ExtraFiles = append(fds, lf)
 	cmd.WaitDelay = time.Second
 	attr := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if !s.user.root() {
+		// Go sets the death signal after the ids, so the change of user
+		// does not clear it.
+		attr.Credential = &syscall.Credential{Uid: uint32(s.user.uid), Gid: uint32(s.user.gid), Groups: []uint32{}}
+	}
 	if s.cg != nil {
 		dir, err := s.cg.open()
 		if err != nil {
@@ -65,13 +74,23 @@ func (s *session) startInstance(ctx context.Context) error {
 	go func() {
 		// The death signal (ours and bubblewrap's --die-with-parent) fires
 		// when the thread that forked exits: this thread is locked and
-		// lives exactly as long as bubblewrap.
+		// lives exactly as long as bubblewrap. It also holds the private
+		// mount namespace with the doors, and the session's network
+		// namespace, which bubblewrap inherits.
 		runtime.LockOSThread()
-		// A login uid of the session's own: the key external monitors
-		// (audit, Falco, Tetragon) see. Without it they match by nothing
-		// here, which the results say; the session runs either way.
-		s.loginuid, s.loginuidErr = auid.Set()
-		if err := cmd.Start(); err != nil {
+		err := enterDoors(s.doors)
+		if err == nil {
+			err = enterNet(s.spec.Network.NetnsPath)
+		}
+		if err == nil {
+			// A login uid of the session's own: the key external monitors
+			// (audit, Falco, Tetragon) see. Without it they match by
+			// nothing here, which the results say; the session runs
+			// either way.
+			s.loginuid, s.loginuidErr = auid.Set()
+			err = cmd.Start()
+		}
+		if err != nil {
 			started <- err
 			close(s.gone)
 			return
@@ -92,6 +111,28 @@ func (s *session) startInstance(ctx context.Context) error {
 			return fmt.Errorf("the sandbox exited at start: %s", strings.TrimSpace(s.instOut.String()))
 		}
 		return fmt.Errorf("the sandbox's init did not answer: %w (bubblewrap said: %s)", err, strings.TrimSpace(s.instOut.String()))
+	}
+	// Pinned now, while nothing but bubblewrap and our init has run: every
+	// later read from outside is of this process or of nothing.
+	if s.init, err = pinInit(cmd.Process.Pid, s.cg, s.initBin); err != nil {
+		return fmt.Errorf("the sandbox's init: %w", err)
+	}
+	return nil
+}
+
+// enterNet joins the network namespace at path on the calling (locked)
+// thread, as nsenter --net would.
+func enterNet(path string) error {
+	if path == "" {
+		return errors.New("no session network namespace")
+	}
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", path, err)
+	}
+	defer unix.Close(fd)
+	if err := unix.Setns(fd, unix.CLONE_NEWNET); err != nil {
+		return fmt.Errorf("join %s: %w", path, err)
 	}
 	return nil
 }

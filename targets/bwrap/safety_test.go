@@ -103,8 +103,8 @@ func TestInspectReadsBackArgvAndRuleset(t *testing.T) {
 	if !strings.HasPrefix(cfg.Runtime, "bubblewrap ") {
 		t.Fatalf("Runtime = %q", cfg.Runtime)
 	}
-	if cfg.Argv[0] != "nsenter" || cfg.Argv[1] != "--net="+n.NetnsPath || cfg.Argv[len(cfg.Argv)-1] != "--" {
-		t.Fatalf("Argv = %q", cfg.Argv)
+	if cfg.Argv[0] != "bwrap" || cfg.Argv[len(cfg.Argv)-1] != "--" || !strings.Contains(cfg.Facts["launch"], n.NetnsPath) {
+		t.Fatalf("Argv = %q, launch %q", cfg.Argv, cfg.Facts["launch"])
 	}
 	if i := slices.Index(cfg.Argv, "--uid"); i < 0 || cfg.Argv[i+1] != "1000" {
 		t.Fatalf("Argv lacks --uid 1000: %q", cfg.Argv)

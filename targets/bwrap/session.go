@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"sync"
 
+	"github.com/gatehouse-dev/gatehouse/internal/hostproc"
 	"github.com/gatehouse-dev/gatehouse/internal/untrusted"
 	"github.com/gatehouse-dev/gatehouse/targets"
 	"github.com/gatehouse-dev/gatehouse/targets/egress"
@@ -25,13 +26,19 @@ type session struct {
 	loginuid    uint32
 	loginuidErr error
 
-	prof     *profile.Profile
-	spec     targets.Spec
-	runtime  string
-	st       *stage
-	cg       *cgroup
-	prefix   []string
-	fdFiles  []string
+	prof    *profile.Profile
+	spec    targets.Spec
+	runtime string
+	st      *stage
+	cg      *cgroup
+	prefix  []string
+	fdFiles []string
+	doors   []door
+	user    hostUser // who bubblewrap runs as on the host
+	initBin string   // the init binary on the host
+	// init is the session's init, pinned at Start: every read from
+	// outside goes through it, never through a search of /proc.
+	init     *hostproc.Proc
 	egress   *egress.Applied // the profile's ruleset, when it has one
 	ownNetns string          // an empty namespace Start made for a session given none
 

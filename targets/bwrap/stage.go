@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"syscall"
 
 	"github.com/gatehouse-dev/gatehouse/internal/untrusted"
 	"github.com/gatehouse-dev/gatehouse/ledger"
@@ -37,6 +38,9 @@ const (
 type stage struct {
 	id, root, fs, policy, files string
 	release                     []func() // ledger entries of the folder and the socket
+	// owner, when set, is given what the harness makes under fs/work: the
+	// sandbox's user is then an unprivileged host uid (see handOver).
+	owner *hostUser
 }
 
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
@@ -207,13 +211,58 @@ func (s *stage) write(rel string, r io.Reader, mode fs.FileMode) error {
 		return fmt.Errorf("stage: %w", err)
 	}
 	defer d.Close()
+	owner := s.owner
+	if !strings.HasPrefix(rel, "work/") {
+		owner = nil // read-only inside: root's, readable as its mode says
+	}
 	if dir := path.Dir(rel); dir != "." {
-		if err := d.MkdirAll(dir, 0o755); err != nil {
+		if err := mkdirOwned(d, dir, owner); err != nil {
 			return fmt.Errorf("stage %s: %w", rel, err)
 		}
 	}
-	if err := d.WriteFile(rel, r, mode.Perm()); err != nil {
+	var give func(*os.File) error
+	if owner != nil {
+		give = func(f *os.File) error { return chownOnly(f, owner) }
+	}
+	if err := d.WriteFileWith(rel, r, mode.Perm(), give); err != nil {
 		return fmt.Errorf("stage %s: %w", rel, err)
+	}
+	return nil
+}
+
+// chownOnly gives f to owner unless it has another name: a hard link the
+// sandbox made to a file it does not own must not hand that file over.
+func chownOnly(f *os.File, owner *hostUser) error {
+	var st syscall.Stat_t
+	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
+		return err
+	}
+	if st.Nlink != 1 || st.Mode&syscall.S_IFMT != syscall.S_IFREG {
+		return fmt.Errorf("%s has %d names or is not a regular file: not handed to the sandbox's user", f.Name(), st.Nlink)
+	}
+	return f.Chown(owner.uid, owner.gid)
+}
+
+// mkdirOwned makes dir and its missing parents under d, giving the ones
+// it makes to owner (nil: root keeps them). No link the sandbox planted is
+// followed on the way; Lchown never follows one either.
+func mkdirOwned(d *untrusted.Dir, dir string, owner *hostUser) error {
+	if owner == nil {
+		return d.MkdirAll(dir, 0o755)
+	}
+	cur := ""
+	for _, part := range strings.Split(dir, "/") {
+		cur = path.Join(cur, part)
+		if _, err := d.Lstat(cur); err == nil {
+			continue
+		}
+		err := d.Mkdir(cur, 0o755)
+		if err == nil {
+			err = d.Lchown(cur, owner.uid, owner.gid)
+		}
+		if err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -69,6 +69,7 @@ func (s *session) cleanup(ctx context.Context) error {
 	if err := s.killInstance(ctx); err != nil {
 		errs = append(errs, err)
 	}
+	_ = s.init.Close()
 	if err := s.killNetnsProcs(ctx); err != nil {
 		errs = append(errs, err)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -64,13 +63,13 @@ func (s *session) endInstance(ctx context.Context) {
 }
 
 // chain is bubblewrap's pid and its descendants down to the session's
-// init, top first; nil when the init cannot be found.
+// init (the one pinned at Start), top first; nil when it is gone.
 func (s *session) chain() []int {
 	top := s.inst.Process.Pid
-	init := findInCgroup(filepath.Base(s.cg.dir), InitPath)
-	if init == 0 {
+	if s.init == nil || !s.init.Alive() {
 		return nil
 	}
+	init := s.init.PID
 	var rev []int
 	for pid := init; pid > 1 && len(rev) < 8; pid = ppid(pid) {
 		rev = append(rev, pid)

@@ -136,6 +136,11 @@ func (d *Daemon) start(ctx context.Context, o DaemonOptions) error {
 		return err
 	}
 	d.cmd = cmd
+	// nsenter execs dockerd in place: this pid and start time are the
+	// daemon's, which ReapStale checks before it signals a stale pid file.
+	if err := recordStart(o.StateDir, cmd.Process.Pid); err != nil {
+		return fmt.Errorf("record the daemon's start: %w", err)
+	}
 	if err := d.waitReady(ctx); err != nil {
 		return fmt.Errorf("%w (log: %s)", err, tail(d.logPath, 400))
 	}

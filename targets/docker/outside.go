@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/moby/moby/client"
+
+	"github.com/gatehouse-dev/gatehouse/internal/hostproc"
 )
 
 // nsKinds are the namespaces read back from outside.
@@ -40,20 +41,77 @@ func (s *Session) outsideFacts(ctx context.Context, runtime string, initPID int,
 		gvisorFacts(initPID, id, f)
 		return
 	}
-	if initPID > 0 && inCgroupOf(initPID, id) == nil {
-		describe(f, "outside.init.", "container init", initPID, cmdline(initPID))
-		readNS(initPID, "outside.init.ns.", f)
+	if initPID > 0 {
+		if p, err := pinIn(initPID, id); err == nil {
+			argv, _ := p.Cmdline()
+			describe(f, "outside.init.", "container init", initPID, argv)
+			readPinned(p, "outside.init.ns.", f)
+			p.Close()
+		}
 	}
-	pid, stop, err := s.holdExec(ctx)
+	p, stop, err := s.holdExec(ctx)
 	defer stop()
 	if err != nil {
 		f["outside.ns.error"] = err.Error()
 		return
 	}
-	describe(f, "outside.", "container process (an exec, as the agent's commands run)", pid, cmdline(pid))
-	if n := readNS(pid, "outside.ns.", f); n == 0 {
-		f["outside.ns.error"] = fmt.Sprintf("could not read /proc/%d/ns", pid)
+	argv, _ := p.Cmdline()
+	describe(f, "outside.", "container process (an exec, as the agent's commands run)", p.PID, argv)
+	if n := readPinned(p, "outside.ns.", f); n == 0 {
+		f["outside.ns.error"] = fmt.Sprintf("could not read /proc/%d/ns of the exec (pid %d, start %d): it exited or was replaced", p.PID, p.PID, p.Start)
 	}
+	hostUserFacts(p, "the container process (an exec as the path's user)", f)
+}
+
+// hostUserFacts records who a pinned process is on the host, as the
+// kernel says: "outside.uid", "outside.gid", the id maps, and host_user.
+func hostUserFacts(p *hostproc.Proc, who string, f map[string]string) {
+	c, err := p.Creds()
+	if err != nil {
+		f["host_user"] = "unknown: " + err.Error()
+		return
+	}
+	f["outside.uid"] = strconv.Itoa(c.HostUID())
+	f["outside.gid"] = strconv.Itoa(c.HostGID())
+	f["outside.uid_map"] = c.UIDMap
+	f["outside.gid_map"] = c.GIDMap
+	what := fmt.Sprintf("host uid %d", c.HostUID())
+	if c.HostUID() == 0 {
+		what = "host root (uid 0)"
+	}
+	where := "in the host's user namespace"
+	if c.UIDMap != "0 0 4294967295" {
+		where = "in a user namespace of its own (uid map " + c.UIDMap + ")"
+	}
+	f["host_user"] = fmt.Sprintf("%s: %s, %s", what, who, where)
+}
+
+// pinIn pins pid and checks, through the pin, that it sits in the
+// container's cgroup: a pid the daemon named a moment ago may have exited
+// since, and its number gone to any process.
+func pinIn(pid int, id string) (*hostproc.Proc, error) {
+	p, err := hostproc.Pin(pid)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.Read(func(string) error { return inCgroupOf(pid, id) }); err != nil {
+		p.Close()
+		return nil, err
+	}
+	return p, nil
+}
+
+// readPinned reads a pinned process's namespaces into f under prefix; the
+// number read (0 when the process is gone).
+func readPinned(p *hostproc.Proc, prefix string, f map[string]string) int {
+	ns, err := p.Namespaces(nsKinds)
+	if err != nil {
+		return 0
+	}
+	for k, v := range ns {
+		f[prefix+k] = v
+	}
+	return len(ns)
 }
 
 // engineFacts records the namespaces of the process that runs the runtime
@@ -72,21 +130,21 @@ func engineFacts(initPID int, id string, f map[string]string) {
 	readNS(pp, "engine.ns.", f)
 }
 
+// readNS reads pid's namespaces through a pin, so that what it reads is
+// one process's, never half another's that took the pid meanwhile.
 func readNS(pid int, prefix string, f map[string]string) int {
-	n := 0
-	for _, k := range nsKinds {
-		if l, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/ns/" + k); err == nil {
-			f[prefix+k] = l
-			n++
-		}
+	p, err := hostproc.Pin(pid)
+	if err != nil {
+		return 0
 	}
-	return n
+	defer p.Close()
+	return readPinned(p, prefix, f)
 }
 
 // holdExec starts a sleeping exec as the session's path's user, and
-// returns its host pid once it is checked to be in the container's
-// cgroup; stop kills it.
-func (s *Session) holdExec(ctx context.Context) (int, func(), error) {
+// returns it pinned once it is checked (through the pin) to be the sleep,
+// in the container's cgroup; stop kills it and releases the pin.
+func (s *Session) holdExec(ctx context.Context) (*hostproc.Proc, func(), error) {
 	nop := func() {}
 	opts := client.ExecCreateOptions{Cmd: []string{s.applet("sleep"), "30"}, Env: []string{execMark + "=" + randHex(8)}}
 	if s.path == "assume-breach" {
@@ -94,34 +152,34 @@ func (s *Session) holdExec(ctx context.Context) (int, func(), error) {
 	}
 	created, err := s.cli.ExecCreate(ctx, s.ID(), opts)
 	if err != nil {
-		return 0, nop, fmt.Errorf("exec for namespaces: %w", err)
+		return nil, nop, fmt.Errorf("exec for namespaces: %w", err)
 	}
 	if _, err := s.cli.ExecStart(ctx, created.ID, client.ExecStartOptions{Detach: true}); err != nil {
-		return 0, nop, fmt.Errorf("exec for namespaces: %w", err)
+		return nil, nop, fmt.Errorf("exec for namespaces: %w", err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		res, err := s.cli.ExecInspect(ctx, created.ID, client.ExecInspectOptions{})
 		if err != nil {
-			return 0, nop, fmt.Errorf("exec for namespaces: %w", err)
+			return nil, nop, fmt.Errorf("exec for namespaces: %w", err)
 		}
 		// Running is reported while the pid is still `runc init`, joining
 		// the container's namespaces one by one: read them only once the
 		// exec has become the command itself.
-		if res.Running && res.PID > 1 && strings.Contains(strings.Join(cmdline(res.PID), " "), "sleep") {
-			pid := res.PID
-			stop := func() { _ = syscall.Kill(pid, syscall.SIGKILL) }
-			if err := inCgroupOf(pid, s.ID()); err != nil {
-				return 0, stop, err
+		if res.Running && res.PID > 1 {
+			if p, err := pinIn(res.PID, s.ID()); err == nil {
+				if argv, err := p.Cmdline(); err == nil && strings.Contains(strings.Join(argv, " "), "sleep") {
+					return p, func() { _ = p.Signal(syscall.SIGKILL); p.Close() }, nil
+				}
+				p.Close()
 			}
-			return pid, stop, nil
 		}
 		if !res.Running && res.ExitCode != 0 || time.Now().After(deadline) {
-			return 0, nop, errors.New("the exec for namespaces never ran")
+			return nil, nop, errors.New("the exec for namespaces never ran")
 		}
 		select {
 		case <-ctx.Done():
-			return 0, nop, ctx.Err()
+			return nil, nop, ctx.Err()
 		case <-time.After(10 * time.Millisecond):
 		}
 	}

@@ -34,17 +34,23 @@ func gvisorFacts(sentry int, id string, f map[string]string) {
 		f["outside.ns.error"] = "the daemon names no process for the gVisor sandbox"
 		return
 	}
-	if err := inCgroupOf(sentry, id); err != nil {
+	// Pinned, and checked through the pin: the daemon named this pid a
+	// moment ago, and it may have exited since.
+	sp, err := pinIn(sentry, id)
+	if err != nil {
 		f["outside.ns.error"] = err.Error()
 		return
 	}
-	if argv := cmdline(sentry); !runscRole(argv, "boot", id) {
+	defer sp.Close()
+	if argv, _ := sp.Cmdline(); !runscRole(argv, "boot", id) {
 		f["outside.ns.error"] = fmt.Sprintf("pid %d, which the daemon names, is not a runsc sandbox for this container: %q", sentry, capped(strings.Join(argv, " ")))
 		return
 	}
-	describe(f, "outside.", "gVisor sentry", sentry, cmdline(sentry))
+	argv, _ := sp.Cmdline()
+	describe(f, "outside.", "gVisor sentry", sentry, argv)
+	hostUserFacts(sp, "gVisor's sentry (the agent's uid exists only in gVisor's kernel)", f)
 	sentryNS := map[string]string{}
-	if readNS(sentry, "", sentryNS) == 0 {
+	if readPinned(sp, "", sentryNS) == 0 {
 		f["outside.ns.error"] = fmt.Sprintf("could not read /proc/%d/ns", sentry)
 		return
 	}

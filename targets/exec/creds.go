@@ -5,8 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"github.com/gatehouse-dev/gatehouse/probe"
 	"github.com/gatehouse-dev/gatehouse/targets"
@@ -14,29 +12,24 @@ import (
 
 var _ targets.SessionCredentialer = (*session)(nil)
 
+// maxEnviron bounds the init's environment read from the host.
+const maxEnviron = 1 << 20
+
 // SessionCredentials reads the init's environment from the host (what the
 // wrapper handed its command) and names the credentials the wrapper made
 // for this session: its proxy's per-run password and what carries it.
 func (s *session) SessionCredentials(ctx context.Context) (map[string]string, error) {
-	if s.cg == nil {
-		return nil, errors.New("no cgroup v2: the session's init cannot be found from outside")
-	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	pid := findInCgroup(filepath.Base(s.cg.dir), InitPath)
-	if pid == 0 {
-		return nil, errors.New("the session's init was not found in its cgroup")
+	if s.init == nil {
+		return nil, errors.New("the session's init was not pinned at start")
 	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+	// The pinned init's, or nothing: a process of the sandbox's own at
+	// the init's path would hand in an environment of its choosing.
+	env, err := s.init.Environ(maxEnviron)
 	if err != nil {
-		return nil, err
-	}
-	var env []string
-	for _, kv := range bytes.Split(b, []byte{0}) {
-		if len(kv) > 0 {
-			env = append(env, string(kv))
-		}
+		return nil, fmt.Errorf("the session's init (pid %d): %w", s.init.PID, err)
 	}
 	given := map[string]bool{}
 	for _, kv := range s.env {

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gatehouse-dev/gatehouse/internal/hostproc"
 	"github.com/gatehouse-dev/gatehouse/probe"
 	"github.com/gatehouse-dev/gatehouse/targets"
 	"github.com/gatehouse-dev/gatehouse/targets/egress"
@@ -54,6 +55,8 @@ func (s *session) Inspect(ctx context.Context) (targets.Config, error) {
 			"wrapper_env":    envNames(s.env),
 		},
 	}
+	// Who the sandbox's user is on the host, read from the pinned init.
+	s.hostUserFacts(cfg.Facts)
 	for name, d := range s.policy {
 		cfg.Facts["policy."+name] = d
 	}
@@ -79,10 +82,10 @@ func (s *session) Inspect(ctx context.Context) (targets.Config, error) {
 		for k, v := range ns {
 			cfg.Facts["outside.ns."+k] = v
 		}
-		cfg.Facts["outside.role"] = "the session's init, under the wrapper"
+		cfg.Facts["outside.role"] = "the session's init, under the wrapper (pinned at start)"
 		cfg.Facts["outside.pid"] = strconv.Itoa(pid)
-		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err == nil {
-			cfg.Facts["outside.cmdline"] = strings.ReplaceAll(strings.TrimRight(string(b), "\x00"), "\x00", " ")
+		if argv, err := s.init.Cmdline(); err == nil {
+			cfg.Facts["outside.cmdline"] = strings.Join(argv, " ")
 		}
 	}
 	return cfg, nil
@@ -140,57 +143,111 @@ func mergeFacts(m map[string]string, f probe.Facts) {
 // nsKinds are the namespaces read back from outside.
 var nsKinds = []string{"pid", "net", "mnt", "ipc", "uts", "user", "cgroup"}
 
-// outsideNamespaces reads the init's /proc/<pid>/ns links from the host:
-// the kernel's word, not the probe's. Every command of the session runs in
-// what the init runs in.
-func (s *session) outsideNamespaces(ctx context.Context) (map[string]string, int, error) {
-	if s.cg == nil {
-		return nil, 0, errors.New("no cgroup v2: the sandbox's processes cannot be found from outside")
+// pinInit finds and pins the session's init at Start: the one process
+// under the wrapper (top, the process we started) running the init binary
+// (the same file, by device and inode), among the session's processes.
+// Never by name or /proc order: later, the sandbox can start processes of
+// its own at the init's path; now, nothing of the sandbox's own has run.
+func (s *session) pinInit(ctx context.Context, top int) (*hostproc.Proc, error) {
+	var pids []int
+	if s.cg != nil {
+		var err error
+		if pids, err = s.Processes(ctx); err != nil {
+			return nil, err
+		}
+	} else {
+		dirs, _ := filepath.Glob("/proc/[0-9]*")
+		for _, d := range dirs {
+			if pid, err := strconv.Atoi(filepath.Base(d)); err == nil {
+				pids = append(pids, pid)
+			}
+		}
 	}
+	return hostproc.FindInit(top, pids, s.initBin)
+}
+
+// outsideNamespaces reads the init's /proc/PID/ns links from the host:
+// the kernel's word, not the probe's, of the init pinned at Start. Every
+// command of the session runs in what the init runs in. Once the init is
+// gone the read fails (INCONCLUSIVE), never falls back to a search.
+func (s *session) outsideNamespaces(ctx context.Context) (map[string]string, int, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, 0, err
 	}
-	pid := findInCgroup(filepath.Base(s.cg.dir), InitPath)
-	if pid == 0 {
-		return nil, 0, errors.New("the session's init was not found in its cgroup")
+	if s.init == nil {
+		return nil, 0, errors.New("the session's init was not pinned at start")
 	}
-	out := map[string]string{}
-	for _, k := range nsKinds {
-		if l, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/%s", pid, k)); err == nil {
-			out[k] = l
-		}
+	ns, err := s.init.Namespaces(nsKinds)
+	if err != nil {
+		return nil, 0, fmt.Errorf("the session's init (pid %d, start %d): %w", s.init.PID, s.init.Start, err)
 	}
-	if len(out) == 0 {
-		return nil, 0, fmt.Errorf("could not read /proc/%d/ns", pid)
-	}
-	return out, pid, nil
+	return ns, s.init.PID, nil
 }
 
-// findInCgroup returns a process in the cgroup named cg (its last path
-// element) whose executable is exe (as the process itself sees the path).
-func findInCgroup(cg, exe string) int {
-	dirs, _ := filepath.Glob("/proc/[0-9]*")
-	for _, d := range dirs {
-		if l, err := os.Readlink(d + "/exe"); err != nil || (l != exe && l != exe+" (deleted)") {
-			continue
-		}
-		b, err := os.ReadFile(d + "/cgroup")
-		if err != nil || !inCgroup(string(b), cg) {
-			continue
-		}
-		if pid, err := strconv.Atoi(filepath.Base(d)); err == nil {
-			return pid
-		}
+// hostUserFacts reads who the sandbox's user is on the host from the
+// pinned init: its ids and its user namespace's maps, as the kernel says.
+// The wrapper is started as the path's uid itself (no user namespace of
+// the harness's), so that uid is the host's: an account of the machine
+// when one has it, which host_user names.
+func (s *session) hostUserFacts(f map[string]string) {
+	if s.init == nil {
+		f["host_user"] = "unknown: the session's init was not pinned at start"
+		return
 	}
-	return 0
+	f["outside.start"] = strconv.FormatUint(s.init.Start, 10)
+	c, err := s.init.Creds()
+	if err != nil {
+		f["host_user"] = "unknown: " + err.Error()
+		return
+	}
+	f["outside.uid"] = ids(c.UID)
+	f["outside.gid"] = ids(c.GID)
+	f["outside.uid_map"] = c.UIDMap
+	f["outside.gid_map"] = c.GIDMap
+	f["host_user"] = describeHostUser(c.HostUID(), s.prof.Identity(s.spec.Path).UID)
 }
 
-func inCgroup(text, cg string) bool {
-	for _, line := range strings.Split(text, "\n") {
-		p, ok := strings.CutPrefix(line, "0::")
-		if ok && (strings.HasSuffix(p, "/"+cg) || strings.Contains(p, "/"+cg+"/")) {
-			return true
+// ids prints a Uid/Gid line: one number when real, effective, saved and
+// filesystem ids agree, all four otherwise.
+func ids(v [4]int) string {
+	if v[0] == v[1] && v[1] == v[2] && v[2] == v[3] {
+		return strconv.Itoa(v[0])
+	}
+	return fmt.Sprintf("%d %d %d %d", v[0], v[1], v[2], v[3])
+}
+
+// describeHostUser words the uid the kernel reports for the init, against
+// the uid the wrapper was started as, naming the machine's account.
+func describeHostUser(uid, started int) string {
+	var what string
+	switch {
+	case uid == 0:
+		what = "host root (uid 0)"
+	default:
+		what = fmt.Sprintf("host uid %d", uid)
+		if name, home, ok := account(uid); ok {
+			what += fmt.Sprintf(", the machine's account %s (home %s)", name, home)
+		} else {
+			what += ", no account on this machine"
 		}
 	}
-	return false
+	if uid == started {
+		return what + ": the uid the wrapper was started as (the profile's), kept by its sandbox"
+	}
+	return fmt.Sprintf("%s: the wrapper was started as uid %d, and its sandbox runs the init as %d", what, started, uid)
+}
+
+// account finds uid in /etc/passwd.
+func account(uid int) (name, home string, ok bool) {
+	b, err := os.ReadFile("/etc/passwd")
+	if err != nil {
+		return "", "", false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Split(line, ":")
+		if len(f) >= 6 && f[2] == strconv.Itoa(uid) {
+			return f[0], f[5], true
+		}
+	}
+	return "", "", false
 }

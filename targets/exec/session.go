@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/internal/hostproc"
 	"github.com/gatehouse-dev/gatehouse/internal/scratch"
 	"github.com/gatehouse-dev/gatehouse/internal/untrusted"
 	"github.com/gatehouse-dev/gatehouse/targets"
@@ -51,6 +52,8 @@ type session struct {
 	egress  *egress.Applied
 	policy  map[string]string // {{file:NAME}} -> sha256 digest
 
+	initBin string         // the init binary on the host
+	init    *hostproc.Proc // the session's init, pinned at Start
 	inst    *osexec.Cmd
 	ctl     *supervisor.Control
 	client  *supervisor.Client
@@ -125,6 +128,7 @@ func (s *session) prepare(ctx context.Context, opts Options) error {
 		}
 	}
 	s.view = view{st: st, init: opts.Init, binds: binds, harness: opts.Binds, keepNetns: s.spec.Network.NetnsPath}
+	s.initBin = opts.Init
 	resolver := s.prof.Resolver
 	if resolver == "" {
 		resolver = s.spec.Network.Resolver
@@ -226,6 +230,11 @@ func (s *session) startInstance(ctx context.Context) error {
 			return fmt.Errorf("the wrapper exited at start: %s", strings.TrimSpace(s.instOut.String()))
 		}
 		return fmt.Errorf("the sandbox's init did not answer: %w (the wrapper said: %s)", err, strings.TrimSpace(s.instOut.String()))
+	}
+	// Pinned now, while only the wrapper and our init have run: every
+	// later read from outside is of this process or of nothing.
+	if s.init, err = s.pinInit(ctx, cmd.Process.Pid); err != nil {
+		return fmt.Errorf("the sandbox's init: %w", err)
 	}
 	return nil
 }

@@ -71,6 +71,7 @@ func (s *session) cleanup(ctx context.Context) error {
 	if err := s.killInstance(ctx); err != nil {
 		errs = append(errs, err)
 	}
+	_ = s.init.Close()
 	if err := s.egress.Flush(ctx); err != nil {
 		errs = append(errs, err)
 	}
@@ -151,14 +152,14 @@ func (s *session) endInstance(ctx context.Context) {
 	}
 }
 
-// chain is the wrapper's pid and its descendants down to the init, top
-// first; nil when the init cannot be found.
+// chain is the wrapper's pid and its descendants down to the init (the
+// one pinned at Start), top first; nil when it is gone.
 func (s *session) chain() []int {
 	top := s.inst.Process.Pid
-	init := findInCgroup(filepath.Base(s.cg.dir), InitPath)
-	if init == 0 {
+	if s.init == nil || !s.init.Alive() {
 		return nil
 	}
+	init := s.init.PID
 	var rev []int
 	for pid := init; pid > 1 && len(rev) < 16; pid = ppid(pid) {
 		rev = append(rev, pid)

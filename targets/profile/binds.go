@@ -42,6 +42,18 @@ func (p *Profile) Binds() []Bind {
 	return out
 }
 
+// BindSourceAt reports whether bwrap.args[i] is the source operand of one
+// of the profile's bind options, and that bind.
+func (p *Profile) BindSourceAt(i int) (Bind, bool) {
+	for _, b := range p.Binds() {
+		var at int
+		if _, err := fmt.Sscanf(b.Field, "bwrap.args[%d]", &at); err == nil && at+1 == i {
+			return b, true
+		}
+	}
+	return Bind{}, false
+}
+
 // dangerous are well-known host paths whose bind gives the sandbox the host:
 // its engine, its files, its kernel interfaces, its users' credentials.
 // subtree: a path below it is as dangerous (a home folder's .ssh); without

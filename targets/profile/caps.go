@@ -118,7 +118,9 @@ func dockerCaps(privileged bool, add, drop []string) capSet {
 func (p *Profile) caps(path targets.Path) capSet {
 	id := p.Identity(path)
 	if p.Target == "bwrap" {
-		if id.UID != 0 {
+		// On the normal path bubblewrap runs unprivileged, and then keeps
+		// no capability even for uid 0 inside.
+		if id.UID != 0 || path != targets.PathBreach {
 			return capSet{}
 		}
 		if path == targets.PathBreach && id.CapAdd != nil {

@@ -46,12 +46,13 @@ type EgressPlan struct {
 	Why     string   `json:"why"`
 }
 
-// PathPlan is who the sandbox runs as on one path.
+// PathPlan is who the sandbox runs as on one path: inside, and on the host.
 type PathPlan struct {
-	Path         string `json:"path"`
-	UID          int    `json:"uid"`
-	GID          int    `json:"gid"`
-	Capabilities string `json:"capabilities"` // "none", "all" or CAP_A,CAP_B
+	Path         string   `json:"path"`
+	UID          int      `json:"uid"`
+	GID          int      `json:"gid"`
+	Capabilities string   `json:"capabilities"` // "none", "all" or CAP_A,CAP_B
+	HostUser     HostUser `json:"host_user"`
 }
 
 // Reference is one {{place:NAME}} or {{secret:NAME}} the profile names.
@@ -97,7 +98,7 @@ func NewPlan(p *Profile, gates []string, checked bool) Plan {
 	}
 	for _, path := range []targets.Path{targets.PathNormal, targets.PathBreach} {
 		id := p.Identity(path)
-		pl.Paths = append(pl.Paths, PathPlan{Path: string(path), UID: id.UID, GID: id.GID, Capabilities: p.caps(path).String()})
+		pl.Paths = append(pl.Paths, PathPlan{Path: string(path), UID: id.UID, GID: id.GID, Capabilities: p.caps(path).String(), HostUser: p.HostUser(path)})
 	}
 	if p.Egress != "" {
 		rules := p.files[p.Egress]

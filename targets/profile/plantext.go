@@ -45,6 +45,7 @@ func (pl Plan) WriteText(w io.Writer) error {
 			head = "paths"
 		}
 		line(head, "%-13s uid %d, gid %d, capabilities %s", p.Path, p.UID, p.GID, p.Capabilities)
+		more("%-13s on the host: %s", "", p.HostUser.Text)
 	}
 	if len(pl.Binds) == 0 {
 		line("mounts", "none of the profile's own")
