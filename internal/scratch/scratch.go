@@ -76,9 +76,13 @@ func private(d string, uid int) error {
 		return fmt.Errorf("scratch: %s is a %v, not a folder: refusing to work in it (remove it)", d, fi.Mode().Type())
 	case !ok || int(st.Uid) != uid:
 		return fmt.Errorf("scratch: %s belongs to uid %d, not %d: refusing to work in it (remove it)", d, st.Uid, uid)
-	case fi.Mode().Perm()&0o077 != 0:
+	case fi.Mode().Perm()&0o076 != 0:
 		// Made by an older Gatehouse or by hand: tighten it, it is ours.
-		if err := os.Chmod(d, 0o700); err != nil {
+		// A search bit alone stays: a docker session in a private user
+		// namespace adds it (as Docker's own remap does) so that its
+		// unmapped root reaches its places by their random names, and
+		// another run's process taking it away would break that session.
+		if err := os.Chmod(d, fi.Mode().Perm()&0o701); err != nil {
 			return fmt.Errorf("scratch: %w", err)
 		}
 	}
