@@ -53,7 +53,29 @@ func userNamespaces(ctx context.Context, p Probes) Check {
 		c.Status, c.Found, c.Fix = Unavailable, "user.max_user_namespaces = 0", "sysctl -w user.max_user_namespaces=15000"
 		return c
 	}
-	return unshare(ctx, p, c, "--user", "--map-root-user")
+	if b, err := p.ReadFile("/proc/sys/kernel/unprivileged_userns_clone"); err == nil && strings.TrimSpace(string(b)) == "0" {
+		c.Status, c.Found = Unavailable, "kernel.unprivileged_userns_clone = 0"
+		c.Fix = "sysctl -w kernel.unprivileged_userns_clone=1 (bubblewrap's normal path runs as an unprivileged user, as real deployments do)"
+		return c
+	}
+	c = unshare(ctx, p, c, "--user", "--map-root-user")
+	if c.Status != OK || p.Euid() != 0 {
+		return c
+	}
+	// As root the try above proves little: bubblewrap's normal path runs
+	// as the run's own unprivileged uid, so try as one too.
+	if _, err := p.LookPath("setpriv"); err != nil {
+		c.Status, c.Fix = Missing, "apt-get install util-linux (setpriv)"
+		return c
+	}
+	out, err := p.Output(ctx, "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--", "unshare", "--user", "--map-root-user", "true")
+	if err != nil {
+		c.Status, c.Found = Unavailable, "as an unprivileged user: "+firstLine(out+" "+err.Error())
+		c.Fix = "allow unprivileged user namespaces (sysctl -w kernel.unprivileged_userns_clone=1 where it exists; no security module forbidding them): bubblewrap's normal path runs as an unprivileged user"
+		return c
+	}
+	c.Found += ", also as an unprivileged user"
+	return c
 }
 
 func netNamespaces(ctx context.Context, p Probes) Check {

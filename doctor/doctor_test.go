@@ -71,7 +71,7 @@ func healthy() machine {
 			"/var/cache/gatehouse/cosign-" + doctor.CosignVersion + "/cosign": "",
 		},
 		bins: map[string]string{
-			"unshare": "", "bwrap": "bubblewrap 0.8.0\n", "nft": "nftables v1.0.6\n", "ip": "ip utility, iproute2-6.1.0\n",
+			"unshare": "", "setpriv": "", "bwrap": "bubblewrap 0.8.0\n", "nft": "nftables v1.0.6\n", "ip": "ip utility, iproute2-6.1.0\n",
 			"nsenter": "nsenter from util-linux 2.38.1\n", "dockerd": "Docker version 20.10.24\n", "runc": "runc version 1.1.5\n",
 			"runsc": "runsc version " + doctor.RunscVersion + "\nspec: 1.1.0\n", "firejail": "firejail version 0.9.72\n",
 			"cosign": "GitVersion:    " + doctor.CosignVersion + "\nGitCommit: x\n",
@@ -108,6 +108,8 @@ func TestChecks(t *testing.T) {
 		{"user namespaces off", func(m *machine) { m.files["/proc/sys/user/max_user_namespaces"] = "0\n" }, "user-namespaces", doctor.Unavailable, "sysctl -w user.max_user_namespaces", false},
 		{"unshare refused", func(m *machine) { m.failing = map[string]bool{"unshare --net": true} }, "network-namespaces", doctor.Unavailable, "CONFIG_NET_NS", false},
 		{"user namespaces refused", func(m *machine) { m.failing = map[string]bool{"unshare --user": true} }, "user-namespaces", doctor.Unavailable, "CONFIG_USER_NS", false},
+		{"unprivileged user namespaces refused", func(m *machine) { m.failing = map[string]bool{"setpriv --reuid=65534": true} }, "user-namespaces", doctor.Unavailable, "unprivileged user namespaces", false},
+		{"unprivileged user namespaces off", func(m *machine) { m.files["/proc/sys/kernel/unprivileged_userns_clone"] = "0\n" }, "user-namespaces", doctor.Unavailable, "kernel.unprivileged_userns_clone=1", false},
 		{"no cgroup2", func(m *machine) { m.files["/proc/self/mountinfo"] = "22 1 8:1 / / rw - ext4 /dev/vda rw\n" }, "cgroup-v2", doctor.Missing, "mount -t cgroup2", false},
 		{"no dockerd", func(m *machine) { delete(m.bins, "dockerd") }, "dockerd", doctor.Missing, "apt-get install docker.io", true},
 		{"old runsc", func(m *machine) { m.bins["runsc"] = "runsc version release-20230101.0\n" }, "runsc", doctor.WrongVersion, "make tools", true},
