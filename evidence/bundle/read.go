@@ -14,6 +14,14 @@ import (
 	"github.com/gatehouse-dev/gatehouse/internal/untrusted"
 )
 
+// ReadFile reads the file rel (a slash path) of the run folder dir as
+// verify does: bounded, with no link followed below dir and nothing but a
+// regular file opened, so a folder from a hostile runner can neither hang
+// the reader with a FIFO nor show it a host file through a link. "Not
+// there" is ErrMissingFile. For readers of unverified folders (diff,
+// compare --run).
+func ReadFile(dir, rel string) ([]byte, error) { return readSmall(dir, rel) }
+
 // readSmall reads one metadata file of the folder dir, bounded, with no
 // link followed below dir and nothing but a regular file opened; "not
 // there" is ErrMissingFile.

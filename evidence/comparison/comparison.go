@@ -12,13 +12,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/evidence/bundle"
 )
 
 // Comparison is what compare records.
@@ -242,7 +242,8 @@ func (p Column) Label() string {
 func ReadRun(p *Column, dir string) error {
 	p.RunDir = dir
 	var rec evidence.Run
-	b, err := os.ReadFile(filepath.Join(dir, "run.json"))
+	// The folder may come from a hostile runner: read as verify reads.
+	b, err := bundle.ReadFile(dir, "run.json")
 	if err != nil {
 		return fmt.Errorf("run folder %s: %w", dir, err)
 	}
@@ -258,14 +259,14 @@ func ReadRun(p *Column, dir string) error {
 		p.RunSeconds = rec.End.Sub(rec.Start).Seconds()
 	}
 	p.Runtime = runtimeOf(rec.Effective)
-	b, err = os.ReadFile(filepath.Join(dir, "results.json"))
+	b, err = bundle.ReadFile(dir, "results.json")
 	if err != nil {
 		return fmt.Errorf("run folder %s: %w", dir, err)
 	}
 	if err := json.Unmarshal(b, &p.Results); err != nil {
 		return fmt.Errorf("run folder %s: results.json: %w", dir, err)
 	}
-	if b, err := os.ReadFile(filepath.Join(dir, "SHA256SUMS")); err == nil {
+	if b, err := bundle.ReadFile(dir, "SHA256SUMS"); err == nil {
 		p.Sealed = evidence.SHA256(b)
 	}
 	if !rec.Complete && p.Error == "" {

@@ -9,11 +9,11 @@ package diff
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 
 	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/evidence/bundle"
 )
 
 // Side is one run as the diff reads it.
@@ -27,17 +27,17 @@ type Side struct {
 // Load reads a run folder (signed or not; verify it first if it matters).
 func Load(dir string) (Side, error) {
 	s := Side{Dir: dir, Policy: map[string][]byte{}}
-	if err := readJSON(filepath.Join(dir, "run.json"), &s.Run); err != nil {
+	if err := readJSON(dir, "run.json", &s.Run); err != nil {
 		return s, err
 	}
-	if err := readJSON(filepath.Join(dir, "results.json"), &s.Results); err != nil {
+	if err := readJSON(dir, "results.json", &s.Results); err != nil {
 		return s, err
 	}
 	for name := range s.Run.PolicyFiles {
 		if filepath.IsAbs(name) || !filepath.IsLocal(name) {
 			return s, fmt.Errorf("diff: %s: policy file name %q is not a local path", dir, name)
 		}
-		b, err := os.ReadFile(filepath.Join(dir, "policy", name))
+		b, err := bundle.ReadFile(dir, "policy/"+filepath.ToSlash(name))
 		if err != nil {
 			return s, fmt.Errorf("diff: %w", err)
 		}
@@ -46,13 +46,16 @@ func Load(dir string) (Side, error) {
 	return s, nil
 }
 
-func readJSON(path string, v any) error {
-	b, err := os.ReadFile(path)
+// readJSON reads rel of the run folder dir as verify does (the folder
+// may come from a hostile runner: no link followed, no FIFO opened,
+// bounded).
+func readJSON(dir, rel string, v any) error {
+	b, err := bundle.ReadFile(dir, rel)
 	if err != nil {
-		return fmt.Errorf("diff: %w", err)
+		return fmt.Errorf("diff: %s: %w", dir, err)
 	}
 	if err := json.Unmarshal(b, v); err != nil {
-		return fmt.Errorf("diff: %s: %w", path, err)
+		return fmt.Errorf("diff: %s: %w", filepath.Join(dir, rel), err)
 	}
 	return nil
 }
