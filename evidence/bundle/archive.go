@@ -13,7 +13,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
 )
 
 // Limits cap what extracting an archive may write.
