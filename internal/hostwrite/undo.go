@@ -132,7 +132,9 @@ func (w Write) undoFile(parent *untrusted.Dir, base string, st *unix.Statx_t) (O
 		if w.holdsPayload(buf[:MaxFile]) {
 			return Nothing, fmt.Errorf("hostwrite: %s is larger than %d bytes: its run's lines were not taken out: %w", w.Path(), MaxFile, ErrLeft)
 		}
-		return Nothing, fmt.Errorf("hostwrite: %s is larger than %d bytes: not checked", w.Path(), MaxFile)
+		// Past the bound the run's bytes may still be in it (a sandbox can
+		// pad the file to push them there): counted as left, never as gone.
+		return Nothing, fmt.Errorf("hostwrite: %s is larger than %d bytes: not checked past them, so counted as left: %w", w.Path(), MaxFile, ErrLeft)
 	}
 	was := buf[:n]
 	rest := was

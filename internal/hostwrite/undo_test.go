@@ -187,6 +187,13 @@ func TestUndoTooLargeIsLeft(t *testing.T) {
 	if !errors.Is(err, ErrLeft) {
 		t.Errorf("Undo: %v, want ErrLeft", err)
 	}
+	// Padded so that the run's bytes lie past the bound: still a leftover,
+	// even where the place was not mapped through a mount table.
+	write(t, filepath.Join(dir, "padded"), strings.Repeat("x", MaxFile)+note)
+	w := Write{Under: dir, Rel: "padded", Form: File, Payloads: []string{note}, Since: since()}
+	if _, err := w.Undo(); !errors.Is(err, ErrLeft) || !w.Leftover(err) {
+		t.Errorf("Undo of a padded file: %v, want a leftover", err)
+	}
 }
 
 func TestUndoFolder(t *testing.T) {
