@@ -185,7 +185,7 @@ func (r *runner) plantRehearsal(ctx context.Context) error {
 	// user hands that folder over; under root it stays root's).
 	if fi, err := os.Lstat(storage); err == nil {
 		if sys, ok := fi.Sys().(*syscall.Stat_t); ok && sys.Uid != 0 {
-			if err := untrusted.ChownTree(ctx, st.copyDir, int(sys.Uid), int(sys.Gid), true, untrusted.Limits{}); err != nil {
+			if err := untrusted.ChownTree(ctx, st.copyDir, int(sys.Uid), int(sys.Gid), true, lim); err != nil {
 				return fmt.Errorf("give the repository copy to the sandbox's user: %w", err)
 			}
 		}
