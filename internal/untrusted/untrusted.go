@@ -333,7 +333,16 @@ func (d *Dir) Remove(name string) error {
 // RemoveAll removes name and everything below it, descending through
 // descriptors so that no link below is followed. A missing name is not an
 // error.
-func (d *Dir) RemoveAll(name string) error {
+func (d *Dir) RemoveAll(name string) error { return d.removeAll(name, 0) }
+
+// maxRemoveDepth bounds how deep RemoveAll descends: each level holds a
+// descriptor, and a hostile tree can be made deeper than any path.
+const maxRemoveDepth = 256
+
+func (d *Dir) removeAll(name string, depth int) error {
+	if depth > maxRemoveDepth {
+		return fmt.Errorf("%s: %w: more than %d folders deep", d.join(name), ErrTooLarge, maxRemoveDepth)
+	}
 	fi, err := d.Lstat(name)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -349,7 +358,7 @@ func (d *Dir) RemoveAll(name string) error {
 		names, err := sub.names(-1)
 		if err == nil {
 			for _, n := range names {
-				if err = sub.RemoveAll(n); err != nil {
+				if err = sub.removeAll(n, depth+1); err != nil {
 					break
 				}
 			}

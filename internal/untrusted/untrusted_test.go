@@ -192,3 +192,25 @@ func TestWalkIsBoundedAndFollowsNoLink(t *testing.T) {
 }
 
 func baseName(p string) string { return p[strings.LastIndex(p, "/")+1:] }
+
+func TestRemoveAllStopsAtItsDepth(t *testing.T) {
+	base := t.TempDir()
+	fd, err := syscall.Open(base, syscall.O_RDONLY|syscall.O_DIRECTORY, 0)
+	must(t, err)
+	// 300 levels, made through descriptors: deeper than RemoveAll goes.
+	for range 300 {
+		must(t, syscall.Mkdirat(fd, "d", 0o755))
+		next, err := syscall.Openat(fd, "d", syscall.O_RDONLY|syscall.O_DIRECTORY, 0)
+		must(t, err)
+		syscall.Close(fd)
+		fd = next
+	}
+	syscall.Close(fd)
+	d, err := untrusted.OpenDir(base)
+	must(t, err)
+	defer d.Close()
+	if err := d.RemoveAll("d"); !errors.Is(err, untrusted.ErrTooLarge) {
+		t.Fatalf("RemoveAll of 300 levels: %v, want ErrTooLarge", err)
+	}
+	// Left for the test's own clean-up, which has no such bound.
+}
