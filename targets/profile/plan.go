@@ -77,7 +77,7 @@ func NewPlan(p *Profile, gates []string, checked bool) Plan {
 		Binds: p.Binds(), Env: map[string]string{}, Gates: append([]string{}, gates...),
 		Stop:          StopPlan{Limit: p.StopGrace().String(), Scope: string(p.Scope()), Command: p.Limits.StopCommand},
 		SecretProcess: p.SecretProcess.String(),
-		Warnings:      p.Warnings(),
+		Warnings:      append(p.Warnings(), p.accountWarnings()...),
 	}
 	// Empty lists, not null: the JSON schema has arrays there.
 	if pl.Binds == nil {
