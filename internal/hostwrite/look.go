@@ -18,13 +18,7 @@ import (
 // it learns of a place, before the sandbox is gone. Nothing there is not
 // an error; a place that cannot be reached is.
 func Look(under, rel string, since time.Time) (exists, made bool, err error) {
-	root, err := untrusted.OpenDir(under)
-	if err != nil {
-		return false, false, notThere(err)
-	}
-	defer root.Close()
-	dir, base := path.Split(rel)
-	parent, err := openParent(root, dir)
+	parent, base, err := openPlace(under, rel, since)
 	if err != nil {
 		return false, false, notThere(err)
 	}

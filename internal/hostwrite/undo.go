@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"path"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -28,16 +27,7 @@ func (w Write) Undo() (Outcome, error) {
 	if err := w.Check(); err != nil {
 		return Nothing, err
 	}
-	root, err := untrusted.OpenDir(w.Under)
-	if absent(err) {
-		return Nothing, nil
-	}
-	if err != nil {
-		return Nothing, fmt.Errorf("hostwrite: %w", err)
-	}
-	defer root.Close()
-	dir, base := path.Split(w.Rel)
-	parent, err := openParent(root, dir)
+	parent, base, err := openPlace(w.Under, w.Rel, w.Since)
 	if absent(err) {
 		return Nothing, nil
 	}
