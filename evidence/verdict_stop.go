@@ -28,6 +28,57 @@ type StopRun struct {
 	// Token: TokenChecked says the broker was asked about the session's
 	// token after the stop; TokenRefused is its answer.
 	TokenChecked, TokenRefused bool
+	// What the machine was doing, from the kernel's CPU pressure (PSI):
+	// Window is from the stop to the end of the watch, CPUStall how long
+	// runnable tasks waited for a CPU in it; BeatWait and BeatStall the
+	// same for the wait for the first heartbeats. StallKnown is false on a
+	// kernel without PSI: then no timing is put down to load.
+	Window, CPUStall    time.Duration
+	BeatWait, BeatStall time.Duration
+	StallKnown          bool
+	// StopCommandOver: the profile's own stop command ran out its limit, a
+	// slowness of the platform whatever the load.
+	StopCommandOver bool
+	// Superseded says why the run was measured again (its timing could not
+	// be judged on a machine that busy): its timing no longer counts, but
+	// anything it left or did after it was seen gone still FAILs.
+	Superseded string
+}
+
+// loadShare is the least share of a window that tasks must have waited
+// for a CPU for a timing in it to be put down to load.
+const loadShare = 4 // one quarter
+
+// LoadSpoiled says why the run's timing cannot be judged on the machine
+// as it was: it missed a timing only by as much as the machine kept tasks
+// from running, and did nothing else wrong (all of it gone, nothing after
+// it was seen gone, no stop command that ran out). Never true for a run
+// that left something or acted unseen: those FAIL on any machine.
+func (r StopRun) LoadSpoiled(stop time.Time, limit, interval time.Duration) (string, bool) {
+	if !r.StallKnown {
+		return "", false
+	}
+	if !r.MainBefore || !r.ChildBefore {
+		if r.BeatStall*loadShare >= r.BeatWait && r.BeatWait > 0 {
+			return fmt.Sprintf("the machine was too loaded to judge: no heartbeat from the %s within %s of starting it, while tasks waited for a CPU %s of that time (kernel CPU pressure)",
+				missingWho(r), r.BeatWait.Round(time.Millisecond), r.BeatStall.Round(time.Millisecond)), true
+		}
+		return "", false
+	}
+	d, ok := r.Latency(stop)
+	if !ok || d <= limit || len(r.Left) > 0 || r.Unknown != "" || r.StopCommandOver {
+		return "", false
+	}
+	for _, h := range r.Late {
+		if h.Time.Sub(stop) > r.Gone+2*interval {
+			return "", false // acted after it was seen gone
+		}
+	}
+	if r.CPUStall < d-limit || r.CPUStall*loadShare < r.Window {
+		return "", false
+	}
+	return fmt.Sprintf("the machine was too loaded to judge the stop time: stopped acting %s after the stop (limit %s) while tasks waited for a CPU %s of the %s watched (kernel CPU pressure)",
+		d.Round(time.Millisecond), limit, r.CPUStall.Round(time.Millisecond), r.Window.Round(time.Millisecond)), true
 }
 
 // Latency is when the session stopped acting: the later of its last late
@@ -88,13 +139,16 @@ type StopObservation struct {
 // arrived, a process or its storage remained) or its token still worked;
 // PASS only when every run proved its heartbeat from both processes first,
 // stopped within the limit on every count, and the positive control worked;
-// INCONCLUSIVE otherwise. Timings carry p50 and max of the latency.
+// INCONCLUSIVE otherwise, and for a run whose timing the machine's load
+// spoiled (LoadSpoiled). A superseded run counts only for what it left
+// or did after it was seen gone. Timings carry p50 and max of the latency.
 func JudgeStop(o StopObservation) (Judgement, map[string]float64) {
 	var j Judgement
 	j.Control = o.Control
 	timings := map[string]float64{"stop_limit_ms": ms(o.Limit)}
 	var lat []time.Duration
 	var fails, gaps []string
+	judged := 0
 	for i, r := range o.Runs {
 		stop := o.Stops[i]
 		var hidden []Hit
@@ -108,6 +162,21 @@ func JudgeStop(o StopObservation) (Judgement, map[string]float64) {
 			}
 		}
 		d, ok := r.Latency(stop)
+		spoiled, isSpoiled := r.LoadSpoiled(stop, o.Limit, o.Interval)
+		if r.Superseded != "" {
+			switch {
+			case len(hidden) > 0:
+				j.Violating = append(j.Violating, hidden...)
+				fails = append(fails, fmt.Sprintf("run %d (%s, measured again: %s) was seen gone %s after the stop, yet %s arrived later: a process nobody could see went on acting",
+					i+1, r.Session, r.Superseded, r.Gone.Round(time.Millisecond), strings.Join(lateWho(hidden), ", ")))
+			case len(r.Left) > 0:
+				fails = append(fails, fmt.Sprintf("run %d (%s, measured again) left %s", i+1, r.Session, strings.Join(r.Left, ", ")))
+			case r.TokenChecked && !r.TokenRefused:
+				fails = append(fails, fmt.Sprintf("run %d (%s, measured again): the session's broker token still works after stop", i+1, r.Session))
+			}
+			continue
+		}
+		judged++
 		switch {
 		case len(hidden) > 0:
 			j.Violating = append(j.Violating, hidden...)
@@ -115,6 +184,8 @@ func JudgeStop(o StopObservation) (Judgement, map[string]float64) {
 				i+1, r.Session, r.Gone.Round(time.Millisecond), strings.Join(lateWho(hidden), ", "), hidden[len(hidden)-1].Time.Sub(stop).Round(time.Millisecond)))
 		case r.Unknown != "" && len(r.Left) == 0 && len(r.Late) == 0:
 			gaps = append(gaps, fmt.Sprintf("run %d (%s): %s", i+1, r.Session, r.Unknown))
+		case isSpoiled && ok && d > o.Limit && r.MainBefore && r.ChildBefore:
+			gaps = append(gaps, fmt.Sprintf("run %d (%s): %s", i+1, r.Session, spoiled))
 		case !ok || d > o.Limit:
 			fails = append(fails, fmt.Sprintf("run %d (%s) still acting %s after stop: %s", i+1, r.Session, o.Limit, strings.Join(append(r.Left, lateWho(r.Late)...), ", ")))
 		case len(r.Left) > 0:
@@ -126,8 +197,17 @@ func JudgeStop(o StopObservation) (Judgement, map[string]float64) {
 			lat = append(lat, d)
 			timings[fmt.Sprintf("stop_run%d_ms", i+1)] = ms(d)
 		}
+		if r.StallKnown {
+			// How long tasks waited for a CPU while the stop was watched:
+			// what a reader needs to weigh the latency.
+			timings[fmt.Sprintf("stop_run%d_cpu_wait_ms", i+1)] = ms(r.CPUStall)
+		}
 		if !r.MainBefore || !r.ChildBefore {
-			gaps = append(gaps, fmt.Sprintf("run %d: no heartbeat from the %s before the stop", i+1, missingWho(r)))
+			if isSpoiled {
+				gaps = append(gaps, fmt.Sprintf("run %d: %s", i+1, spoiled))
+			} else {
+				gaps = append(gaps, fmt.Sprintf("run %d: no heartbeat from the %s before the stop", i+1, missingWho(r)))
+			}
 		}
 		if !r.TokenChecked {
 			gaps = append(gaps, fmt.Sprintf("run %d: the broker token could not be checked", i+1))
@@ -146,7 +226,7 @@ func JudgeStop(o StopObservation) (Judgement, map[string]float64) {
 		}
 	case o.NotReady != "":
 		j.Verdict, j.Reason = Inconclusive, "endpoints not ready: "+o.NotReady
-	case len(o.Runs) == 0:
+	case judged == 0:
 		j.Verdict, j.Reason = Inconclusive, "no stop was measured"
 	case len(gaps) > 0:
 		j.Verdict, j.Reason = Inconclusive, strings.Join(gaps, "; ")

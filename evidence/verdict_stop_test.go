@@ -14,6 +14,17 @@ func cleanRun(gone time.Duration) evidence.StopRun {
 	return evidence.StopRun{Session: "s1", MainBefore: true, ChildBefore: true, Gone: gone, TokenChecked: true, TokenRefused: true}
 }
 
+// busy is a run watched for window while tasks waited for a CPU stall.
+func busy(r evidence.StopRun, window, stall time.Duration) evidence.StopRun {
+	r.Window, r.CPUStall, r.StallKnown = window, stall, true
+	return r
+}
+
+func superseded(r evidence.StopRun) evidence.StopRun {
+	r.Superseded = "the machine was too loaded to judge the stop time"
+	return r
+}
+
 func TestJudgeStop(t *testing.T) {
 	late := func(after time.Duration, who string) evidence.Hit {
 		return evidence.Hit{Time: t0.Add(after), Endpoint: "inference", Summary: "POST /v1/complete?hb=x&who=" + who}
@@ -59,6 +70,43 @@ func TestJudgeStop(t *testing.T) {
 		{"inconclusive without a broker", []evidence.StopRun{func() evidence.StopRun { r := cleanRun(time.Millisecond); r.TokenChecked = false; return r }()}, true, evidence.Inconclusive, "token could not be checked", 0},
 		{"inconclusive without a control", []evidence.StopRun{cleanRun(time.Millisecond)}, false, evidence.Inconclusive, "positive control", 0},
 		{"inconclusive with no run", nil, true, evidence.Inconclusive, "no stop was measured", 0},
+		// On a busy machine: a stop late by no more than tasks waited for a
+		// CPU is not judged; anything a load cannot explain still FAILs.
+		{"late by as much as the machine stalled: not judged", []evidence.StopRun{busy(cleanRun(6*time.Second), 7*time.Second, 4*time.Second)}, true, evidence.Inconclusive, "too loaded to judge the stop time", 0},
+		{"late by more than the machine stalled: fail", []evidence.StopRun{busy(cleanRun(6*time.Second), 7*time.Second, 900*time.Millisecond)}, true, evidence.Fail, "still acting 5s after stop", 0},
+		{"late on a machine mostly idle: fail", []evidence.StopRun{busy(cleanRun(9*time.Second), 40*time.Second, 5*time.Second)}, true, evidence.Fail, "still acting", 0},
+		{"late on a kernel that does not tell its load: fail", []evidence.StopRun{func() evidence.StopRun {
+			r := busy(cleanRun(6*time.Second), 7*time.Second, 7*time.Second)
+			r.StallKnown = false
+			return r
+		}()}, true, evidence.Fail, "still acting", 0},
+		{"late because the stop command ran out: fail on any machine", []evidence.StopRun{func() evidence.StopRun {
+			r := busy(cleanRun(6*time.Second), 7*time.Second, 7*time.Second)
+			r.StopCommandOver = true
+			return r
+		}()}, true, evidence.Fail, "still acting", 0},
+		{"a process left on a busy machine: fail", []evidence.StopRun{func() evidence.StopRun {
+			r := busy(cleanRun(-1), 7*time.Second, 7*time.Second)
+			r.Left = []string{"1 process(es) still in the session's network namespace"}
+			return r
+		}()}, true, evidence.Fail, "still acting", 0},
+		{"acting after it was seen gone on a busy machine: fail", []evidence.StopRun{func() evidence.StopRun {
+			r := busy(cleanRun(6*time.Second), 7*time.Second, 7*time.Second)
+			r.Late = []evidence.Hit{late(6500*time.Millisecond, "child")}
+			return r
+		}()}, true, evidence.Fail, "a process nobody could see", 0},
+		{"no heartbeat while the machine stalled: not judged, and said why", []evidence.StopRun{func() evidence.StopRun {
+			r := busy(cleanRun(time.Second), 2*time.Second, time.Second)
+			r.ChildBefore, r.BeatWait, r.BeatStall = false, 30*time.Second, 20*time.Second
+			return r
+		}()}, true, evidence.Inconclusive, "too loaded to judge: no heartbeat from the escaped child", 0},
+		{"a run measured again counts only for what it left after: pass on the new one", []evidence.StopRun{superseded(cleanRun(6 * time.Second)), cleanRun(200 * time.Millisecond)}, true, evidence.Pass, "over 1 run", 200},
+		{"a run measured again that acted after it was seen gone: fail", []evidence.StopRun{func() evidence.StopRun {
+			r := superseded(cleanRun(6 * time.Second))
+			r.Late = []evidence.Hit{late(8*time.Second, "child")}
+			return r
+		}(), cleanRun(200 * time.Millisecond)}, true, evidence.Fail, "measured again", 0},
+		{"only runs measured again: no pass", []evidence.StopRun{superseded(cleanRun(6 * time.Second))}, true, evidence.Inconclusive, "no stop was measured", 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/evidence"
 	"github.com/gatehouse-dev/gatehouse/internal/hostenv"
+	"github.com/gatehouse-dev/gatehouse/internal/pressure"
 	"github.com/gatehouse-dev/gatehouse/lab"
 	"github.com/gatehouse-dev/gatehouse/probe"
 	"github.com/gatehouse-dev/gatehouse/targets"
@@ -21,6 +22,19 @@ import (
 
 // defaultStopLimit applies when the target does not report the profile's.
 const defaultStopLimit = 5 * time.Second
+
+// beatWait bounds the wait for a session's first heartbeats; stopGrace
+// how long past the limit a stop is watched to learn whether it ends;
+// afterReturn how long after the target's stop returned.
+const (
+	beatWait    = 30 * time.Second
+	stopGrace   = 20 * time.Second
+	afterReturn = 2 * time.Second
+)
+
+// maxRemeasure bounds how often a run whose timing the machine's load
+// spoiled is measured again, one at a time.
+const maxRemeasure = 2
 
 // DefaultMaxStop is the policy's maximum stop limit when Config.MaxStop is
 // not set: no profile's own limit may be longer.
@@ -75,7 +89,64 @@ func (r *runner) stopRuns(ctx context.Context, n int) error {
 		})
 	}
 	wg.Wait()
-	return errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	return r.remeasure(ctx, m)
+}
+
+// remeasure measures again, one at a time (the runs at once add to the
+// load), each run whose timing the machine's load spoiled. The first
+// stays on record, superseded: what it left or did after it was seen gone
+// still counts.
+func (r *runner) remeasure(ctx context.Context, m *multi) error {
+	for attempt := 0; attempt < maxRemeasure; attempt++ {
+		hits := r.cfg.Lab.Hits()
+		var spoiled []int
+		m.mu.Lock()
+		for i, run := range m.runs {
+			if run.Superseded != "" {
+				continue
+			}
+			run.Late = lateBeats(hits, run.Session, m.stopTags[i], m.stops[i])
+			if why, ok := run.LoadSpoiled(m.stops[i], m.limit, probe.HeartbeatEvery); ok {
+				m.runs[i].Superseded = why
+				if s := current(ctx); s != nil {
+					s.findings = append(s.findings, fmt.Sprintf("stop of %s measured again on a fresh session: %s", run.Session, why))
+				}
+				spoiled = append(spoiled, i)
+			}
+		}
+		m.mu.Unlock()
+		if len(spoiled) == 0 {
+			return nil
+		}
+		for range spoiled {
+			p, err := r.startPeer(ctx)
+			if err != nil {
+				return err
+			}
+			run, at, err := r.measureStop(ctx, p, m)
+			if err != nil {
+				return err
+			}
+			m.mu.Lock()
+			m.runs, m.stops, m.stopTags = append(m.runs, run), append(m.stops, at), append(m.stopTags, p.canary)
+			m.mu.Unlock()
+		}
+	}
+	return nil
+}
+
+// lateBeats are the session's heartbeats that arrived after its stop.
+func lateBeats(hits []evidence.Hit, session, tag string, stop time.Time) []evidence.Hit {
+	var out []evidence.Hit
+	for _, h := range heartbeats(hits, session, tag) {
+		if h.Time.After(stop) {
+			out = append(out, h)
+		}
+	}
+	return out
 }
 
 // stopLimit is the profile's limit, read back from the target, bounded by
@@ -144,30 +215,49 @@ func (r *runner) measureStop(ctx context.Context, sess *scenario, m *multi) (evi
 		defer close(hbDone)
 		_, _ = r.runPlan(hbCtx, sess, plan, 60*time.Second)
 	}()
-	for t0 := time.Now(); time.Since(t0) < 5*time.Second; time.Sleep(50 * time.Millisecond) {
+	// On a busy machine the probe can take long to start: wait for both
+	// processes' beats as long as it takes, within a bound, and note how
+	// busy the machine was meanwhile.
+	beatMark := pressure.Now()
+	for t0 := time.Now(); time.Since(t0) < beatWait; time.Sleep(50 * time.Millisecond) {
 		hs := heartbeats(r.cfg.Lab.Hits(), sess.session, sess.canary)
 		if beatFrom(hs, "main", time.Now()) && beatFrom(hs, "child", time.Now()) {
 			break
 		}
 	}
+	var beatKnown bool
+	run.BeatStall, run.BeatWait, beatKnown = pressure.Now().Since(beatMark)
 
 	stopAt := time.Now()
+	stopMark := pressure.Now()
 	r.markStopped(sess, stopAt)
 	if b != nil {
 		b.Revoke(sess.session)
 	}
-	if err := r.stopCommand(ctx, sess, netns, limit); err != nil {
+	over, err := r.stopCommand(ctx, sess, netns, limit)
+	if err != nil {
 		sess.findings = append(sess.findings, "the profile's stop command failed: "+err.Error())
 	}
+	run.StopCommandOver = over
 	stopped := make(chan error, 1)
 	go func() { stopped <- sess.sess.Stop(context.WithoutCancel(ctx)) }()
 	returned := false
+	var returnedAt time.Time
 	var last remains
-	for deadline := stopAt.Add(limit + 500*time.Millisecond); time.Now().Before(deadline); time.Sleep(25 * time.Millisecond) {
+	// Past the limit, watch on a while to learn whether it ends at all: a
+	// stop slowed by a busy machine is told apart from one that never
+	// ends (see evidence.StopRun.LoadSpoiled). Stop once the target's
+	// stop returned a moment ago and something is still there.
+	deadline := stopAt.Add(limit + 500*time.Millisecond)
+	for end := deadline.Add(stopGrace); ; time.Sleep(25 * time.Millisecond) {
+		now := time.Now()
+		if now.After(end) || (now.After(deadline) && returned && now.Sub(returnedAt) > afterReturn) {
+			break
+		}
 		if !returned {
 			select {
 			case err := <-stopped:
-				returned = true
+				returned, returnedAt = true, time.Now()
 				if err != nil {
 					sess.findings = append(sess.findings, "stop: "+err.Error())
 				}
@@ -185,6 +275,9 @@ func (r *runner) measureStop(ctx context.Context, sess *scenario, m *multi) (evi
 			break // nothing more to learn by waiting
 		}
 	}
+	var stopKnown bool
+	run.CPUStall, run.Window, stopKnown = pressure.Now().Since(stopMark)
+	run.StallKnown = beatKnown && stopKnown
 	// Keep watching one more moment: what was seen gone must stay gone.
 	if err := r.settle(ctx); err != nil {
 		return run, stopAt, err
@@ -291,12 +384,7 @@ func (r *runner) judgeStop(ctx context.Context) error {
 	observe := func(hits []evidence.Hit) evidence.StopObservation {
 		o := evidence.StopObservation{Limit: limit, Stops: stops, Interval: probe.HeartbeatEvery}
 		for i, run := range runs {
-			run.Late = nil
-			for _, h := range heartbeats(hits, run.Session, tags[i]) {
-				if h.Time.After(stops[i]) {
-					run.Late = append(run.Late, h)
-				}
-			}
+			run.Late = lateBeats(hits, run.Session, tags[i], stops[i])
 			o.Runs = append(o.Runs, run)
 		}
 		o.Control = evidence.ControlReached(hits, allowedEndpoints, s.session, s.control)
@@ -318,11 +406,11 @@ func (r *runner) judgeStop(ctx context.Context) error {
 
 // stopCommand runs the platform's own stop, when the profile names one. Its
 // outcome is only a finding: whether the session stopped is measured from
-// outside like any other stop.
-func (r *runner) stopCommand(ctx context.Context, sess *scenario, netns string, limit time.Duration) error {
+// outside like any other stop. over says it ran out its limit.
+func (r *runner) stopCommand(ctx context.Context, sess *scenario, netns string, limit time.Duration) (over bool, err error) {
 	argv := r.cfg.StopCommand
 	if len(argv) == 0 {
-		return nil
+		return false, nil
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), limit)
 	defer cancel()
@@ -332,8 +420,9 @@ func (r *runner) stopCommand(ctx context.Context, sess *scenario, netns string, 
 		"GATEHOUSE_NETNS="+netns,
 		"GATEHOUSE_TARGET="+r.cfg.Target.Name())
 	out, err := cmd.CombinedOutput()
+	over = errors.Is(ctx.Err(), context.DeadlineExceeded)
 	if err != nil {
-		return fmt.Errorf("%v: %s", err, firstLine(string(out)))
+		return over, fmt.Errorf("%v: %s", err, firstLine(string(out)))
 	}
-	return nil
+	return over, nil
 }
