@@ -49,10 +49,15 @@ test: setup tools build
 # Runs the whole suite SOAK_ROUNDS times (default 5) and prints each test
 # that failed in any round with its pass/fail counts: flakes show up here
 # before CI finds them. SOAK_RUN narrows it (a go test -run regexp).
+# SOAK_STRESS=cpu (or 1), memory or io runs each round under stress-ng, as
+# on a shared CI runner, and lists every test's counts.
 SOAK_ROUNDS ?= 5
 SOAK_RUN ?=
+SOAK_STRESS ?=
 soak: setup tools build
-	GATEHOUSE_PROBE=$(CURDIR)/$(BIN)/gatehouse-probe $(GO) run ./scripts/soak -n $(SOAK_ROUNDS) -run '$(SOAK_RUN)' ./...
+	@if [ -n "$(SOAK_STRESS)" ] && ! command -v stress-ng >/dev/null; then \
+		echo "soak: installing stress-ng"; apt-get install -y -qq --no-install-recommends stress-ng >/dev/null; fi
+	GATEHOUSE_PROBE=$(CURDIR)/$(BIN)/gatehouse-probe $(GO) run ./scripts/soak -n $(SOAK_ROUNDS) -run '$(SOAK_RUN)' -stress '$(SOAK_STRESS)' ./...
 
 bench: setup build
 	@bash scripts/bench.sh

@@ -2,10 +2,14 @@
 // often it passed and failed: a test that fails one time in fifty fails
 // somebody's CI every week, and one run of the suite does not show it.
 //
-//	go run ./scripts/soak -n 10 [-run REGEXP] [packages...]
+//	go run ./scripts/soak -n 10 [-run REGEXP] [-stress cpu|memory|io] [-all] [packages...]
 //
 // Each round is `go test -count=1 -p 1 -json`; the exit code is 1 when any
-// test failed in any round.
+// test failed in any round. With -stress, stress-ng (Debian's package)
+// loads the machine through each round, as a shared CI runner's builds
+// would: cpu runs twice as many busy workers as there are cores, memory
+// keeps a third of the RAM churning, io keeps the disk busy. A verdict
+// must not depend on it.
 package main
 
 import (
@@ -16,7 +20,10 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"sort"
+	"strconv"
+	"syscall"
 	"time"
 )
 
@@ -33,7 +40,13 @@ func main() {
 	n := flag.Int("n", 5, "rounds")
 	run := flag.String("run", "", "only tests matching this regexp (go test -run)")
 	timeout := flag.String("timeout", "45m", "per-round go test -timeout")
+	stress := flag.String("stress", "", "load the machine through each round: cpu, memory or io (needs stress-ng)")
+	all := flag.Bool("all", false, "list every test's counts, not only those that failed")
 	flag.Parse()
+	load, err := stressArgs(*stress)
+	if err != nil {
+		fatal(err)
+	}
 	pkgs := flag.Args()
 	if len(pkgs) == 0 {
 		pkgs = []string{"./..."}
@@ -51,14 +64,20 @@ func main() {
 		if err != nil {
 			fatal(err)
 		}
+		stop, err := startStress(load)
+		if err != nil {
+			fatal(err)
+		}
 		if err := cmd.Start(); err != nil {
+			stop()
 			fatal(err)
 		}
 		failed := read(out, counts)
 		_ = cmd.Wait() // the failures are counted from the events
-		fmt.Fprintf(os.Stderr, "soak: round %d/%d done after %s, %d failure(s) this round\n", i, *n, time.Since(start).Round(time.Second), failed)
+		stop()
+		fmt.Fprintf(os.Stderr, "soak: round %d/%d done after %s, %d failure(s) this round%s\n", i, *n, time.Since(start).Round(time.Second), failed, under(*stress))
 	}
-	if report(os.Stdout, counts, *n) {
+	if report(os.Stdout, counts, *n, *all || *stress != "") {
 		os.Exit(1)
 	}
 }
@@ -96,7 +115,7 @@ func read(r io.Reader, counts map[string]*tally) int {
 }
 
 // report prints flaky and failing tests first, then a summary line.
-func report(w io.Writer, counts map[string]*tally, rounds int) bool {
+func report(w io.Writer, counts map[string]*tally, rounds int, all bool) bool {
 	names := make([]string, 0, len(counts))
 	for k := range counts {
 		names = append(names, k)
@@ -108,15 +127,15 @@ func report(w io.Writer, counts map[string]*tally, rounds int) bool {
 	for _, k := range names {
 		t := counts[k]
 		total++
-		if t.fail == 0 {
+		if t.fail == 0 && !all {
 			continue
 		}
-		bad = true
+		bad = bad || t.fail > 0
 		fmt.Fprintf(w, "%-8d %-8d %-8d  %s\n", t.pass, t.fail, t.skip, k)
 	}
 	if !bad {
 		fmt.Fprintf(w, "every one of %d tests and packages passed (or skipped) in all %d rounds\n", total, rounds)
-	} else {
+	} else if !all {
 		fmt.Fprintf(w, "(tests that never failed in %d rounds are not listed; %d in all)\n", rounds, total)
 	}
 	return bad
@@ -125,4 +144,48 @@ func report(w io.Writer, counts map[string]*tally, rounds int) bool {
 func fatal(err error) {
 	fmt.Fprintln(os.Stderr, "soak:", err)
 	os.Exit(2)
+}
+
+// stressArgs are stress-ng's arguments for a kind of load.
+func stressArgs(kind string) ([]string, error) {
+	cores := runtime.NumCPU()
+	switch kind {
+	case "":
+		return nil, nil
+	case "cpu", "1":
+		return []string{"--cpu", strconv.Itoa(2 * cores)}, nil
+	case "memory":
+		return []string{"--vm", strconv.Itoa(cores), "--vm-bytes", "33%", "--vm-keep"}, nil
+	case "io":
+		return []string{"--hdd", strconv.Itoa(cores), "--hdd-bytes", "512M", "--temp-path", os.TempDir()}, nil
+	}
+	return nil, fmt.Errorf("-stress %q: want cpu, memory or io", kind)
+}
+
+// startStress starts stress-ng in its own process group and returns what
+// stops it (the whole group, so no worker outlives the round).
+func startStress(args []string) (stop func(), err error) {
+	if args == nil {
+		return func() {}, nil
+	}
+	bin, err := exec.LookPath("stress-ng")
+	if err != nil {
+		return nil, fmt.Errorf("-stress needs stress-ng (apt-get install stress-ng): %w", err)
+	}
+	cmd := exec.Command(bin, append(args, "--quiet")...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	return func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_ = cmd.Wait()
+	}, nil
+}
+
+func under(kind string) string {
+	if kind == "" {
+		return ""
+	}
+	return ", under " + kind + " stress"
 }
