@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	_ "github.com/gatehouse-dev/gatehouse/internal/mainthread" // keep locked goroutines off the main thread
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -185,11 +186,25 @@ func hostSleeper(ctx context.Context, env map[string]string) (func(), <-chan str
 func hostHasEnv(v string) bool {
 	dirs, _ := filepath.Glob("/proc/[0-9]*/environ")
 	for _, d := range dirs {
-		if b, err := os.ReadFile(d); err == nil && strings.Contains(string(b), v) {
+		if b, err := readEnviron(d); err == nil && strings.Contains(string(b), v) {
 			return true
 		}
 	}
 	return false
+}
+
+// maxEnviron bounds one process's environment as read: a process with
+// CAP_SYS_RESOURCE (root in a leaky guest) can point its environment at
+// any span of its memory (prctl PR_SET_MM_ENV_END).
+const maxEnviron = 1 << 20
+
+func readEnviron(p string) ([]byte, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, maxEnviron))
 }
 
 func sessionOf(ctx context.Context) string {
