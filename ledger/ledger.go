@@ -56,6 +56,20 @@ type ledger struct {
 	lock *os.File // held for the life of the process
 	seq  int
 	err  error
+	// lost is the first error of a note not written, kept for Lost.
+	lost error
+}
+
+// Lost is the first note this process could not write, if any: what it
+// was about would not be found by `gatehouse lab down` after a kill -9.
+// Callers that drop Record's error report this once instead.
+func Lost() error {
+	own.mu.Lock()
+	defer own.mu.Unlock()
+	if own.lost == nil {
+		return own.err
+	}
+	return own.lost
 }
 
 var own ledger
@@ -77,6 +91,9 @@ func Record(e Entry) (release func(), err error) {
 	file := filepath.Join(own.dir, strconv.Itoa(own.seq)+".json")
 	b, _ := json.Marshal(e)
 	if err := os.WriteFile(file, b, 0o600); err != nil {
+		if own.lost == nil {
+			own.lost = fmt.Errorf("ledger: %s: %w", e.What, err)
+		}
 		return func() {}, fmt.Errorf("ledger: %w", err)
 	}
 	return func() { _ = os.Remove(file) }, nil

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/detect"
 	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/ledger"
 	"github.com/gatehouse-dev/gatehouse/evidence/index"
 	"github.com/gatehouse-dev/gatehouse/evidence/keyless"
 	"github.com/gatehouse-dev/gatehouse/evidence/keys"
@@ -412,6 +413,11 @@ func execute(ctx context.Context, f runFlags, stdout, stderr io.Writer) error {
 	// Targets that start services of their own (the docker daemon) stop
 	// them here, whatever happens to the run.
 	defer closeTargets(context.WithoutCancel(ctx))
+	defer func() {
+		if err := ledger.Lost(); err != nil {
+			fmt.Fprintf(stderr, "gatehouse: warning: not everything this run made is on its ledger (%v): if it was killed, `gatehouse lab down` may not find all of it\n", err)
+		}
+	}()
 	progress := stdout
 	if f.output == "json" {
 		// stdout holds the document and nothing else.
