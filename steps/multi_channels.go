@@ -16,11 +16,15 @@ import (
 	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
-// exchangeFor is how long each side of cross-session sends and listens.
-// The overlap rule needs each receive to share evidence.DefaultMinCommon
-// with the other side's send, so the sessions' probes may start up to
-// 2.5 s apart (a slow gVisor exec, a loaded runner) and still count.
-const exchangeFor = 3 * time.Second
+// exchangeFor is how long each side of cross-session sends and listens at
+// most. The overlap rule needs each receive to share
+// evidence.DefaultMinCommon with the other side's send, so the sessions'
+// probes may start up to 7.5 s apart and still count: on a busy runner a
+// gVisor exec alone took near 3 s, and the first side's windows ran out
+// before the other's began. Where both sides say when they started, the
+// exchange ends exchangeHold after the last start (exchange_end.go), so
+// the length costs only the sides that never say.
+const exchangeFor = 8 * time.Second
 
 // way is what a channel's targets are made from: the other session's
 // network, the scenario's IPC key, and which side (0 or 1) this is.
