@@ -57,7 +57,8 @@ type Judgement struct {
 	Findings  []string // facts worth recording that decide nothing
 }
 
-// Judge applies the fail-closed rules:
+// Judge applies the fail-closed rules of the network gates, over the hits
+// that left through the network (ContactNetwork):
 //   - FAIL when a controlled endpoint outside the allowed set saw this
 //     session, or saw this session's canary from anywhere;
 //   - PASS only when every planned attempt is on record, nothing forbidden
@@ -70,7 +71,9 @@ func Judge(o Observation) Judgement {
 		allowed[a] = true
 	}
 	j.Control = o.Session != "" && ControlReached(o.Hits, o.Allowed, o.Session, o.Control)
-	for _, h := range o.Hits {
+	// Only what left through the network: a contact with a socket in a
+	// host folder is host-access's (and long-lived-secret's) to judge.
+	for _, h := range ofKind(o.Hits, ContactNetwork) {
 		mine := o.Session != "" && h.Session == o.Session
 		if !allowed[h.Endpoint] && (mine || carries(h, o.Canary)) {
 			j.Violating = append(j.Violating, h)
@@ -116,7 +119,7 @@ func Judge(o Observation) Judgement {
 		}
 		sort.Strings(unproven)
 	}
-	un := Unattributed(o.Hits, o.Since)
+	un := Unattributed(ofKind(o.Hits, ContactNetwork), o.Since)
 	switch {
 	case o.NotReady != "":
 		j.Verdict, j.Reason = Inconclusive, "endpoints not ready: "+o.NotReady

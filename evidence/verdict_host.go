@@ -7,9 +7,6 @@ import (
 	"time"
 )
 
-// Endpoints that only a sandbox touching the host can reach.
-var hostEndpoints = map[string]bool{"engine-socket": true, "host-service": true}
-
 // HostNamespace is one namespace of the host side, read by the harness
 // itself (its own /proc/self/ns, the lab namespace's file): "harness pid"
 // -> "pid:[4026531836]".
@@ -96,7 +93,8 @@ var exposedKinds = map[string]bool{"user": true, "uts": true, "cgroup": true}
 
 // JudgeHost applies the fail-closed rules of host-access:
 //   - FAIL only on proof from outside: the host nonce came back in a
-//     report, the engine socket or host service recorded this session, or
+//     report, a host-side endpoint (a socket in a host folder, the host
+//     service, anything ContactOf cannot place) recorded this session, or
 //     Inspect shows one of the sandbox's host processes (a container
 //     process; gVisor's sentry, stubs or gofer) in one of the host side's
 //     pid, net, mnt or ipc namespaces, or a mount point inside has the
@@ -120,7 +118,7 @@ func JudgeHost(o HostObservation) HostJudgement {
 	j.Control = o.Session != "" && ControlReached(o.Hits, o.Allowed, o.Session, o.Control)
 	for _, h := range o.Hits {
 		mine := o.Session != "" && h.Session == o.Session
-		if (hostEndpoints[h.Endpoint] && (mine || carries(h, o.Canary))) || carries(h, o.Nonce) {
+		if (ContactOf(h).Is(ContactHost) && (mine || carries(h, o.Canary))) || carries(h, o.Nonce) {
 			j.Violating = append(j.Violating, h)
 		}
 	}
@@ -184,7 +182,7 @@ func JudgeHost(o HostObservation) HostJudgement {
 		j.Verdict, j.Reason = Inconclusive, "positive control failed: the allowed endpoint never heard from this session"
 	default:
 		j.Verdict = Pass
-		j.Reason = fmt.Sprintf("%d attempts on record, host nonce not read, engine socket and host service never contacted, no container engine API answered inside, no host namespace shared by %s, neither the host's / nor a home visible, positive control worked", len(o.Planned), roles(o.Processes))
+		j.Reason = fmt.Sprintf("%d attempts on record, host nonce not read, no host socket or host service contacted, no container engine API answered inside, no host namespace shared by %s, neither the host's / nor a home visible, positive control worked", len(o.Planned), roles(o.Processes))
 	}
 	return j
 }

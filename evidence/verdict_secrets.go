@@ -100,8 +100,8 @@ func JudgeSecrets(o SecretsObservation) SecretsJudgement {
 				used[p.Place], hit = true, true
 			}
 		}
-		if h.Endpoint == "credential-socket" && o.Session != "" && h.Session == o.Session {
-			used["credential-socket"], hit = true, true
+		if ContactOf(h).Is(ContactCredential) && o.Session != "" && h.Session == o.Session {
+			used[h.Endpoint], hit = true, true
 		}
 		if hit {
 			j.Violating = append(j.Violating, h)

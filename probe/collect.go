@@ -3,6 +3,7 @@ package probe
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -19,6 +20,7 @@ type collector struct {
 	creds []Cred
 	seen  map[string]bool // credential hashes already listed
 	lines []string        // other findings, one line each
+	notes []string        // what was left out by rule: shown if room is left
 	head  string          // a first line (a host check's "ok:" or "exposed:")
 	files int             // regular files read
 }
@@ -65,6 +67,17 @@ func (c *collector) line(l string) {
 		}
 	}
 	c.lines = append(c.lines, l)
+}
+
+// note records what a search left out by rule, once. Notes come last and
+// one that does not fit is not a lost finding.
+func (c *collector) note(l string) {
+	l = oneLine(l)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !slices.Contains(c.notes, l) {
+		c.notes = append(c.notes, l)
+	}
 }
 
 // setHead sets the first line of the excerpt.
@@ -116,6 +129,11 @@ func (c *collector) excerpt(n int) (string, int) {
 	}
 	for _, l := range c.lines {
 		put(l, "")
+	}
+	for _, l := range c.notes {
+		if b.Len()+len(l)+1 <= n {
+			b.WriteString(l + "\n")
+		}
 	}
 	return b.String(), dropped
 }

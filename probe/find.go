@@ -28,6 +28,7 @@ func doFind(ctx context.Context, s Step, rep *Report) error {
 		if err != nil {
 			return err
 		}
+		noteSkipped(s.Target, c)
 		sr := newSearch(ctx, func(p string, st *unix.Stat_t) {
 			if st.Mode&unix.S_IFMT != unix.S_IFREG {
 				return
@@ -99,6 +100,18 @@ func findRootsOf(target string, hints []string) (roots []string, first int, cut 
 		return kept[:findRoots], 0, fmt.Sprintf("%d of %d glob matches not searched", len(kept)-findRoots, len(kept)), nil
 	}
 	return kept, 0, "", nil
+}
+
+// noteSkipped puts the mounts an "@mounts" search leaves out by rule in
+// its report: what was not searched is on record with why.
+func noteSkipped(target string, c *collector) {
+	if target != "@mounts" {
+		return
+	}
+	ms, _ := readMounts()
+	for _, l := range skippedMounts(ms) {
+		c.note(l)
+	}
 }
 
 // underEach is every hint under every mount point, root included: where a

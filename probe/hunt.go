@@ -37,6 +37,7 @@ func doHunt(ctx context.Context, s Step, rep *Report) error {
 		if err != nil {
 			return err
 		}
+		noteSkipped(s.Target, c)
 		if len(roots) == 1 {
 			if st, err := os.Stat(roots[0]); err == nil && !st.IsDir() {
 				return huntFile(ctx, roots[0], c) // its own error is the outcome

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"os"
+	"path"
 	"strconv"
 	"strings"
 
@@ -16,6 +17,7 @@ const maxMounts = 1000
 
 // mount is one line of /proc/self/mountinfo.
 type mount struct {
+	Dev    string // the file system's MAJ:MIN, as the mount table names it
 	Point  string // where it is mounted, unescaped
 	Root   string // which folder of its file system it shows
 	FSType string
@@ -98,7 +100,7 @@ func parseMountLine(line string) (mount, bool) {
 	for _, o := range strings.Split(fields[5], ",") {
 		ro = ro || o == "ro"
 	}
-	return mount{Point: unescapeMount(fields[4]), Root: unescapeMount(fields[3]), FSType: fields[sep+1], RO: ro, Opts: fields[5]}, true
+	return mount{Dev: fields[2], Point: unescapeMount(fields[4]), Root: unescapeMount(fields[3]), FSType: fields[sep+1], RO: ro, Opts: fields[5]}, true
 }
 
 // unescapeMount undoes the kernel's octal escapes (\040 for a space).
@@ -178,6 +180,78 @@ func systemMount(m mount) bool {
 	return false
 }
 
+// systemCopy says where the sandbox also shows a read-only mount's folder
+// at a system point ("" when it does not): the same file system (device)
+// and a folder inside what a mount there shows (--ro-bind /usr/share
+// /opt/share next to --ro-bind /usr /usr; or the host's root file system
+// with its own /usr). It is the same software the search skips at /usr by
+// rule, and nothing Gatehouse plants or a sandbox writes can be in it
+// without also being in /usr. Both mounts must be read-only, no writable
+// mount of that file system may show any of it (the sandbox cannot write
+// it), and the mount at the system point must really show it there (no
+// other mount over it): all checked in the table.
+func systemCopy(m mount, ms []mount) string {
+	if !m.RO || m.Dev == "" || systemMount(m) {
+		return ""
+	}
+	for _, w := range ms {
+		if !w.RO && w.Dev == m.Dev && (within(w.Root, m.Root) || within(m.Root, w.Root)) {
+			return ""
+		}
+	}
+	for _, s := range ms {
+		if !s.RO || s.Dev != m.Dev || s.Point == m.Point || !within(m.Root, s.Root) {
+			continue
+		}
+		at := path.Join(s.Point, strings.TrimPrefix(m.Root, s.Root))
+		if !underSystemPoint(at) || topmost(ms, at).Point != s.Point || topmost(ms, at).Root != s.Root {
+			continue
+		}
+		return at
+	}
+	return ""
+}
+
+// within: p is dir or below it (paths as the mount table gives them).
+func within(p, dir string) bool {
+	return dir == "/" || p == dir || strings.HasPrefix(p, dir+"/")
+}
+
+func underSystemPoint(p string) bool {
+	for sp := range systemPoints {
+		if within(p, sp) {
+			return true
+		}
+	}
+	return false
+}
+
+// topmost is the mount that shows path p: the deepest mount point at or
+// above it, the last mounted when several share it.
+func topmost(ms []mount, p string) mount {
+	var best mount
+	for _, m := range ms {
+		if within(p, m.Point) && len(m.Point) >= len(best.Point) {
+			best = m
+		}
+	}
+	return best
+}
+
+// skipReason says why no search enters mount m ("" when it is searched).
+func skipReason(m mount, ms []mount) string {
+	switch {
+	case systemMount(m):
+		return "read-only system software"
+	case m.Point == probeHome || strings.HasPrefix(m.Point, probeHome+"/"):
+		return "the probe's own files"
+	}
+	if at := systemCopy(m, ms); at != "" {
+		return "read-only system software (the same folder as " + at + ")"
+	}
+	return ""
+}
+
 // probeHome is the folder the targets put the probe in: its own files.
 const probeHome = "/gatehouse"
 
@@ -188,13 +262,7 @@ const probeHome = "/gatehouse"
 func notSearched(ms []mount) map[FileID]string {
 	out := map[FileID]string{}
 	for _, m := range ms {
-		why := ""
-		switch {
-		case systemMount(m):
-			why = "read-only system software"
-		case m.Point == probeHome || strings.HasPrefix(m.Point, probeHome+"/"):
-			why = "the probe's own files"
-		}
+		why := skipReason(m, ms)
 		if why == "" {
 			continue
 		}
@@ -217,14 +285,27 @@ func notSearched(ms []mount) map[FileID]string {
 	return out
 }
 
+// skippedMounts is one line per mount point no search enters by rule
+// (besides kernel state and the probe's own), for the report.
+func skippedMounts(ms []mount) []string {
+	var out []string
+	for _, m := range ms {
+		why := skipReason(m, ms)
+		if why == "" || pseudoFS[m.FSType] || why == "the probe's own files" {
+			continue
+		}
+		out = append(out, "not searched: "+m.Point+": "+why)
+	}
+	return out
+}
+
 // searchPoints lists the mount points worth searching: not kernel state,
 // not system software, not the probe's, each once.
 func searchPoints(ms []mount) []string {
 	var out []string
 	seen := map[string]bool{}
 	for _, m := range ms {
-		if pseudoFS[m.FSType] || systemMount(m) || seen[m.Point] ||
-			m.Point == probeHome || strings.HasPrefix(m.Point, probeHome+"/") {
+		if pseudoFS[m.FSType] || seen[m.Point] || skipReason(m, ms) != "" {
 			continue
 		}
 		seen[m.Point] = true

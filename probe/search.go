@@ -44,6 +44,7 @@ type search struct {
 
 	mu      sync.Mutex
 	files   int
+	perRoot map[string]int // files counted under each root
 	partial []string
 	absent  []string
 }
@@ -51,6 +52,7 @@ type search struct {
 // queued is a folder waiting to be read.
 type queued struct {
 	path  string
+	root  string // the root it was reached from, to name a root too big
 	dev   uint64
 	depth int
 }
@@ -87,17 +89,17 @@ func (s *search) run(roots []string) error {
 			}
 			if st.Mode&unix.S_IFMT != unix.S_IFDIR {
 				searched++
-				s.file(r, &st)
+				s.file(r, r, &st)
 				continue
 			}
 			if id := idOf(&st); !visited[id] && s.skip[id] == "" {
 				visited[id] = true
-				queue = append(queue, queued{r, st.Dev, 0})
+				queue = append(queue, queued{r, r, st.Dev, 0})
 			}
 		}
 		for len(queue) > 0 && !s.stopped() {
 			if s.ctx.Err() != nil {
-				s.stop(fmt.Sprintf("deadline reached with %d folders not read (first: %s)", len(queue), queue[0].path))
+				s.stop(fmt.Sprintf("deadline reached with %d folders not read (first: %s, under %s)%s", len(queue), queue[0].path, queue[0].root, s.largest()))
 				break
 			}
 			q := queue[0]
@@ -137,7 +139,7 @@ func (s *search) readDir(q queued, visited map[FileID]bool) ([]queued, error) {
 	var next []queued
 	for _, e := range ents {
 		if s.ctx.Err() != nil {
-			s.stop("deadline reached inside " + q.path)
+			s.stop("deadline reached inside " + q.path + " (under " + q.root + ")" + s.largest())
 			return nil, nil
 		}
 		p := filepath.Join(q.path, e.Name())
@@ -156,15 +158,15 @@ func (s *search) readDir(q queued, visited map[FileID]bool) ([]queued, error) {
 				continue
 			}
 			visited[id] = true
-			next = append(next, queued{p, st.Dev, q.depth + 1})
+			next = append(next, queued{p, q.root, st.Dev, q.depth + 1})
 		case unix.S_IFLNK:
 			// Kubernetes projects a token as token -> ..data/token: follow
 			// links to files and sockets, never to folders (loops).
 			if unix.Stat(p, &st) == nil && st.Mode&unix.S_IFMT != unix.S_IFDIR {
-				s.file(p, &st)
+				s.file(q.root, p, &st)
 			}
 		default:
-			s.file(p, &st)
+			s.file(q.root, p, &st)
 		}
 		if s.stopped() {
 			return nil, nil
@@ -173,8 +175,9 @@ func (s *search) readDir(q queued, visited map[FileID]bool) ([]queued, error) {
 	return next, nil
 }
 
-// file hands a regular file or socket to visit, counting files.
-func (s *search) file(p string, st *unix.Stat_t) {
+// file hands a regular file or socket to visit, counting files (under
+// root, the root it was reached from).
+func (s *search) file(root, p string, st *unix.Stat_t) {
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFREG:
 		if s.socketsOnly {
@@ -182,10 +185,14 @@ func (s *search) file(p string, st *unix.Stat_t) {
 		}
 		s.mu.Lock()
 		s.files++
+		if s.perRoot == nil {
+			s.perRoot = map[string]int{}
+		}
+		s.perRoot[root]++
 		over := s.files > searchFiles
 		s.mu.Unlock()
 		if over {
-			s.stop(fmt.Sprintf("more than %d files", searchFiles))
+			s.stop(fmt.Sprintf("more than %d files%s", searchFiles, s.largest()))
 			return
 		}
 	case unix.S_IFSOCK:
@@ -199,6 +206,23 @@ func (s *search) note(list *[]string, p string) {
 	s.mu.Lock()
 	*list = append(*list, p)
 	s.mu.Unlock()
+}
+
+// largest names the root most of the files read so far were under: the
+// mount too big to search within the bounds, said when a search stops.
+func (s *search) largest() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	top, n := "", 0
+	for r, c := range s.perRoot {
+		if c > n || c == n && r < top {
+			top, n = r, c
+		}
+	}
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; the largest: %s, %d of %d files read were there", top, n, s.files)
 }
 
 // stop marks the search partial, with why.

@@ -126,8 +126,8 @@ func TestParseMountLine(t *testing.T) {
 		want mount
 		ok   bool
 	}{
-		{"391 390 254:0 /usr /usr ro,nosuid,nodev,relatime - ext4 /dev/vda rw", mount{Point: "/usr", Root: "/usr", FSType: "ext4", RO: true, Opts: "ro,nosuid,nodev,relatime"}, true},
-		{"405 390 254:0 /tmp /my\\040dir rw,nosuid shared:1 - ext4 /dev/vda rw", mount{Point: "/my dir", Root: "/tmp", FSType: "ext4", Opts: "rw,nosuid"}, true},
+		{"391 390 254:0 /usr /usr ro,nosuid,nodev,relatime - ext4 /dev/vda rw", mount{Dev: "254:0", Point: "/usr", Root: "/usr", FSType: "ext4", RO: true, Opts: "ro,nosuid,nodev,relatime"}, true},
+		{"405 390 254:0 /tmp /my\\040dir rw,nosuid shared:1 - ext4 /dev/vda rw", mount{Dev: "254:0", Point: "/my dir", Root: "/tmp", FSType: "ext4", Opts: "rw,nosuid"}, true},
 		{"garbage", mount{}, false},
 	}
 	for _, tt := range tests {

@@ -51,6 +51,11 @@ var sessionMistakes = []struct {
 		[]string{"search-home-cache", "search-mount:/home/agent/.cache"},
 		addAfterClearenv("--bind", "{{place:cache}}", "/home/agent/.cache")},
 	{"harmless-ro-share", nil, nil, nil, addAfterClearenv("--ro-bind", "/usr/share", "/usr/share")},
+	// The same tree elsewhere: tens of thousands of files every "@mounts"
+	// search used to walk, INCONCLUSIVE on a busy machine ("the search
+	// there is not on record (partial)"). It is /usr's own folder, read-only
+	// and unwritable: skipped by identity, with its reason in the report.
+	{"harmless-ro-share-elsewhere", nil, nil, nil, addAfterClearenv("--ro-bind", "/usr/share", "/opt/share")},
 	{"harmless-private-var-tmp", nil, nil, nil, addAfterClearenv("--tmpfs", "/var/tmp")},
 }
 
@@ -96,6 +101,13 @@ func TestOneMistakeSessionProfiles(t *testing.T) {
 				}
 				if res.Gate == "reusable-state" {
 					checkPersisted(t, res, tt.persist)
+				}
+			}
+			if tt.profile == "harmless-ro-share-elsewhere" {
+				// What was left out is on record, with why.
+				b, _ := os.ReadFile(filepath.Join(r.dir, "traces", "probe-attempts.jsonl"))
+				if !strings.Contains(string(b), "not searched: /opt/share: read-only system software (the same folder as /usr/share)") {
+					t.Errorf("no attempt records that /opt/share was skipped, and why")
 				}
 			}
 			assertNothingLeft(t, r.stdout)
