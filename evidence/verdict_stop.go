@@ -25,6 +25,10 @@ type StopRun struct {
 	// Unknown says why whether it was gone could not be seen (its network
 	// namespace unreadable and no list of its processes): no PASS then.
 	Unknown string
+	// Unsearched says where the run's writes or storage after the stop
+	// could not be looked for (a bind that could not be resolved, a
+	// search cut at its bound): no PASS then, never "nothing found".
+	Unsearched []string
 	// Token: TokenChecked says the broker was asked about the session's
 	// token after the stop; TokenRefused is its answer.
 	TokenChecked, TokenRefused bool
@@ -163,6 +167,12 @@ func JudgeStop(o StopObservation) (Judgement, map[string]float64) {
 		}
 		d, ok := r.Latency(stop)
 		spoiled, isSpoiled := r.LoadSpoiled(stop, o.Limit, o.Interval)
+		failed := len(fails)
+		unsearched := func() {
+			if len(fails) == failed && len(r.Unsearched) > 0 {
+				gaps = append(gaps, fmt.Sprintf("run %d (%s): what it left could not be searched: %s", i+1, r.Session, strings.Join(r.Unsearched, "; ")))
+			}
+		}
 		if r.Superseded != "" {
 			switch {
 			case len(hidden) > 0:
@@ -174,6 +184,7 @@ func JudgeStop(o StopObservation) (Judgement, map[string]float64) {
 			case r.TokenChecked && !r.TokenRefused:
 				fails = append(fails, fmt.Sprintf("run %d (%s, measured again): the session's broker token still works after stop", i+1, r.Session))
 			}
+			unsearched()
 			continue
 		}
 		judged++
@@ -193,6 +204,7 @@ func JudgeStop(o StopObservation) (Judgement, map[string]float64) {
 		case r.TokenChecked && !r.TokenRefused:
 			fails = append(fails, fmt.Sprintf("run %d (%s): the session's broker token still works after stop", i+1, r.Session))
 		}
+		unsearched()
 		if ok {
 			lat = append(lat, d)
 			timings[fmt.Sprintf("stop_run%d_ms", i+1)] = ms(d)

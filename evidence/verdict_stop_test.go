@@ -64,6 +64,18 @@ func TestJudgeStop(t *testing.T) {
 			r.Left = []string{"1 process(es) still in the session's network namespace"}
 			return r
 		}()}, true, evidence.Fail, "heartbeat(s) from the escaped child after stop", 0},
+		{"a bind that could not be searched is no pass, with heartbeats during the stop", []evidence.StopRun{func() evidence.StopRun {
+			r := cleanRun(300 * time.Millisecond)
+			r.Late = []evidence.Hit{late(200*time.Millisecond, "main")}
+			r.Unsearched = []string{"/run/gatehouse-doors/place-00-storage: no such file"}
+			return r
+		}()}, true, evidence.Inconclusive, "could not be searched: /run/gatehouse-doors/place-00-storage", 0},
+		{"a write left still fails when another bind could not be searched", []evidence.StopRun{func() evidence.StopRun {
+			r := cleanRun(300 * time.Millisecond)
+			r.Left = []string{"1 write(s) after the session was seen gone"}
+			r.Unsearched = []string{"/x: search cut"}
+			return r
+		}()}, true, evidence.Fail, "1 write(s) after", 0},
 		{"fail when storage remains", []evidence.StopRun{func() evidence.StopRun { r := cleanRun(time.Millisecond); r.Left = []string{"storage /x"}; return r }()}, true, evidence.Fail, "left storage /x", 0},
 		{"fail when the token still works", []evidence.StopRun{func() evidence.StopRun { r := cleanRun(time.Millisecond); r.TokenRefused = false; return r }()}, true, evidence.Fail, "token still works", 0},
 		{"inconclusive without a child heartbeat first", []evidence.StopRun{func() evidence.StopRun { r := cleanRun(time.Millisecond); r.ChildBefore = false; return r }()}, true, evidence.Inconclusive, "escaped child before the stop", 0},

@@ -25,6 +25,12 @@ func XSFile(v, where string) (name, content string) {
 // XSSocket is the name of the socket file a "unix:" receive listens on.
 func XSSocket(own string) string { return xsPrefix + tag(own) + ".sock" }
 
+// HeartbeatName is the name a session's heartbeat file starts with (the
+// probe adds "-main" or "-child"): the hash of the session's tag, so
+// sessions sharing a folder never append to one file, and a file's name
+// says whose it is.
+func HeartbeatName(v string) string { return ".gatehouse-heartbeat-" + tag(v) }
+
 // BeatLine is the line a heartbeat appends to its Path each beat: the
 // session's tag, so the file is the session's beyond doubt.
 func BeatLine(tag string) string { return "beat " + tag + "\n" }

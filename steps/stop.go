@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -188,10 +187,17 @@ func (r *runner) measureStop(ctx context.Context, sess *scenario, m *multi) (evi
 	m.limit = limit
 	m.mu.Unlock()
 	w := newWatch(netns, r.cfg.Network == NetHost)
-	binds := writableBinds(cfg)
 	temporary, terr := r.temporaryPaths(sess)
 	if terr != nil {
 		sess.findings = append(sess.findings, "limits.temporary: "+terr.Error())
+	}
+	storage := append(append([]string(nil), cfg.Created...), temporary...)
+	// Opened before the stop: what is searched after it is what was bound.
+	binds := openBinds(cfg, sess.start, storage)
+	defer binds.Close()
+	run.Unsearched = append(run.Unsearched, binds.unresolved...)
+	if err != nil && len(cfg.Argv) == 0 && len(cfg.Mounts) == 0 {
+		run.Unsearched = append(run.Unsearched, "the session's read-write binds are unknown: "+err.Error())
 	}
 	b := r.broker()
 	var tok string
@@ -209,7 +215,8 @@ func (r *runner) measureStop(ctx context.Context, sess *scenario, m *multi) (evi
 		Target: "http://" + inferenceAddr + "/v1/complete?hb=" + sess.canary,
 		// A write each beat too, where the session's storage is: a write
 		// after the stop is the session still acting.
-		Path: OwnStorage + "/.gatehouse-heartbeat",
+		// Its own file: a folder there may be every session's.
+		Path: OwnStorage + "/" + probe.HeartbeatName(sess.canary),
 	}}}
 	go func() {
 		defer close(hbDone)
@@ -294,18 +301,22 @@ func (r *runner) measureStop(ctx context.Context, sess *scenario, m *multi) (evi
 			run.Left = append(run.Left, "the target's stop had not returned")
 		}
 	}
-	for _, p := range append(append([]string(nil), cfg.Created...), temporary...) {
-		if _, err := os.Stat(p); err == nil {
-			run.Left = append(run.Left, "storage "+p)
-		}
-	}
+	left, unknown := storageLeft(storage, sess.start)
+	run.Left = append(run.Left, left...)
+	run.Unsearched = append(run.Unsearched, unknown...)
 	// Writes while the stop was under way are like heartbeats then; one
 	// after the session was seen gone (a beat's time later) is a process
-	// nobody saw.
+	// nobody saw, when it carries the session's mark.
 	if run.Gone >= 0 {
-		if ws := writes(ctx, binds, stopAt.Add(run.Gone+2*probe.HeartbeatEvery)); len(ws) > 0 {
-			run.Left = append(run.Left, fmt.Sprintf("%d write(s) after the session was seen gone: %s", len(ws), strings.Join(firstN(ws, 3), ", ")))
+		ws := writes(ctx, binds, stopAt.Add(run.Gone+2*probe.HeartbeatEvery), sess.canary)
+		if len(ws.own) > 0 {
+			run.Left = append(run.Left, fmt.Sprintf("%d write(s) after the session was seen gone: %s", len(ws.own), strings.Join(firstN(ws.own, 3), ", ")))
 		}
+		if len(ws.other) > 0 {
+			sess.findings = append(sess.findings, fmt.Sprintf("%d write(s) after %s was seen gone carry no mark of it (another session's, or the host's): not counted against it: %s",
+				len(ws.other), sess.session, strings.Join(firstN(ws.other, 3), ", ")))
+		}
+		run.Unsearched = append(run.Unsearched, ws.unsearched...)
 	}
 	if b != nil {
 		run.TokenChecked = true

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/evidence"
-	"github.com/gatehouse-dev/gatehouse/internal/untrusted"
 	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
@@ -123,74 +122,6 @@ func (r remains) String() string {
 		parts = append(parts, "the session's own processes could not be listed: "+r.listErr.Error())
 	}
 	return strings.Join(parts, "; ")
-}
-
-// writes lists files under the folders that were modified after since:
-// writes a session made after its stop. The folders are the session's
-// own to write, so they are searched as hostile input (no link followed,
-// no other file system entered), bounded in entries and by ctx: a huge
-// tree is cut, and the cut said.
-func writes(ctx context.Context, folders []string, since time.Time) []string {
-	const maxFiles = 5000
-	var out []string
-	n, cut := 0, false
-	for _, dir := range folders {
-		// The folder as the runtime bound it (a link on the host on the
-		// way to it, /var/run's, is the host's); below it, nothing is
-		// followed.
-		real, err := filepath.EvalSymlinks(dir)
-		if err != nil || n >= maxFiles {
-			continue
-		}
-		d, err := untrusted.OpenDir(real)
-		if err != nil {
-			continue
-		}
-		err = d.Walk(ctx, untrusted.Limits{Entries: maxFiles - n}, func(_ *untrusted.Dir, e untrusted.Entry) error {
-			if listedHook != nil {
-				listedHook(e.Path)
-			}
-			n++
-			if !e.Mode.IsDir() && e.ModTime.After(since) {
-				out = append(out, filepath.Join(dir, filepath.FromSlash(e.Path)))
-			}
-			return nil
-		})
-		d.Close()
-		cut = cut || errors.Is(err, untrusted.ErrTooLarge) || n >= maxFiles
-	}
-	if cut {
-		out = append(out, fmt.Sprintf("(search cut after %d entries)", maxFiles))
-	}
-	return out
-}
-
-// writableBinds are the host folders the runtime binds writable into the
-// session, from what Inspect read back: bwrap's --bind arguments, docker's
-// read-write bind mounts. The team's own folders: writes there after a stop
-// are the session still acting; the folders themselves outliving it is not.
-func writableBinds(cfg targets.Config) []string {
-	var out []string
-	for i := 0; i+2 < len(cfg.Argv); i++ {
-		if cfg.Argv[i] == "--bind" || cfg.Argv[i] == "--bind-try" {
-			out = append(out, cfg.Argv[i+1])
-		}
-	}
-	for _, m := range cfg.Mounts {
-		// docker: "bind SRC -> DST (rw)"
-		if rest, ok := strings.CutPrefix(m, "bind "); ok && strings.HasSuffix(m, "(rw)") {
-			if src, _, ok := strings.Cut(rest, " -> "); ok {
-				out = append(out, src)
-			}
-		}
-	}
-	var dirs []string
-	for _, p := range out {
-		if st, err := os.Stat(p); err == nil && st.IsDir() {
-			dirs = append(dirs, p)
-		}
-	}
-	return dirs
 }
 
 // heartbeats returns the session's heartbeat hits: requests to the

@@ -170,6 +170,10 @@ type Config struct {
 	// own read-write binds are not in it: a project checkout outliving a
 	// stop is normal.
 	Created []string `json:"created,omitempty"`
+	// Sources maps a bind source the argv names that is not the host path
+	// itself to the host path it holds (bwrap's doors, which exist only in
+	// a mount namespace of their own): what a bind really exposes.
+	Sources map[string]string `json:"sources,omitempty"`
 }
 
 // Target starts sessions of one kind of sandbox.

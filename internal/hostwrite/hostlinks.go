@@ -112,3 +112,18 @@ func openPlace(under, rel string, since time.Time) (*untrusted.Dir, string, erro
 	}
 	return parent, base, nil
 }
+
+// OpenDir opens the host folder p with no link followed but the host's
+// own (see hostDir), as a place is opened: for a folder a runtime binds
+// into a sandbox, named by a profile as the runtime resolves it.
+func OpenDir(p string, before time.Time) (*untrusted.Dir, error) {
+	d, err := untrusted.OpenDir(p)
+	if err == nil || !errors.Is(err, unix.ELOOP) {
+		return d, err
+	}
+	real, rerr := hostDir(p, before)
+	if rerr != nil {
+		return nil, fmt.Errorf("%w (%w)", err, rerr)
+	}
+	return untrusted.OpenDir(real)
+}

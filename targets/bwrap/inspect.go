@@ -42,8 +42,10 @@ func (s *session) Inspect(ctx context.Context) (targets.Config, error) {
 		},
 	}
 	cfg.Facts["launch"] = s.launchText()
+	cfg.Sources = map[string]string{}
 	for _, d := range s.doors {
 		cfg.Facts["door."+d.name] = s.doorText(d)
+		cfg.Sources[d.path()] = d.host
 	}
 	// Who the sandbox's user is on the host, read from the pinned init.
 	s.hostUserFacts(cfg.Facts)
