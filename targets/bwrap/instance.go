@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gatehouse-dev/gatehouse/internal/auid"
+	"github.com/gatehouse-dev/gatehouse/internal/hostproc"
 	_ "github.com/gatehouse-dev/gatehouse/internal/mainthread" // keep locked goroutines off the main thread
 	"github.com/gatehouse-dev/gatehouse/targets/supervisor"
 )
@@ -90,6 +91,14 @@ func (s *session) startInstance(ctx context.Context) error {
 			s.loginuid, s.loginuidErr = auid.Set()
 			err = cmd.Start()
 		}
+		if err == nil {
+			// Before the Wait below: not reaped yet, so the pid is its.
+			s.leader, err = hostproc.PinChild(cmd.Process.Pid)
+			if err != nil {
+				_ = cmd.Process.Kill()
+				_ = cmd.Wait()
+			}
+		}
 		if err != nil {
 			started <- err
 			close(s.gone)
@@ -148,7 +157,11 @@ func (s *session) killInstance(ctx context.Context) error {
 	if s.inst == nil || s.inst.Process == nil {
 		return nil
 	}
-	_ = syscall.Kill(-s.inst.Process.Pid, syscall.SIGKILL)
+	if s.leader != nil {
+		// Through the pin: after a first stop reaped it, the number may
+		// lead another group.
+		_ = s.leader.SignalGroup(unix.SIGKILL)
+	}
 	select {
 	case <-s.gone:
 		return nil

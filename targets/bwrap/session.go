@@ -38,7 +38,10 @@ type session struct {
 	initBin string   // the init binary on the host
 	// init is the session's init, pinned at Start: every read from
 	// outside goes through it, never through a search of /proc.
-	init     *hostproc.Proc
+	init *hostproc.Proc
+	// leader is the runtime's own process (our child), pinned before it
+	// can be reaped: its group is signalled through it, never by number.
+	leader   *hostproc.Proc
 	egress   *egress.Applied // the profile's ruleset, when it has one
 	ownNetns string          // an empty namespace Start made for a session given none
 

@@ -6,6 +6,9 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/gatehouse-dev/gatehouse/internal/hostproc"
 	"github.com/gatehouse-dev/gatehouse/targets/profile"
 )
 
@@ -70,6 +73,7 @@ func (s *session) cleanup(ctx context.Context) error {
 		errs = append(errs, err)
 	}
 	_ = s.init.Close()
+	_ = s.leader.Close()
 	if err := s.killNetnsProcs(ctx); err != nil {
 		errs = append(errs, err)
 	}
@@ -106,7 +110,9 @@ func (s *session) killNetnsProcs(ctx context.Context) error {
 			return nil
 		}
 		for _, pid := range pids {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
+			// Pinned, and seen in the namespace still: the pid may be
+			// another's since the scan.
+			_ = hostproc.SignalIf(pid, unix.SIGKILL, hostproc.InNetns(s.netns.dev, s.netns.ino))
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			return errors.New("processes remain in the session namespace")

@@ -6,7 +6,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -30,11 +29,7 @@ func (s *session) endInstance(ctx context.Context) {
 	}
 	// Frozen, nothing can fork while the rest is killed.
 	frozen := s.cg.freeze(ctx) == nil
-	for _, pid := range s.cg.procs() {
-		if !keep[pid] {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
-	}
+	s.cg.killListed(s.cg.procs(), keep)
 	if frozen {
 		_ = s.cg.thaw()
 	}
@@ -48,7 +43,7 @@ func (s *session) endInstance(ctx context.Context) {
 	})
 	// The init, then whatever bubblewrap keeps above it, bottom up.
 	for i := len(chain) - 1; i >= 0; i-- {
-		_ = syscall.Kill(chain[i], syscall.SIGKILL)
+		s.killChain(chain, i)
 		if i == 0 {
 			break
 		}

@@ -7,10 +7,12 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/moby/moby/client"
+	"golang.org/x/sys/unix"
+
+	"github.com/gatehouse-dev/gatehouse/internal/hostproc"
 )
 
 // defaultStopLimit is the grace between SIGTERM and SIGKILL when the
@@ -34,28 +36,71 @@ func (s *Session) stopProcesses(ctx context.Context) error {
 	if !s.local() {
 		return errors.New("docker: stop: stop scope process needs the daemon on this machine (it signals exec pids)")
 	}
-	var pids []int
-	for _, id := range s.running() {
+	procs := pinExecs(s.running(), func(id string) (int, bool) {
 		res, err := s.cli.ExecInspect(ctx, id, client.ExecInspectOptions{})
-		if err == nil && res.Running && res.PID > 1 {
-			pids = append(pids, res.PID)
+		return res.PID, err == nil && res.Running
+	})
+	defer func() {
+		for _, p := range procs {
+			p.Close()
 		}
-	}
-	signal := func(sig syscall.Signal) {
-		for _, pid := range pids {
-			if pgid, err := syscall.Getpgid(pid); err == nil && pgid == pid {
-				_ = syscall.Kill(-pid, sig)
-			}
-			_ = syscall.Kill(pid, sig)
-		}
-	}
-	signal(syscall.SIGTERM)
+	}()
+	signalExecs(procs, unix.SIGTERM)
 	deadline := time.Now().Add(s.stopLimit())
-	for time.Now().Before(deadline) && anyAlive(pids) && ctx.Err() == nil {
+	for time.Now().Before(deadline) && anyAlive(procs) && ctx.Err() == nil {
 		time.Sleep(20 * time.Millisecond)
 	}
-	signal(syscall.SIGKILL)
+	signalExecs(procs, unix.SIGKILL)
 	return nil
+}
+
+// signalExecs signals each pinned exec process, and the group it leads.
+func signalExecs(procs []execProc, sig unix.Signal) {
+	for _, p := range procs {
+		if p.leads {
+			_ = p.SignalGroup(sig)
+		}
+		_ = p.Signal(sig)
+	}
+}
+
+// execProc is a running exec's host process, pinned.
+type execProc struct {
+	*hostproc.Proc
+	leads bool // it leads its process group
+}
+
+// pinExecs pins each running exec's host process: the daemon names its
+// pid, the pid is pinned, and the daemon is asked again: only a pid it
+// still names as running, pinned and alive across that answer, is the
+// exec's. One whose exec ended and whose number went to another process
+// meanwhile is never pinned, so never signalled (the grace before the
+// SIGKILL is seconds long: signals go through the pins).
+func pinExecs(ids []string, inspect func(id string) (pid int, running bool)) []execProc {
+	var out []execProc
+	for _, id := range ids {
+		pid, running := inspect(id)
+		if !running || pid <= 1 {
+			continue
+		}
+		p, err := hostproc.Pin(pid)
+		if err != nil {
+			continue
+		}
+		again, running := inspect(id)
+		leads := false
+		err = p.Read(func(string) error {
+			pgid, err := unix.Getpgid(pid)
+			leads = err == nil && pgid == pid
+			return err
+		})
+		if !running || again != pid || err != nil {
+			p.Close()
+			continue
+		}
+		out = append(out, execProc{p, leads})
+	}
+	return out
 }
 
 // local reports whether the daemon's processes are this machine's: the
@@ -64,9 +109,9 @@ func (s *Session) local() bool {
 	return s.t.daemon != nil && strings.HasPrefix(s.t.host, "unix://")
 }
 
-func anyAlive(pids []int) bool {
-	for _, pid := range pids {
-		if syscall.Kill(pid, 0) == nil && !zombie(pid) {
+func anyAlive(procs []execProc) bool {
+	for _, p := range procs {
+		if p.Alive() {
 			return true
 		}
 	}

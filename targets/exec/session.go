@@ -54,6 +54,9 @@ type session struct {
 
 	initBin string         // the init binary on the host
 	init    *hostproc.Proc // the session's init, pinned at Start
+	// leader is the runtime's own process (our child), pinned before it
+	// can be reaped: its group is signalled through it, never by number.
+	leader  *hostproc.Proc
 	inst    *osexec.Cmd
 	ctl     *supervisor.Control
 	client  *supervisor.Client
@@ -208,6 +211,14 @@ func (s *session) startInstance(ctx context.Context) error {
 			// external monitors see; the session runs without it too.
 			s.loginuid, s.loginuidErr = auid.Set()
 			err = cmd.Start()
+		}
+		if err == nil {
+			// Before the Wait below: not reaped yet, so the pid is its.
+			s.leader, err = hostproc.PinChild(cmd.Process.Pid)
+			if err != nil {
+				_ = cmd.Process.Kill()
+				_ = cmd.Wait()
+			}
 		}
 		if err != nil {
 			started <- err

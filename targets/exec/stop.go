@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/gatehouse-dev/gatehouse/targets/profile"
 )
 
@@ -72,6 +74,7 @@ func (s *session) cleanup(ctx context.Context) error {
 		errs = append(errs, err)
 	}
 	_ = s.init.Close()
+	_ = s.leader.Close()
 	if err := s.egress.Flush(ctx); err != nil {
 		errs = append(errs, err)
 	}
@@ -101,21 +104,10 @@ func (s *session) endInstance(ctx context.Context) {
 		keep[pid] = true
 	}
 	frozen := s.cg.freeze(ctx) == nil
-	var killed []int
-	for _, pid := range s.cg.procs() {
-		if !keep[pid] {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-			killed = append(killed, pid)
-		}
-	}
+	killed := s.cg.killListed(s.cg.procs(), keep)
 	kids, _ := filepath.Glob(filepath.Join(s.cg.dir, "*", "cgroup.procs"))
 	for _, k := range kids {
-		for _, pid := range (&cgroup{dir: filepath.Dir(k)}).procs() {
-			if !keep[pid] {
-				_ = syscall.Kill(pid, syscall.SIGKILL)
-				killed = append(killed, pid)
-			}
-		}
+		killed = append(killed, s.cg.killListed((&cgroup{dir: filepath.Dir(k)}).procs(), keep)...)
 	}
 	if frozen {
 		_ = s.cg.thaw()
@@ -138,7 +130,7 @@ func (s *session) endInstance(ctx context.Context) {
 		return true
 	})
 	for i := len(chain) - 1; i >= 0; i-- {
-		_ = syscall.Kill(chain[i], syscall.SIGKILL)
+		s.killChain(chain, i)
 		if i == 0 {
 			break
 		}
@@ -180,7 +172,11 @@ func (s *session) killInstance(ctx context.Context) error {
 	if s.inst == nil || s.inst.Process == nil {
 		return nil
 	}
-	_ = syscall.Kill(-s.inst.Process.Pid, syscall.SIGKILL)
+	if s.leader != nil {
+		// Through the pin: after a first stop reaped it, the number may
+		// lead another group.
+		_ = s.leader.SignalGroup(unix.SIGKILL)
+	}
 	select {
 	case <-s.gone:
 		return nil
