@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path"
 	"path/filepath"
 	"strings"
@@ -36,7 +35,9 @@ type bindRoot struct {
 	src  string // as the argv or the mount list names it
 	host string // where it is on the host
 	dir  *untrusted.Dir
-	file *os.File
+	// Or a file (a socket, a FIFO): its name in the folder holding it.
+	parent *untrusted.Dir
+	name   string
 	// removed: under what the stop removes (Created, limits.temporary):
 	// gone afterwards is the stop's work, and the storage check's to judge.
 	removed bool
@@ -54,8 +55,8 @@ func (b bindRoots) Close() {
 		if r.dir != nil {
 			r.dir.Close()
 		}
-		if r.file != nil {
-			r.file.Close()
+		if r.parent != nil {
+			r.parent.Close()
 		}
 	}
 }
@@ -135,18 +136,21 @@ func openRoot(host string, before time.Time) (bindRoot, error) {
 	if !errors.Is(err, unix.ENOTDIR) || host == "/" {
 		return bindRoot{}, err
 	}
-	// A file bound: opened in its folder (a regular file only, never a
-	// FIFO or a device).
+	// A file bound: looked at in its folder, never followed or opened but
+	// as a regular file.
 	parent, err := hostwrite.OpenDir(path.Dir(host), before)
 	if err != nil {
 		return bindRoot{}, err
 	}
-	defer parent.Close()
-	f, err := parent.Open(path.Base(host))
+	fi, err := parent.Lstat(path.Base(host))
+	if err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		err = fmt.Errorf("%s is a link: not followed", host)
+	}
 	if err != nil {
+		parent.Close()
 		return bindRoot{}, err
 	}
-	return bindRoot{host: host, file: f}, nil
+	return bindRoot{host: host, parent: parent, name: path.Base(host)}, nil
 }
 
 func under(p string, roots []string) bool {
@@ -176,7 +180,7 @@ func writes(ctx context.Context, b bindRoots, since time.Time, canary string) la
 	s := &markSearch{since: since, canary: canary}
 	for _, r := range b.roots {
 		switch {
-		case r.file != nil:
+		case r.parent != nil:
 			s.file(r)
 		case gone(r.dir):
 			if !r.removed {
@@ -236,15 +240,26 @@ func (s *markSearch) dir(ctx context.Context, r bindRoot) {
 }
 
 func (s *markSearch) file(r bindRoot) {
-	st, err := r.file.Stat()
-	if err != nil {
+	fi, err := r.parent.Lstat(r.name)
+	switch {
+	case errors.Is(err, fs.ErrNotExist) && r.removed:
+		return
+	case err != nil:
 		s.out.unsearched = append(s.out.unsearched, fmt.Sprintf("%s: %v", r.src, err))
 		return
-	}
-	if !st.ModTime().After(s.since) {
+	case !fi.ModTime().After(s.since):
 		return
 	}
-	own, err := s.marked(path.Base(r.host), "", func() (io.ReaderAt, func(), error) { return r.file, func() {}, nil })
+	own, err := s.marked(r.name, "", func() (io.ReaderAt, func(), error) {
+		if !fi.Mode().IsRegular() {
+			return nil, nil, nil
+		}
+		f, err := r.parent.Open(r.name)
+		if err != nil {
+			return nil, nil, err
+		}
+		return f, func() { f.Close() }, nil
+	})
 	s.note(r.host, own, err)
 }
 

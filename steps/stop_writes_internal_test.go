@@ -3,6 +3,7 @@ package steps
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -108,6 +109,14 @@ func TestOpenBindsFindsTheHostFolders(t *testing.T) {
 		{"a file bound read-write", func(t *testing.T, late, _ string) targets.Config {
 			return targets.Config{Target: "bwrap", Argv: []string{"bwrap", "--bind", filepath.Join(late, probe.HeartbeatName(ownCanary)+"-main"), "/hb", "--"}}
 		}, true, ""},
+		{"a socket bound read-write is looked at, never opened", func(t *testing.T, late, scratch string) targets.Config {
+			l, err := net.Listen("unix", filepath.Join(scratch, "docker.sock"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { l.Close() })
+			return targets.Config{Target: "bwrap", Argv: []string{"bwrap", "--bind", filepath.Join(scratch, "docker.sock"), "/var/run/docker.sock", "--"}}
+		}, false, ""},
 		{"a docker read-write bind mount", func(t *testing.T, late, _ string) targets.Config {
 			return targets.Config{Target: "docker", Mounts: []string{"bind " + late + " -> /workspace (rw)"}}
 		}, true, ""},

@@ -22,7 +22,7 @@ func (c *cgroup) killListed(pids []int, keep map[int]bool) []int {
 	member := hostproc.InCgroup(strings.TrimPrefix(c.dir, cgroup2Mount()))
 	var killed []int
 	for _, pid := range pids {
-		if _ = member; !keep[pid] && unix.Kill(pid, unix.SIGKILL) == nil { // the old way
+		if !keep[pid] && hostproc.SignalIf(pid, unix.SIGKILL, member) == nil {
 			killed = append(killed, pid)
 		}
 	}
