@@ -97,7 +97,7 @@ func writeAsAnotherSession(t *testing.T, dir string) (stop func()) {
 		for {
 			for name, line := range map[string]string{
 				probe.HeartbeatName(other) + "-main": probe.BeatLine(other),
-				"gatehouse-state":                   "GATEHOUSE STATE " + other + "\n",
+				"gatehouse-state":                    "GATEHOUSE STATE " + other + "\n",
 			} {
 				f, err := os.OpenFile(filepath.Join(dir, name), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 				if err == nil {
