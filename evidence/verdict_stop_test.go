@@ -112,6 +112,11 @@ func TestJudgeStop(t *testing.T) {
 			r.ChildBefore, r.BeatWait, r.BeatStall = false, 30*time.Second, 20*time.Second
 			return r
 		}()}, true, evidence.Inconclusive, "too loaded to judge: no heartbeat from the escaped child", 0},
+		{"a run measured again whose binds could not be searched is no pass", []evidence.StopRun{func() evidence.StopRun {
+			r := superseded(cleanRun(6 * time.Second))
+			r.Unsearched = []string{"/srv/shared: the search stopped after 5000 entries"}
+			return r
+		}(), cleanRun(200 * time.Millisecond)}, true, evidence.Inconclusive, "could not be searched: /srv/shared", 0},
 		{"a run measured again counts only for what it left after: pass on the new one", []evidence.StopRun{superseded(cleanRun(6 * time.Second)), cleanRun(200 * time.Millisecond)}, true, evidence.Pass, "over 1 run", 200},
 		{"a run measured again that acted after it was seen gone: fail", []evidence.StopRun{func() evidence.StopRun {
 			r := superseded(cleanRun(6 * time.Second))
