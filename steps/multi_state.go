@@ -13,8 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gatehouse-dev/gatehouse/evidence"
-	"github.com/gatehouse-dev/gatehouse/internal/scratch"
-	"github.com/gatehouse-dev/gatehouse/ledger"
+	"github.com/gatehouse-dev/gatehouse/internal/untrusted"
 	"github.com/gatehouse-dev/gatehouse/probe"
 	"github.com/gatehouse-dev/gatehouse/targets"
 )
@@ -26,8 +25,14 @@ type multiKey struct{}
 // behind the profile's {{place:...}} references, further sessions the
 // scenario started, and what their probes reported.
 type multi struct {
-	mu       sync.Mutex
-	root     string                     // this scenario's places; removed afterwards
+	mu      sync.Mutex
+	root    string                    // this scenario's places; removed afterwards
+	dir     *untrusted.Dir            // root, opened with no link followed
+	ids     map[string]targets.FileID // storage-root and shared, as made
+	slotIDs map[int]targets.FileID    // each cache slot, as made
+	// made, in tests, acts as a hostile session would between a
+	// session's storage being made and its taking its place.
+	made     func(session string)
 	nets     map[string]targets.Network // by session
 	nonces   map[string]string          // storage nonce by session
 	peers    []*scenario                // sessions beyond the scenario's own
@@ -105,6 +110,9 @@ func (r *runner) afterSessions(ctx context.Context, _ *godog.Scenario, _ error) 
 			}
 		}
 	}
+	if m.dir != nil {
+		m.dir.Close()
+	}
 	if m.root != "" {
 		if err := os.RemoveAll(m.root); err != nil {
 			s.teardownProblem("removing the scenario's places: "+err.Error(), true)
@@ -161,7 +169,10 @@ func checkGone(ctx context.Context, s *scenario) {
 //	ROOT/cache/slot-N      "cache": a cache that outlives its session: the
 //	                       first slot no running session holds (takeSlot)
 //
-// ROOT is a fresh folder per scenario, removed by afterSessions.
+// ROOT is a fresh folder per scenario, removed by afterSessions. Every
+// folder is made through descriptors with no link followed (places.go),
+// and its identity goes into spec.PlaceIDs: the target binds it only if
+// it is still the folder made.
 func (r *runner) addPlaces(ctx context.Context, s *scenario, spec *targets.Spec) error {
 	m := multiOf(ctx)
 	if m == nil {
@@ -169,38 +180,16 @@ func (r *runner) addPlaces(ctx context.Context, s *scenario, spec *targets.Spec)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.root == "" {
-		// In the harness's root-only scratch folder, never in the shared
-		// /tmp: only the binds the profile asks for reach into it.
-		parent, err := scratch.Dir()
-		if err != nil {
-			return fmt.Errorf("places: %w", err)
-		}
-		root, err := os.MkdirTemp(parent, "gatehouse-places-"+labName(r.cfg.LabNetns)+"-")
-		if err != nil {
-			return fmt.Errorf("places: %w", err)
-		}
-		m.root = root
-		rel, _ := ledger.Record(ledger.Entry{Kind: ledger.Path, What: root})
-		m.releases = append(m.releases, rel)
-		for _, d := range []string{"storage", "shared/tmp", "shared/shm", "shared/cache"} {
-			if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
-				return fmt.Errorf("places: %w", err)
-			}
-		}
-		// Sticky and world-writable, like the /tmp it stands in for.
-		for _, d := range []string{"shared/tmp", "shared/shm", "shared/cache"} {
-			if err := os.Chmod(filepath.Join(root, d), os.ModeSticky|0o777); err != nil {
-				return fmt.Errorf("places: %w", err)
-			}
-		}
-	}
-	own := filepath.Join(m.root, "storage", s.session)
-	if err := os.Mkdir(own, 0o755); err != nil {
+	if err := m.placesRoot(labName(r.cfg.LabNetns)); err != nil {
 		return fmt.Errorf("places: %w", err)
 	}
 	nonce := token("ghc")
-	if err := os.WriteFile(filepath.Join(own, "nonce"), []byte("GATEHOUSE STORAGE NONCE "+nonce+"\n"), 0o644); err != nil {
+	own, err := m.newStorage(s.session, nonce)
+	if err != nil {
+		return fmt.Errorf("places: %w", err)
+	}
+	slot, slotID, err := m.cacheSlot(m.takeSlot(s.session))
+	if err != nil {
 		return fmt.Errorf("places: %w", err)
 	}
 	m.nonces[s.session] = nonce
@@ -208,18 +197,17 @@ func (r *runner) addPlaces(ctx context.Context, s *scenario, spec *targets.Spec)
 	if spec.Places == nil {
 		spec.Places = map[string]string{}
 	}
-	spec.Places["storage"] = own
+	if spec.PlaceIDs == nil {
+		spec.PlaceIDs = map[string]targets.FileID{}
+	}
+	spec.Places["storage"] = filepath.Join(m.root, "storage", s.session)
 	spec.Places["storage-root"] = filepath.Join(m.root, "storage")
 	spec.Places["shared"] = filepath.Join(m.root, "shared")
-	slot := filepath.Join(m.root, "cache", fmt.Sprintf("slot-%d", m.takeSlot(s.session)))
-	if err := os.MkdirAll(slot, 0o755); err != nil {
-		return fmt.Errorf("places: %w", err)
-	}
-	// World-writable like the cache folder of a shared runner.
-	if err := os.Chmod(slot, os.ModeSticky|0o777); err != nil {
-		return fmt.Errorf("places: %w", err)
-	}
 	spec.Places["cache"] = slot
+	spec.PlaceIDs["storage"] = own
+	spec.PlaceIDs["storage-root"] = m.ids["storage-root"]
+	spec.PlaceIDs["shared"] = m.ids["shared"]
+	spec.PlaceIDs["cache"] = slotID
 	return nil
 }
 

@@ -47,6 +47,9 @@ func TestSessionsGetExactlyTheProvidedNames(t *testing.T) {
 				if got, want := keys(spec.Places), names(targets.ProvidedPlaces(), hasLab); got != want {
 					t.Errorf("places planted %s, targets.ProvidedPlaces lists %s", got, want)
 				}
+				if got, want := keys(spec.PlaceIDs), keys(spec.Places); got != want {
+					t.Errorf("places with a recorded identity %s, places %s: a target refuses the others", got, want)
+				}
 				if got, want := keys(spec.Secrets), names(targets.ProvidedSecrets(), hasLab); got != want {
 					t.Errorf("secrets planted %s, targets.ProvidedSecrets lists %s", got, want)
 				}
@@ -66,7 +69,7 @@ func names(ps []targets.Provided, hasLab bool) string {
 	return strings.Join(out, ",")
 }
 
-func keys(m map[string]string) string {
+func keys[V any](m map[string]V) string {
 	var out []string
 	for k := range m {
 		out = append(out, k)

@@ -205,8 +205,16 @@ func (r *runner) newPlant(ctx context.Context, s *scenario, spec *targets.Spec) 
 		p.broker = tok
 		spec.Secrets["broker-token"] = tok
 	}
+	if spec.PlaceIDs == nil {
+		spec.PlaceIDs = map[string]targets.FileID{}
+	}
 	for _, place := range []string{"home", "secrets", "serviceaccount", "agent", "engine", "host"} {
 		spec.Places[place] = filepath.Join(root, place)
+		// Made in a fresh folder of this session's, in the root-only
+		// /run/gatehouse: nothing else reached it yet.
+		if spec.PlaceIDs[place], err = targets.IdentifyPlace(spec.Places[place]); err != nil {
+			return p, err
+		}
 	}
 	return p, nil
 }

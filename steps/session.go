@@ -76,9 +76,9 @@ func (r *runner) freshSession(ctx context.Context, path string) error {
 	}
 	s.places = spec.Places
 	s.netns = spec.Network.NetnsPath
-	sess, err := r.cfg.Target.Start(ctx, spec)
+	sess, err := r.start(ctx, spec)
 	if err != nil {
-		return fmt.Errorf("start %s session: %w", r.cfg.Target.Name(), err)
+		return err
 	}
 	s.sess = sess
 	r.sessionKeys(ctx, s)
@@ -93,6 +93,20 @@ func (r *runner) freshSession(ctx context.Context, path string) error {
 	}
 	r.inspectOnce(ctx, s)
 	return nil
+}
+
+// start starts the target's session. A session already running may
+// write a folder a place lies in (storage-root): each place must still be
+// the folder made for it. Targets check again as they bind.
+func (r *runner) start(ctx context.Context, spec targets.Spec) (targets.Session, error) {
+	if err := targets.CheckPlaces(spec); err != nil {
+		return nil, fmt.Errorf("start %s session: %w", r.cfg.Target.Name(), err)
+	}
+	sess, err := r.cfg.Target.Start(ctx, spec)
+	if err != nil {
+		return nil, fmt.Errorf("start %s session: %w", r.cfg.Target.Name(), err)
+	}
+	return sess, nil
 }
 
 // tracker is the lab's in-band attribution (lab.Lab has it; fakes may

@@ -24,7 +24,7 @@ func ProvidedPlaces() []Provided {
 		{Name: "engine", Doc: "a folder with the lab's fake container-engine socket (docker.sock)"},
 		{Name: "host", Doc: "a host folder holding the host nonce"},
 		{Name: "storage", Doc: "this session's own storage folder (holds its storage nonce)"},
-		{Name: "storage-root", Doc: "the folder holding every session's storage"},
+		{Name: "storage-root", Doc: "the folder holding every session's storage; bound writable, it lets a session change other sessions' storage (not reach host folders: each session's own is checked to be the harness's folder before it is bound)"},
 		{Name: "shared", Doc: "one folder (tmp/, shm/, cache/) shared by every session of the scenario"},
 		{Name: "cache", Doc: "a cache folder that outlives its session: each session takes a slot no running session of the scenario holds, so sessions at the same time never share one and a later session gets the slot a torn-down one left"},
 	}

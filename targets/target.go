@@ -62,6 +62,11 @@ type Spec struct {
 	// host nonce ("host"). A profile refers to one as {{place:NAME}} in its
 	// runtime arguments; a profile that names none of them sees none of them.
 	Places map[string]string
+	// PlaceIDs are the folders behind Places, by the same names, as the
+	// harness made them. A path can be swapped for a link or another folder
+	// by a session that writes its parent (storage-root): a target binds a
+	// place only through OpenPlace, which checks it against this.
+	PlaceIDs map[string]FileID
 	// Secrets are canary values by name. A profile's environment refers to
 	// one as {{secret:NAME}}: the careless setup that hands an agent a
 	// long-lived key.

@@ -2,6 +2,7 @@ package bwrap
 
 import (
 	"fmt"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -26,6 +27,7 @@ type launch struct {
 type placeBind struct {
 	host string
 	rw   bool
+	spec targets.Spec // its recorded identity, checked before the handover
 }
 
 // buildLaunch expands the profile's arguments. Every source the harness
@@ -48,8 +50,13 @@ func buildLaunch(bin string, p *profile.Profile, spec targets.Spec, st *stage, b
 			}
 			if b, isSrc := p.BindSourceAt(i); isSrc && strings.HasPrefix(a, "{{place:") {
 				label := strings.Replace(strings.TrimPrefix(a, "{{place:"), "}}", "", 1)
-				l.places = append(l.places, placeBind{host: x, rw: !b.ReadOnly})
-				x = addDoor(door{name: doorName("place", len(l.doors), label), host: x, plain: true, optional: b.Optional})
+				l.places = append(l.places, placeBind{host: x, rw: !b.ReadOnly, spec: spec})
+				host := x
+				x = addDoor(door{name: doorName("place", len(l.doors), label), host: x, plain: true, optional: b.Optional,
+					open: func() (*os.File, error) {
+						f, _, err := targets.OpenPlace(spec, host)
+						return f, err
+					}})
 			}
 			l.argv = append(l.argv, x)
 			continue

@@ -38,6 +38,9 @@ type door struct {
 	// optional: a --*-bind-try source that may not exist (no door then,
 	// and bubblewrap skips the bind).
 	optional bool
+	// open, for a harness place, opens the source instead
+	// (targets.OpenPlace): no link, and the very folder the harness made.
+	open func() (*os.File, error)
 }
 
 func (d door) path() string { return DoorDir + "/" + d.name }
@@ -92,7 +95,13 @@ func openSource(d door) (int, error) {
 	flags := unix.O_PATH | unix.O_CLOEXEC
 	var fd int
 	var err error
-	if d.plain {
+	if d.open != nil {
+		var f *os.File
+		if f, err = d.open(); err == nil {
+			fd, err = unix.FcntlInt(f.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+			f.Close()
+		}
+	} else if d.plain {
 		how := unix.OpenHow{Flags: uint64(flags), Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS}
 		for {
 			fd, err = unix.Openat2(unix.AT_FDCWD, d.host, &how)
@@ -108,6 +117,8 @@ func openSource(d door) (int, error) {
 		return fd, nil
 	case d.optional && errors.Is(err, unix.ENOENT):
 		return -1, nil
+	case d.open != nil:
+		return -1, fmt.Errorf("doors: not bound: %w", err)
 	case errors.Is(err, unix.ELOOP):
 		return -1, fmt.Errorf("doors: %s: a symbolic link on the way: not bound (the harness's places are never reached through a link)", d.host)
 	}

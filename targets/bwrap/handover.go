@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/gatehouse-dev/gatehouse/internal/untrusted"
+	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
 // handLimits bound a handover walk: the harness's own plants are a few
@@ -25,6 +26,13 @@ func handOver(ctx context.Context, u hostUser, st *stage, places []placeBind) er
 		return fmt.Errorf("stage: hand the work folder to host uid %d: %w", u.uid, err)
 	}
 	for _, p := range places {
+		// Never hand over a folder that is not the place made (the doors
+		// check again as they bind).
+		f, _, err := targets.OpenPlace(p.spec, p.host)
+		if err != nil {
+			return fmt.Errorf("hand place %s over: %w", p.host, err)
+		}
+		f.Close()
 		if err := untrusted.ChownTree(ctx, p.host, u.uid, u.gid, !p.rw, handLimits); err != nil {
 			return fmt.Errorf("hand place %s to host uid %d: %w", p.host, u.uid, err)
 		}

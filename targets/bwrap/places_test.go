@@ -8,6 +8,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/targets"
 	"github.com/gatehouse-dev/gatehouse/targets/profile"
+	"github.com/gatehouse-dev/gatehouse/targets/targettest"
 )
 
 var placeRef = regexp.MustCompile(`\{\{place:([^}]+)\}\}(/[^\s"]*)?`)
@@ -34,6 +35,7 @@ func withPlaces(t testing.TB, p *profile.Profile, spec targets.Spec) targets.Spe
 			}
 		}
 	}
+	targettest.RecordPlaces(t, &spec)
 	if spec.Secrets == nil {
 		spec.Secrets = map[string]string{}
 	}

@@ -52,6 +52,15 @@ func (t *Target) Start(ctx context.Context, spec targets.Spec) (targets.Session,
 		plan.cleanup()
 		return nil, fmt.Errorf("docker: start: %w", err)
 	}
+	pins, err := pinPlaces(spec, hc.Mounts)
+	if err != nil {
+		plan.cleanup()
+		return nil, fmt.Errorf("docker: start: %w", err)
+	}
+	defer closePlaces(pins)
+	if t.pinned != nil {
+		t.pinned()
+	}
 	cli, err := t.client()
 	if err != nil {
 		plan.cleanup()
@@ -68,7 +77,7 @@ func (t *Target) Start(ctx context.Context, spec targets.Spec) (targets.Session,
 		return nil, fmt.Errorf("docker: start: create: %w", err)
 	}
 	s := &Session{t: t, id: created.ID, cli: cli, path: spec.Path, net: plan}
-	if err := s.begin(ctx, spec); err != nil {
+	if err := s.begin(ctx, spec, pins); err != nil {
 		// The harness's own teardown, whatever the stop scope: no session
 		// is returned, so nobody else could remove the container.
 		_ = s.teardown(ctx)
@@ -78,7 +87,7 @@ func (t *Target) Start(ctx context.Context, spec targets.Spec) (targets.Session,
 }
 
 // begin does what must happen between create and start.
-func (s *Session) begin(ctx context.Context, spec targets.Spec) error {
+func (s *Session) begin(ctx context.Context, spec targets.Spec, pins []placeMount) error {
 	if err := s.placeFiles(ctx, spec); err != nil {
 		return err
 	}
@@ -111,7 +120,8 @@ func (s *Session) begin(ctx context.Context, spec targets.Spec) error {
 	if err != nil {
 		return fmt.Errorf("start: %w", err)
 	}
-	return nil
+	// Before anything but the container's sleep runs in it.
+	return s.checkPlaces(ctx, pins)
 }
 
 // request is the container's config and host config for one session.

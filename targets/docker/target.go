@@ -26,6 +26,9 @@ type Target struct {
 	base   string         // probe base image ref, imported on first use
 	daemon *Daemon        // the lab daemon (shimmed runtimes); nil for a field daemon
 	owned  bool           // Open made the daemon: started on first Start, stopped by Close
+	// pinned, in tests, runs once the places are checked and before the
+	// daemon binds them: where a hostile session swaps one.
+	pinned func()
 }
 
 // Options are what a lab target takes from the profile besides Spec.

@@ -2,11 +2,11 @@ package docker
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/moby/moby/client"
+	"golang.org/x/sys/unix"
 
 	"github.com/gatehouse-dev/gatehouse/targets"
 )
@@ -53,12 +53,27 @@ func searchable(p string, owned []string) {
 		if !gatehouseOwned(dir, owned) {
 			continue
 		}
-		fi, err := os.Lstat(dir)
-		if err != nil || !fi.IsDir() || fi.Mode().Perm()&0o001 != 0 {
-			continue
-		}
-		_ = os.Chmod(dir, fi.Mode().Perm()|0o001)
+		addSearch(dir)
 	}
+}
+
+// addSearch adds o+x to the folder dir, opened with no link followed: a
+// place a session swapped for a link to a host folder is left alone
+// (the start then fails on the bind check).
+func addSearch(dir string) {
+	fd, err := unix.Openat2(unix.AT_FDCWD, dir, &unix.OpenHow{
+		Flags:   unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+	})
+	if err != nil {
+		return
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || st.Mode&0o001 != 0 {
+		return
+	}
+	_ = unix.Fchmod(fd, st.Mode&0o7777|0o001)
 }
 
 func gatehouseOwned(dir string, owned []string) bool {

@@ -14,6 +14,7 @@ import (
 	gexec "github.com/gatehouse-dev/gatehouse/targets/exec"
 	"github.com/gatehouse-dev/gatehouse/targets/profile"
 	"github.com/gatehouse-dev/gatehouse/targets/profiles"
+	"github.com/gatehouse-dev/gatehouse/targets/targettest"
 )
 
 // needRoot skips unless the test can create namespaces, mounts and cgroups.
@@ -85,6 +86,7 @@ func withPlaces(t testing.TB, spec targets.Spec) targets.Spec {
 	for _, pl := range targets.ProvidedPlaces() {
 		spec.Places[pl.Name] = t.TempDir()
 	}
+	targettest.RecordPlaces(t, &spec)
 	spec.Secrets = map[string]string{}
 	for _, sc := range targets.ProvidedSecrets() {
 		spec.Secrets[sc.Name] = "canary-" + sc.Name

@@ -79,28 +79,28 @@ func (v view) enter() error {
 		return fmt.Errorf("make / private: %w", err)
 	}
 	detachNetns(v.keepNetns)
-	steps := []struct {
-		src, dst string
-		ro       bool
-	}{
-		{v.st.fs, Inside, true},
-		{v.st.fs + "/work", InsideWork, false},
-		{v.init, InitPath, true},
+	steps := []bind{
+		{host: v.st.fs, inside: Inside},
+		{host: v.st.fs + "/work", inside: InsideWork, rw: true},
+		{host: v.init, inside: InitPath},
 	}
 	if v.resolv != "" {
-		steps = append(steps, struct {
-			src, dst string
-			ro       bool
-		}{v.resolv, "/etc/resolv.conf", true})
+		steps = append(steps, bind{host: v.resolv, inside: "/etc/resolv.conf"})
 	}
-	for _, b := range v.binds {
-		steps = append(steps, struct {
-			src, dst string
-			ro       bool
-		}{b.host, b.inside, !b.rw})
-	}
+	steps = append(steps, v.binds...)
 	for _, s := range steps {
-		if err := bindMount(s.src, s.dst, s.ro); err != nil {
+		src := s.host
+		if s.open != nil {
+			// Opened in this namespace: a bind's source must be one of its
+			// mounts.
+			f, err := s.open()
+			if err != nil {
+				return fmt.Errorf("bind %s at %s: %w", s.host, s.inside, err)
+			}
+			defer f.Close()
+			src = "/proc/thread-self/fd/" + strconv.Itoa(int(f.Fd()))
+		}
+		if err := bindMount(src, s.inside, !s.rw); err != nil {
 			return err
 		}
 	}

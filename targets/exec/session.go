@@ -8,6 +8,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/internal/auid"
 	"io"
 	"io/fs"
+	"os"
 	osexec "os/exec"
 	"runtime"
 	"strings"
@@ -117,7 +118,17 @@ func (s *session) prepare(ctx context.Context, opts Options) error {
 		if err := ensureDir(profile.WorkspacePath); err != nil {
 			return err
 		}
-		binds = append(binds, bind{host: host, inside: profile.WorkspacePath, rw: true})
+		// Checked now, for a clear error; bound through the descriptor.
+		f, _, err := targets.OpenPlace(s.spec, host)
+		if err != nil {
+			return fmt.Errorf("workspace: %w", err)
+		}
+		f.Close()
+		spec := s.spec
+		binds = append(binds, bind{host: host, inside: profile.WorkspacePath, rw: true, open: func() (*os.File, error) {
+			f, _, err := targets.OpenPlace(spec, host)
+			return f, err
+		}})
 	}
 	if s.prof.Egress != "" && s.spec.Network.NetnsPath != "" {
 		data, _ := s.prof.File(s.prof.Egress)

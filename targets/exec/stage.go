@@ -80,6 +80,9 @@ func newStage(parent, name string) (*stage, error) {
 type bind struct {
 	host, inside string
 	rw           bool
+	// open, for a harness place, opens host instead of a path lookup
+	// (targets.OpenPlace): no link, and the very folder the harness made.
+	open func() (*os.File, error)
 }
 
 // placeAll writes the spec's files; those outside /gatehouse become binds

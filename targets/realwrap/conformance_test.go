@@ -70,6 +70,7 @@ func withPlaces(t testing.TB, spec targets.Spec) targets.Spec {
 	for _, pl := range targets.ProvidedPlaces() {
 		spec.Places[pl.Name] = t.TempDir()
 	}
+	targettest.RecordPlaces(t, &spec)
 	spec.Secrets = map[string]string{"broker-token": "test-token"}
 	return spec
 }
