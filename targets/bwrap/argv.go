@@ -54,7 +54,10 @@ func buildLaunch(bin string, p *profile.Profile, spec targets.Spec, st *stage, b
 				host := x
 				x = addDoor(door{name: doorName("place", len(l.doors), label), host: x, plain: true, optional: b.Optional,
 					open: func() (*os.File, error) {
-						f, _, err := targets.OpenPlace(spec, host)
+						f, ok, err := targets.OpenPlace(spec, host)
+						if err == nil && !ok {
+							err = fmt.Errorf("%s is no place of the run's", host)
+						}
 						return f, err
 					}})
 			}

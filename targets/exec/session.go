@@ -119,16 +119,20 @@ func (s *session) prepare(ctx context.Context, opts Options) error {
 			return err
 		}
 		// Checked now, for a clear error; bound through the descriptor.
-		f, _, err := targets.OpenPlace(s.spec, host)
+		spec := s.spec
+		open := func() (*os.File, error) {
+			f, ok, err := targets.OpenPlace(spec, host)
+			if err == nil && !ok {
+				err = fmt.Errorf("%s is no place of the run's", host)
+			}
+			return f, err
+		}
+		f, err := open()
 		if err != nil {
 			return fmt.Errorf("workspace: %w", err)
 		}
 		f.Close()
-		spec := s.spec
-		binds = append(binds, bind{host: host, inside: profile.WorkspacePath, rw: true, open: func() (*os.File, error) {
-			f, _, err := targets.OpenPlace(spec, host)
-			return f, err
-		}})
+		binds = append(binds, bind{host: host, inside: profile.WorkspacePath, rw: true, open: open})
 	}
 	if s.prof.Egress != "" && s.spec.Network.NetnsPath != "" {
 		data, _ := s.prof.File(s.prof.Egress)
