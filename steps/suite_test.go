@@ -43,6 +43,7 @@ type fakeTarget struct {
 	lab     *fakeLab
 	deliver func(step probe.Step) bool            // does this attempt reach its endpoint?
 	output  func(p probe.Plan, w io.Writer) error // what the probe prints; nil = honest reports
+	timeout func(step probe.Step) bool            // does this attempt's honest report time out? nil: none
 }
 
 func (t *fakeTarget) Name() string { return "fake" }
@@ -78,9 +79,15 @@ func (s *fakeSession) Exec(ctx context.Context, cmd targets.Command) (targets.Re
 	if s.t.output != nil {
 		return targets.Result{}, s.t.output(p, cmd.Stdout)
 	}
+	// A blocked attempt is refused (a reject policy): an answer. A bare
+	// timeout is no answer (evidence.Answered) and is the tests' to ask for.
 	enc := json.NewEncoder(cmd.Stdout)
 	for _, st := range p.Steps {
-		_ = enc.Encode(probe.Report{ID: st.ID, Kind: st.Kind, Target: st.Target, Outcome: "timeout", Start: time.Now()})
+		outcome := "refused"
+		if s.t.timeout != nil && s.t.timeout(st) {
+			outcome = "timeout"
+		}
+		_ = enc.Encode(probe.Report{ID: st.ID, Kind: st.Kind, Target: st.Target, Outcome: outcome, Start: time.Now()})
 	}
 	return targets.Result{}, nil
 }
