@@ -31,11 +31,32 @@ type Load struct {
 	// had; Longest the longest time one try was given.
 	Retries int
 	Longest time.Duration
+	// CPUWait is how long runnable tasks waited for a CPU (the kernel's
+	// pressure, PSI) over Watched, from the first try to the last;
+	// CPUKnown is false on a kernel without PSI.
+	CPUWait, Watched time.Duration
+	CPUKnown         bool
+}
+
+// starved says whether the machine was too loaded to judge: the harness's
+// own sleeps woke late, or tasks waited for a CPU a quarter of the time.
+func (l *Load) starved() bool {
+	return l.Delay >= Starved || (l.CPUKnown && l.Watched > 0 && 4*l.CPUWait >= l.Watched)
+}
+
+// measured says what was measured, for a reason.
+func (l *Load) measured() string {
+	s := "harness delay measured " + l.Delay.Round(time.Millisecond).String()
+	if l.CPUKnown {
+		s += fmt.Sprintf("; tasks waited for a CPU %s of the %s watched", l.CPUWait.Round(10*time.Millisecond), l.Watched.Round(10*time.Millisecond))
+	}
+	return s
 }
 
 // Starved is the harness delay from which the machine counts as too loaded
 // to judge: a 2-core machine at rest wakes a sleeper within a millisecond
-// or two.
+// or two. A CPU wait of a quarter of the time watched counts too, as the
+// stop-signal gate counts it.
 const Starved = 20 * time.Millisecond
 
 // TimedOut lists the planned IDs that session reported only as timeouts
@@ -73,10 +94,10 @@ func TimedOutReason(ids []string, planned int, l *Load) string {
 	switch {
 	case l == nil:
 		return what + " (harness delay not measured)" + list
-	case l.Delay >= Starved:
-		return "the machine was too loaded to judge: " + what + fmt.Sprintf(" (harness delay measured %s)", l.Delay.Round(time.Millisecond)) + list
+	case l.starved():
+		return "the machine was too loaded to judge: " + what + " (" + l.measured() + ")" + list
 	}
-	return what + fmt.Sprintf(" (harness delay measured %s, so not the machine's load: these ways hang, and one that never answers shows nothing blocked)", l.Delay.Round(time.Millisecond)) + list
+	return what + " (" + l.measured() + ", so not the machine's load: these ways hang, and one that never answers shows nothing blocked)" + list
 }
 
 // missingReason says why planned attempts are not on record: undecided

@@ -59,6 +59,11 @@ func TestTimedOutAttemptsInJudge(t *testing.T) {
 			o.Load = &evidence.Load{Delay: time.Millisecond, Retries: 3, Longest: 8 * time.Second}
 			return o
 		}(), evidence.Inconclusive, []string{"harness delay measured 1ms, so not the machine's load"}},
+		{"the kernel's CPU pressure says starved where the sleeps did not", func() evidence.Observation {
+			o := base(timeout)
+			o.Load = &evidence.Load{Delay: time.Millisecond, Retries: 3, Longest: 8 * time.Second, CPUWait: 6 * time.Second, Watched: 20 * time.Second, CPUKnown: true}
+			return o
+		}(), evidence.Inconclusive, []string{"the machine was too loaded to judge", "tasks waited for a CPU 6s of the 20s watched"}},
 		{"a timeout and a report missing say both", func() evidence.Observation {
 			o := base(timeout)
 			o.Planned = append(o.Planned, "tcp")

@@ -146,8 +146,8 @@ func Judge(o Observation) Judgement {
 		j.Verdict, j.Reason = Inconclusive, "no proof of attempt for "+strings.Join(j.Missing, ", ")+" (not reported, or the probe failed before anything left it)"
 	case o.Control == "" || !j.Control:
 		j.Verdict, j.Reason = Inconclusive, "positive control failed: the allowed endpoint never heard from this session, so a blocked attempt proves nothing"
-		if o.Load != nil && o.Load.Delay >= Starved {
-			j.Reason += fmt.Sprintf(" (the machine was too loaded to judge: harness delay measured %s)", o.Load.Delay.Round(time.Millisecond))
+		if o.Load != nil && o.Load.starved() {
+			j.Reason += " (the machine was too loaded to judge: " + o.Load.measured() + ")"
 		}
 	case o.Takedown != nil && len(o.Takedown.Missing) > 0:
 		j.Verdict, j.Reason = Inconclusive, "root in the guest's takedown left no report for "+strings.Join(o.Takedown.Missing, ", ")+": what the inner layers withstand was not shown"

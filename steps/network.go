@@ -12,6 +12,7 @@ import (
 
 	"github.com/cucumber/godog"
 
+	"github.com/gatehouse-dev/gatehouse/internal/pressure"
 	"github.com/gatehouse-dev/gatehouse/probe"
 	"github.com/gatehouse-dev/gatehouse/targets"
 )
@@ -64,12 +65,13 @@ func (r *runner) attempt(ctx context.Context, s *scenario, familyName string, na
 		s.planned = append(s.planned, st.ID)
 		s.dests[st.ID] = destOf(st, addrs, resolverDest(r.cfg.Resolver, addrs))
 	}
+	mark := pressure.Now()
 	if err := r.countedProbe(ctx, s, steps, attemptTimeout); err != nil {
 		return err
 	}
 	// Attempts that only ran out of time decide nothing: tried again,
 	// spaced and bounded, until they answer or a leak is seen.
-	return r.retryUndecided(ctx, s, steps, attemptTimeout, r.leakSeen, r.countedProbe)
+	return r.retryUndecided(ctx, s, steps, attemptTimeout, mark, r.leakSeen, r.countedProbe)
 }
 
 // countedProbe runs network attempts with the per-attempt timeout and adds
@@ -117,7 +119,7 @@ func (r *runner) callInference(ctx context.Context) error {
 	// control that did not arrive and whose report is a timeout (a starved
 	// proxy, say) is tried again like an attempt (retry.go); its report
 	// only decides whether to try again.
-	timeout := attemptTimeout
+	timeout, mark := attemptTimeout, pressure.Now()
 	for round := 0; ; round++ {
 		reps, err := r.runProbeFor(ctx, s, []probe.Step{controlStep(s.control)}, timeout)
 		if err != nil || round == maxRetries || !timedOut(reps) || r.controlArrived(s) {
@@ -128,7 +130,7 @@ func (r *runner) callInference(ctx context.Context) error {
 			return err
 		}
 		timeout = min(2*timeout, maxTryTimeout)
-		s.noteLoad(delay, round+1, timeout)
+		s.noteLoad(delay, round+1, timeout, mark)
 		s.findings = append(s.findings, fmt.Sprintf("the positive control timed out and did not arrive, tried again (round %d of %d, up to %s, harness delay measured %s)",
 			round+1, maxRetries, timeout, delay.Round(time.Millisecond)))
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/internal/pressure"
 	"github.com/gatehouse-dev/gatehouse/probe"
 )
 
@@ -43,7 +44,7 @@ type runSteps func(ctx context.Context, s *scenario, steps []probe.Step, timeout
 // every report so far is a timeout without proof of a drop. leak (nil:
 // never) says whether a leak is already seen, which ends the tries: the
 // verdict is a FAIL whatever they would say.
-func (r *runner) retryUndecided(ctx context.Context, s *scenario, steps []probe.Step, timeout time.Duration, leak func(context.Context, *scenario) bool, run runSteps) error {
+func (r *runner) retryUndecided(ctx context.Context, s *scenario, steps []probe.Step, timeout time.Duration, since pressure.Mark, leak func(context.Context, *scenario) bool, run runSteps) error {
 	for round := 1; round <= maxRetries; round++ {
 		und := undecided(s, steps)
 		if len(und) == 0 || (leak != nil && leak(ctx, s)) {
@@ -54,7 +55,7 @@ func (r *runner) retryUndecided(ctx context.Context, s *scenario, steps []probe.
 			return err
 		}
 		timeout = min(2*timeout, maxTryTimeout)
-		s.noteLoad(delay, round, timeout)
+		s.noteLoad(delay, round, timeout, since)
 		if s.retryOf == nil {
 			s.retryOf = map[string]retryID{}
 		}
@@ -72,6 +73,7 @@ func (r *runner) retryUndecided(ctx context.Context, s *scenario, steps []probe.
 		if err := run(ctx, s, again, timeout); err != nil {
 			return err
 		}
+		s.noteLoad(0, round, timeout, since) // the CPU wait up to the last try
 	}
 	return nil
 }
@@ -113,14 +115,18 @@ func pauseMeasuring(ctx context.Context, d time.Duration) (time.Duration, error)
 	return worst, nil
 }
 
-// noteLoad keeps the worst delay and the tries for the verdict's reason.
-func (s *scenario) noteLoad(delay time.Duration, round int, timeout time.Duration) {
+// noteLoad keeps the worst delay, the tries and the kernel's CPU wait
+// since the first try (the largest seen) for the verdict's reason.
+func (s *scenario) noteLoad(delay time.Duration, round int, timeout time.Duration, since pressure.Mark) {
 	if s.load == nil {
 		s.load = &evidence.Load{}
 	}
 	s.load.Delay = max(s.load.Delay, delay)
 	s.load.Retries = max(s.load.Retries, round)
 	s.load.Longest = max(s.load.Longest, timeout)
+	if stall, window, ok := pressure.Now().Since(since); ok && stall >= s.load.CPUWait {
+		s.load.CPUWait, s.load.Watched, s.load.CPUKnown = stall, window, true
+	}
 }
 
 // leakSeen says whether the lab already holds what makes this network

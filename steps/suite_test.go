@@ -74,7 +74,11 @@ func (s *fakeSession) Exec(ctx context.Context, cmd targets.Command) (targets.Re
 		case strings.Contains(st.Target, "169.254") || strings.Contains(st.Target, "metadata"):
 			ep = "metadata-aws"
 		}
-		s.t.lab.add(evidence.Hit{Time: time.Now(), Endpoint: ep, Session: s.name, Proto: st.Kind, Src: "198.51.100.2", Summary: st.Target, Data: strings.Join(headerValues(st), " ")})
+		proto := st.Kind
+		if proto == probe.KindProxy {
+			proto = "http" // what the endpoint hears through a proxy
+		}
+		s.t.lab.add(evidence.Hit{Time: time.Now(), Endpoint: ep, Session: s.name, Proto: proto, Src: "198.51.100.2", Summary: st.Target, Data: strings.Join(headerValues(st), " ")})
 	}
 	if s.t.output != nil {
 		return targets.Result{}, s.t.output(p, cmd.Stdout)
