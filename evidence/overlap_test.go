@@ -142,3 +142,45 @@ func TestJudgeExchangeNeedsRealOverlap(t *testing.T) {
 		t.Fatalf("apart: %s (%s), want INCONCLUSIVE: the sessions did not run at the same time", j.Verdict, j.Reason)
 	}
 }
+
+// A send that ran out its time while the other session was shown to listen
+// on the same channel (the overlap rule) is on record: nothing crossed
+// where it would have been heard. Without the rule in force, or with no
+// window of its own, it is not.
+func TestJudgeExchangeTimedOutSend(t *testing.T) {
+	ps, tm := exchangeTiming()
+	build := func(overlap bool) evidence.ExchangeObservation {
+		o := evidence.ExchangeObservation{Overlap: overlap, Allowed: []string{"inference"}, Timing: tm}
+		for i, p := range ps {
+			p.Control = "ghctl" + string(rune('1'+i))
+			o.Parties = append(o.Parties, p)
+			for _, id := range p.Planned {
+				a := evidence.Attempt{Session: p.Session, ID: id, Kind: "receive"}
+				if strings.HasPrefix(id, "send-") {
+					a.Kind = "send"
+				}
+				if p.Session == "s1" && id == "send-tcp" {
+					a.Outcome = "timeout"
+				}
+				o.Attempts = append(o.Attempts, a)
+			}
+			o.Hits = append(o.Hits, evidence.Hit{Session: p.Session, Endpoint: "inference", Summary: "control=" + p.Control})
+		}
+		return o
+	}
+	if j, _ := evidence.JudgeExchange(build(true)); j.Verdict != evidence.Pass {
+		t.Errorf("overlap proven: %s (%s), want PASS", j.Verdict, j.Reason)
+	}
+	if j, _ := evidence.JudgeExchange(build(false)); j.Verdict != evidence.Inconclusive {
+		t.Errorf("no overlap rule: %s (%s), want INCONCLUSIVE", j.Verdict, j.Reason)
+	}
+	o := build(true)
+	for i := range o.Timing.Activities {
+		if a := &o.Timing.Activities[i]; a.Session == "s1" && a.Attempt == "send-tcp" {
+			a.Claimed, a.Outside = evidence.Window{}, evidence.Window{}
+		}
+	}
+	if j, _ := evidence.JudgeExchange(o); j.Verdict == evidence.Pass {
+		t.Errorf("timed-out send with no window: %s (%s), want no PASS", j.Verdict, j.Reason)
+	}
+}

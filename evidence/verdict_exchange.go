@@ -81,9 +81,20 @@ func JudgeExchange(o ExchangeObservation) (Judgement, []Crossing) {
 		j.Verdict, j.Reason = Fail, describeCrossings(cross)
 		return j, cross
 	}
+	// Where the overlap rule is in force, a send that ran out its time is
+	// on record: the rule proves the other session listened on the same
+	// channel through the send's own window, so a value that could cross
+	// would have been heard there (a timed-out send with no window fails
+	// the rule instead).
+	onRecord := AttemptOnRecord
+	if o.Overlap {
+		onRecord = func(a Attempt) bool {
+			return AttemptOnRecord(a) || (a.Kind == "send" && a.Outcome == "timeout")
+		}
+	}
 	var problems []string
 	for _, p := range o.Parties {
-		if m := missing(p.Session, p.Planned, o.Attempts, AttemptOnRecord); len(m) > 0 {
+		if m := missing(p.Session, p.Planned, o.Attempts, onRecord); len(m) > 0 {
 			problems = append(problems, missingReason(m, TimedOut(p.Session, p.Planned, o.Attempts), len(p.Planned), o.Load)+" in "+p.Session)
 		}
 		if len(p.Planned) == 0 {

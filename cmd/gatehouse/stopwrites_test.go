@@ -15,7 +15,8 @@ import (
 // host process, outside the session's cgroup and network namespace (so no
 // watch of the session sees it), that holds the session's heartbeat file
 // in /workspace open and goes on appending the session's own beat line
-// for 4 s after the stop. Only the write search can see it.
+// for 10 s after the stop (long enough to outlast a slow stop on a busy
+// machine). Only the write search can see it.
 // (Shell builtins only in the search of /proc: a fork per process made
 // the stop itself seconds late on a busy machine.)
 const lateWriter = `for d in /proc/[0-9]*; do
@@ -26,7 +27,7 @@ set -- .gatehouse-heartbeat-*-main
 [ -f "$1" ] || exit 0
 line=$(tail -n 1 "$1")
 exec 3>>"$1"
-setsid sh -c 'i=0; while [ $i -lt 40 ]; do echo "$0" >&3; sleep 0.1; i=$((i+1)); done' "$line" </dev/null >/dev/null 2>&1 &
+setsid sh -c 'i=0; while [ $i -lt 100 ]; do echo "$0" >&3; sleep 0.1; i=$((i+1)); done' "$line" </dev/null >/dev/null 2>&1 &
 `
 
 // stop-signal looks for writes after the stop where the session's
