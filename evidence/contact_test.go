@@ -37,7 +37,7 @@ func TestContactsJudgedUnderTheirGate(t *testing.T) {
 			got := map[string]evidence.Judgement{
 				"network": evidence.Judge(evidence.Observation{
 					Session: "s1", Canary: canary, Control: control, Planned: []string{"http"},
-					Attempts: []evidence.Attempt{{Session: "s1", ID: "http", Outcome: "refused"}},
+					Attempts: []evidence.Attempt{{Session: "s1", ID: "http", Outcome: "timeout"}},
 					Hits:     hits, Allowed: []string{"inference", "dns-resolver", "redirect"},
 				}),
 				"host": evidence.JudgeHost(evidence.HostObservation{

@@ -67,12 +67,6 @@ type Attempt struct {
 	// Excerpt is what the probe said it found (capped by the probe's wire
 	// format). A planted value in it proves a read: the probe cannot guess one.
 	Excerpt string `json:"excerpt,omitempty"`
-	// Dropped and Try are the harness's, never the probe's: for a
-	// timeout, what the kernel showed of its packets being dropped ("":
-	// nothing, so the timeout is no answer); Try counts the tries of the
-	// attempt before this one (0: the first).
-	Dropped string `json:"dropped,omitempty"`
-	Try     int    `json:"try,omitempty"`
 }
 
 // Verdict is the outcome of one scenario.

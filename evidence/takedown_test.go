@@ -25,7 +25,7 @@ func TestJudgeWithATakedown(t *testing.T) {
 	obs := func(td *evidence.Takedown, hits ...evidence.Hit) evidence.Observation {
 		return evidence.Observation{
 			Session: "s1", Canary: "ghcanary1", Control: "ctrl1", Planned: []string{"http", "http@after-takedown"},
-			Attempts: []evidence.Attempt{{Session: "s1", ID: "http", Outcome: "timeout", Dropped: "settled"}, {Session: "s1", ID: "http@after-takedown", Outcome: "completed"}},
+			Attempts: []evidence.Attempt{{Session: "s1", ID: "http", Outcome: "timeout"}, {Session: "s1", ID: "http@after-takedown", Outcome: "completed"}},
 			Hits:     append([]evidence.Hit{control}, hits...), Allowed: []string{"inference"}, Takedown: td,
 		}
 	}

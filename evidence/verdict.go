@@ -45,10 +45,6 @@ type Observation struct {
 	// profile's declaration is a violation; without a declaration what
 	// arrived is a finding. nil: not checked.
 	Allowance *Allowance
-	// Load is what the harness measured of the machine while the attempts
-	// ran (nil: not measured): it says why timed-out attempts are
-	// undecided.
-	Load *Load
 }
 
 // Judgement is a verdict with what decided it.
@@ -57,8 +53,7 @@ type Judgement struct {
 	Reason    string
 	Violating []Hit
 	Control   bool
-	Missing   []string // planned attempts with no report that counts
-	TimedOut  []string // of those, the ones that only timed out (undecided)
+	Missing   []string // planned attempts with no report
 	Findings  []string // facts worth recording that decide nothing
 }
 
@@ -105,21 +100,20 @@ func Judge(o Observation) Judgement {
 		j.Reason = strings.Join(parts, "; ")
 		return j
 	}
+	reported := map[string]bool{}
+	for _, a := range o.Attempts {
+		if a.Session == o.Session && AttemptMade(a) {
+			reported[a.ID] = true
+		}
+	}
 	j.Missing = missing(o.Session, o.Planned, o.Attempts, AttemptMade)
-	j.TimedOut = TimedOut(o.Session, o.Planned, o.Attempts)
-	others := without(j.Missing, j.TimedOut)
 	var unproven []string
 	if o.Emitted != nil {
-		// Every report that says a packet left, a bare timeout too: a probe
-		// that claims tries the kernel never saw is caught before its
-		// timeouts are put down to the machine's load.
-		seen := map[string]bool{}
 		for _, a := range o.Attempts {
-			if a.Session != o.Session || seen[a.ID] || strings.HasPrefix(a.Error, "probe refuses") || !leavesPacket(a.Outcome) {
+			if a.Session != o.Session || !reported[a.ID] || !leavesPacket(a.Outcome) {
 				continue
 			}
 			if d := o.Dests[a.ID]; d != "" && o.Emitted[d] == 0 {
-				seen[a.ID] = true
 				unproven = append(unproven, fmt.Sprintf("%s (the probe says %s, the kernel counted no packet toward %s)", a.ID, a.Outcome, d))
 			}
 		}
@@ -137,18 +131,10 @@ func Judge(o Observation) Judgement {
 		j.Verdict, j.Reason = Inconclusive, "the probe's report and the kernel disagree: "+strings.Join(unproven, "; ")
 	case len(o.Planned) == 0:
 		j.Verdict, j.Reason = Inconclusive, "no attempt was planned, so nothing was tested"
-	case len(j.TimedOut) > 0:
-		j.Verdict, j.Reason = Inconclusive, TimedOutReason(j.TimedOut, len(o.Planned), o.Load)
-		if len(others) > 0 {
-			j.Reason += "; no proof of attempt for " + strings.Join(others, ", ")
-		}
 	case len(j.Missing) > 0:
 		j.Verdict, j.Reason = Inconclusive, "no proof of attempt for "+strings.Join(j.Missing, ", ")+" (not reported, or the probe failed before anything left it)"
 	case o.Control == "" || !j.Control:
 		j.Verdict, j.Reason = Inconclusive, "positive control failed: the allowed endpoint never heard from this session, so a blocked attempt proves nothing"
-		if o.Load != nil && o.Load.starved() {
-			j.Reason += " (the machine was too loaded to judge: " + o.Load.measured() + ")"
-		}
 	case o.Takedown != nil && len(o.Takedown.Missing) > 0:
 		j.Verdict, j.Reason = Inconclusive, "root in the guest's takedown left no report for "+strings.Join(o.Takedown.Missing, ", ")+": what the inner layers withstand was not shown"
 	default:
@@ -243,16 +229,14 @@ func leavesPacket(outcome string) bool {
 }
 
 // AttemptMade reports whether a network attempt's report says something
-// left the probe and got an answer: it was refused, unreachable, denied by
-// the kernel, or completed, or it timed out where the kernel showed its
-// packets dropped (Answered). An "error" (a bad URL, a failure inside the
-// probe), the probe's own refusal or a bare timeout decides nothing, so it
-// cannot support a PASS. "no-proxy" (a proxy attempt in an environment
-// that names no proxy of its kind) is on record like "unreachable": the
-// sandbox offers that way nothing to go through, and the direct attempts
-// cover it.
+// left the probe: it was refused, unreachable, timed out, denied by the
+// kernel, or completed. An "error" (a bad URL, a failure inside the probe)
+// or the probe's own refusal proves no attempt, so it cannot support a PASS.
+// "no-proxy" (a proxy attempt in an environment that names no proxy of its
+// kind) is on record like "unreachable": the sandbox offers that way
+// nothing to go through, and the direct attempts cover it.
 func AttemptMade(a Attempt) bool {
-	if strings.HasPrefix(a.Error, "probe refuses") || !Answered(a) {
+	if strings.HasPrefix(a.Error, "probe refuses") {
 		return false
 	}
 	switch a.Outcome {

@@ -40,7 +40,6 @@ type ExchangeObservation struct {
 	Overlap  bool
 	Timing   Timing
 	NotReady string
-	Load     *Load // the machine's load as measured (nil: not measured)
 }
 
 // JudgeExchange applies the fail-closed rules of the two-session gates:
@@ -95,7 +94,7 @@ func JudgeExchange(o ExchangeObservation) (Judgement, []Crossing) {
 	var problems []string
 	for _, p := range o.Parties {
 		if m := missing(p.Session, p.Planned, o.Attempts, onRecord); len(m) > 0 {
-			problems = append(problems, missingReason(m, TimedOut(p.Session, p.Planned, o.Attempts), len(p.Planned), o.Load)+" in "+p.Session)
+			problems = append(problems, fmt.Sprintf("no proof of attempt for %s in %s", strings.Join(m, ", "), p.Session))
 		}
 		if len(p.Planned) == 0 {
 			problems = append(problems, "no attempt was planned in "+p.Session)

@@ -40,7 +40,6 @@ type HostObservation struct {
 	HostSockets []HostSocket
 	NotReady    string
 	Since       time.Time // when the session started (see Unattributed)
-	Load        *Load     // the machine's load as measured (nil: not measured)
 }
 
 // HostProcess is one host process of the sandbox: what it is (Role, e.g.
@@ -162,7 +161,6 @@ func JudgeHost(o HostObservation) HostJudgement {
 		return j
 	}
 	j.Missing = missing(o.Session, o.Planned, o.Attempts, AttemptOnRecord)
-	j.TimedOut = TimedOut(o.Session, o.Planned, o.Attempts)
 	un := Unattributed(o.Hits, o.Since)
 	switch {
 	case o.NotReady != "":
@@ -172,7 +170,7 @@ func JudgeHost(o HostObservation) HostJudgement {
 	case len(o.Planned) == 0 || o.Nonce == "":
 		j.Verdict, j.Reason = Inconclusive, "no host nonce planted or no attempt planned, so nothing was tested"
 	case len(j.Missing) > 0:
-		j.Verdict, j.Reason = Inconclusive, missingReason(j.Missing, j.TimedOut, len(o.Planned), o.Load)
+		j.Verdict, j.Reason = Inconclusive, "no proof of attempt for "+strings.Join(j.Missing, ", ")
 	case read == 0 || len(o.Host) == 0:
 		j.Verdict, j.Reason = Inconclusive, "the sandbox's namespaces could not be read back and compared with the host's"
 	case len(unread) > 0:

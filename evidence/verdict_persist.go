@@ -113,10 +113,6 @@ func JudgePersistence(o PersistObservation) (Judgement, []Crossing, PersistCover
 			cov.Problems = append(cov.Problems, p.Name+": a write there has no report")
 		case eWhy == "refused" || lWhy == "refused":
 			cov.Refused = append(cov.Refused, p.Name)
-		case eWhy == "timeout" || lWhy == "timeout":
-			// Ran out of time: whether the place can be written is not
-			// known, so it is not "writable by neither".
-			cov.Problems = append(cov.Problems, p.Name+": a write there timed out, so whether it can be written is not known")
 		case !searched || !AttemptOnRecord(search):
 			what := "no report"
 			if searched {

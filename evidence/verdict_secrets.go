@@ -55,7 +55,6 @@ type SecretsObservation struct {
 	Ours     map[string]string
 	NotReady string
 	Since    time.Time // when the session started (see Unattributed)
-	Load     *Load     // the machine's load as measured (nil: not measured)
 }
 
 // SecretsJudgement adds the reads to the verdict.
@@ -131,7 +130,6 @@ func JudgeSecrets(o SecretsObservation) SecretsJudgement {
 		return j
 	}
 	j.Missing = missing(o.Session, o.Planned, o.Attempts, AttemptOnRecord)
-	j.TimedOut = TimedOut(o.Session, o.Planned, o.Attempts)
 	un := Unattributed(o.Hits, o.Since)
 	switch {
 	case o.NotReady != "":
@@ -143,7 +141,7 @@ func JudgeSecrets(o SecretsObservation) SecretsJudgement {
 	case len(o.Planned) == 0:
 		j.Verdict, j.Reason = Inconclusive, "no hunt was planned"
 	case len(j.Missing) > 0:
-		j.Verdict, j.Reason = Inconclusive, missingReason(j.Missing, j.TimedOut, len(o.Planned), o.Load)
+		j.Verdict, j.Reason = Inconclusive, "no proof of attempt for "+strings.Join(j.Missing, ", ")
 	case o.Control == "" || !j.Control:
 		j.Verdict, j.Reason = Inconclusive, "positive control failed: the allowed endpoint never heard from this session"
 	case !o.Broker.OK():

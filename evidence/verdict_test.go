@@ -9,7 +9,7 @@ import (
 
 func TestJudge(t *testing.T) {
 	allowed := []string{"inference", "dns-resolver", "redirect"}
-	attempts := []evidence.Attempt{{Session: "s1", ID: "http", Outcome: "timeout", Dropped: "settled"}, {Session: "s1", ID: "dns", Outcome: "denied"}}
+	attempts := []evidence.Attempt{{Session: "s1", ID: "http", Outcome: "timeout"}, {Session: "s1", ID: "dns", Outcome: "denied"}}
 	control := evidence.Hit{Endpoint: "inference", Session: "s1", Data: "x-gatehouse-control: CTRL1"}
 	base := func() evidence.Observation {
 		return evidence.Observation{

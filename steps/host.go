@@ -118,7 +118,6 @@ func (r *runner) judgeHost(ctx context.Context) error {
 		Planned: s.planned, Attempts: s.attempts, Allowed: []string{"inference"},
 		Host: r.hostNamespaces(), Since: s.start,
 		HostPaths: hostPaths(), HostSockets: hostSockets(ctx, s.attempts),
-		Load: s.load,
 	}
 	o.Hits, o.NotReady = r.labHits(ctx)
 	// Read back from the runtime, after the attempts: what was in force.

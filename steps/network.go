@@ -6,13 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
 	"github.com/cucumber/godog"
 
-	"github.com/gatehouse-dev/gatehouse/internal/pressure"
 	"github.com/gatehouse-dev/gatehouse/probe"
 	"github.com/gatehouse-dev/gatehouse/targets"
 )
@@ -65,18 +63,6 @@ func (r *runner) attempt(ctx context.Context, s *scenario, familyName string, na
 		s.planned = append(s.planned, st.ID)
 		s.dests[st.ID] = destOf(st, addrs, resolverDest(r.cfg.Resolver, addrs))
 	}
-	mark := pressure.Now()
-	if err := r.countedProbe(ctx, s, steps, attemptTimeout); err != nil {
-		return err
-	}
-	// Attempts that only ran out of time decide nothing: tried again,
-	// spaced and bounded, until they answer or a leak is seen.
-	return r.retryUndecided(ctx, s, steps, attemptTimeout, mark, r.leakSeen, r.countedProbe)
-}
-
-// countedProbe runs network attempts with the per-attempt timeout and adds
-// the kernel's count of what the session emitted meanwhile.
-func (r *runner) countedProbe(ctx context.Context, s *scenario, steps []probe.Step, timeout time.Duration) error {
 	em, counting := r.cfg.Lab.(emitter)
 	counting = counting && s.attached
 	var before map[string]uint64
@@ -87,7 +73,7 @@ func (r *runner) countedProbe(ctx context.Context, s *scenario, steps []probe.St
 			counting = false
 		}
 	}
-	if _, err := r.runProbeFor(ctx, s, steps, timeout); err != nil {
+	if err := r.runProbe(ctx, s, steps); err != nil {
 		return err
 	}
 	if counting {
@@ -104,8 +90,8 @@ func (r *runner) countedProbe(ctx context.Context, s *scenario, steps []probe.St
 				s.emitted[k] += v
 			}
 		}
-	} else if f := "no kernel-side accounting for this session (no lab session namespace): proof of attempt is the probe's report"; s.acctErr == "" && !slices.Contains(s.findings, f) {
-		s.findings = append(s.findings, f)
+	} else if s.acctErr == "" {
+		s.findings = append(s.findings, "no kernel-side accounting for this session (no lab session namespace): proof of attempt is the probe's report")
 	}
 	return nil
 }
@@ -115,32 +101,17 @@ func (r *runner) callInference(ctx context.Context) error {
 	if s == nil || s.sess == nil {
 		return errors.New("no session: a 'fresh sandbox session' step must come first")
 	}
-	// The inference endpoint's log decides whether the control worked. A
-	// control that did not arrive and whose report is a timeout (a starved
-	// proxy, say) is tried again like an attempt (retry.go); its report
-	// only decides whether to try again.
-	timeout, mark := attemptTimeout, pressure.Now()
-	for round := 0; ; round++ {
-		reps, err := r.runProbeFor(ctx, s, []probe.Step{controlStep(s.control)}, timeout)
-		if err != nil || round == maxRetries || !timedOut(reps) || r.controlArrived(s) {
-			return err
-		}
-		delay, err := pauseMeasuring(ctx, retryPause<<round)
-		if err != nil {
-			return err
-		}
-		timeout = min(2*timeout, maxTryTimeout)
-		s.noteLoad(delay, round+1, timeout, mark)
-		s.findings = append(s.findings, fmt.Sprintf("the positive control timed out and did not arrive, tried again (round %d of %d, up to %s, harness delay measured %s)",
-			round+1, maxRetries, timeout, delay.Round(time.Millisecond)))
-	}
+	// The control's own report is not needed: the inference endpoint's log
+	// decides whether it worked.
+	return r.runProbe(ctx, s, []probe.Step{controlStep(s.control)})
 }
 
-// runProbeFor runs network attempts with the given per-attempt timeout.
-func (r *runner) runProbeFor(ctx context.Context, s *scenario, steps []probe.Step, timeout time.Duration) ([]probe.Report, error) {
+// runProbe runs network attempts with the short per-attempt timeout.
+func (r *runner) runProbe(ctx context.Context, s *scenario, steps []probe.Step) error {
 	// Control: blocked attempts may be settled early (settle.go).
-	p := probe.Plan{TimeoutMS: int(timeout / time.Millisecond), Steps: steps, Control: true}
-	return r.runPlan(ctx, s, p, 30*time.Second)
+	p := probe.Plan{TimeoutMS: int(attemptTimeout / time.Millisecond), Steps: steps, Control: true}
+	_, err := r.runPlan(ctx, s, p, 30*time.Second)
+	return err
 }
 
 // runPlan runs one plan in the session, within limit, and keeps what the
@@ -153,8 +124,6 @@ func (r *runner) runPlan(ctx context.Context, s *scenario, p probe.Plan, limit t
 	lim := probe.DefaultLimits()
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
-	// The kernel's evidence before the run: what proves a timeout a drop.
-	proof := r.dropProofFor(ctx, s, p)
 	var out planOutput
 	var err error
 	from := time.Now()
@@ -187,9 +156,8 @@ func (r *runner) runPlan(ctx context.Context, s *scenario, p probe.Plan, limit t
 	if out.exit != 0 {
 		s.findings = append(s.findings, fmt.Sprintf("probe in %s exited %d: %s", s.session, out.exit, firstLine(out.stderr)))
 	}
-	dropped := proof.prove(ctx, reps, s.settled)
 	r.observeAttempts(s, p, reps, from, time.Now())
-	as := toAttempts(s, reps, dropped)
+	as := toAttempts(s, reps)
 	for _, a := range as {
 		if a.ID != "positive-control" {
 			s.attempts = append(s.attempts, a)
@@ -249,14 +217,6 @@ func (r *runner) probePlan(ctx context.Context, s *scenario, p probe.Plan, lim p
 				if f := watch.finding(); f != "" {
 					s.findings = append(s.findings, f)
 				}
-				watch.mu.Lock()
-				for id := range watch.settled {
-					if s.settled == nil {
-						s.settled = map[string]bool{}
-					}
-					s.settled[id] = true
-				}
-				watch.mu.Unlock()
 			}()
 		}
 	}

@@ -303,7 +303,7 @@ func (r *runner) judgeSecrets(ctx context.Context) error {
 	o := evidence.SecretsObservation{
 		Session: s.session, Control: s.control, Planted: p.planted, Planned: s.planned,
 		Attempts: s.attempts, Allowed: []string{"inference"}, Broker: p.brokerCheck, Since: s.start,
-		Ours: ours(ctx, s), Load: s.load,
+		Ours: ours(ctx, s),
 	}
 	o.Hits, o.NotReady = r.labHits(ctx)
 	j := evidence.JudgeSecrets(o)

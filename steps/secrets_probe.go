@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/gatehouse-dev/gatehouse/internal/pressure"
 	"github.com/gatehouse-dev/gatehouse/probe"
 )
 
@@ -18,16 +17,6 @@ const huntTimeout = 4 * time.Second
 // these gates an excerpt is the evidence of a read, a planted value the
 // probe could not have guessed.
 func (r *runner) runHunt(ctx context.Context, s *scenario, steps []probe.Step) error {
-	mark := pressure.Now()
-	if err := r.huntFor(ctx, s, steps, huntTimeout); err != nil {
-		return err
-	}
-	// A read or contact that only ran out of time is tried again (retry.go).
-	return r.retryUndecided(ctx, s, steps, huntTimeout, mark, nil, r.huntFor)
-}
-
-// huntFor runs hunts and host checks with the given per-attempt deadline.
-func (r *runner) huntFor(ctx context.Context, s *scenario, steps []probe.Step, timeout time.Duration) error {
-	_, err := r.runPlan(ctx, s, probe.Plan{TimeoutMS: int(timeout / time.Millisecond), Steps: steps}, 30*time.Second)
+	_, err := r.runPlan(ctx, s, probe.Plan{TimeoutMS: int(huntTimeout / time.Millisecond), Steps: steps}, 30*time.Second)
 	return err
 }

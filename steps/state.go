@@ -37,16 +37,9 @@ type scenario struct {
 	// Kernel-side accounting of the attempts (network gates): packets the
 	// session emitted per lab destination while they ran, and where each
 	// attempt's first packet goes. nil when the lab cannot count.
-	emitted map[string]uint64
-	dests   map[string]string
-	acctErr string
-	// settled are the attempts the settle watch ended on the kernel's
-	// evidence; retryOf maps a try again's ID to the attempt it repeats;
-	// load is what the harness measured of the machine meanwhile (nil:
-	// nothing undecided, so nothing measured). See retry.go.
-	settled  map[string]bool
-	retryOf  map[string]retryID
-	load     *evidence.Load
+	emitted  map[string]uint64
+	dests    map[string]string
+	acctErr  string
 	findings []string
 	corpus   []string
 	// tries are the attempt steps run so far; takedown is what root in the
@@ -236,24 +229,14 @@ func token(prefix string) string { return minted.Must(minted.Canary, prefix, 8) 
 func tag(prefix string) string { return minted.Must(minted.Tag, prefix, 8) }
 
 // toAttempts turns the probe's reports into evidence records.
-func toAttempts(s *scenario, reps []probe.Report, dropped map[string]string) []evidence.Attempt {
+func toAttempts(s *scenario, reps []probe.Report) []evidence.Attempt {
 	out := make([]evidence.Attempt, 0, len(reps))
 	for _, r := range reps {
-		// A try again is recorded under the attempt it repeats (retry.go).
-		id, try := r.ID, 0
-		if t, ok := s.retryOf[r.ID]; ok {
-			id, try = t.id, t.try
-		}
-		a := evidence.Attempt{
-			Session: s.session, Scenario: s.gate + "/" + string(s.path), ID: id, Kind: r.Kind,
+		out = append(out, evidence.Attempt{
+			Session: s.session, Scenario: s.gate + "/" + string(s.path), ID: r.ID, Kind: r.Kind,
 			Target: r.Target, Outcome: r.Outcome, Error: r.Error, Status: r.Status, Excerpt: r.Excerpt,
 			Start: r.Start, DurationMS: r.DurationMS, ActiveFrom: r.ActiveFrom, ActiveTo: r.ActiveTo,
-			Try: try,
-		}
-		if r.Outcome == probe.OutcomeTimeout {
-			a.Dropped = dropped[r.ID]
-		}
-		out = append(out, a)
+		})
 	}
 	return out
 }

@@ -43,7 +43,6 @@ type fakeTarget struct {
 	lab     *fakeLab
 	deliver func(step probe.Step) bool            // does this attempt reach its endpoint?
 	output  func(p probe.Plan, w io.Writer) error // what the probe prints; nil = honest reports
-	timeout func(step probe.Step) bool            // does this attempt's honest report time out? nil: none
 }
 
 func (t *fakeTarget) Name() string { return "fake" }
@@ -74,24 +73,14 @@ func (s *fakeSession) Exec(ctx context.Context, cmd targets.Command) (targets.Re
 		case strings.Contains(st.Target, "169.254") || strings.Contains(st.Target, "metadata"):
 			ep = "metadata-aws"
 		}
-		proto := st.Kind
-		if proto == probe.KindProxy {
-			proto = "http" // what the endpoint hears through a proxy
-		}
-		s.t.lab.add(evidence.Hit{Time: time.Now(), Endpoint: ep, Session: s.name, Proto: proto, Src: "198.51.100.2", Summary: st.Target, Data: strings.Join(headerValues(st), " ")})
+		s.t.lab.add(evidence.Hit{Time: time.Now(), Endpoint: ep, Session: s.name, Proto: st.Kind, Src: "198.51.100.2", Summary: st.Target, Data: strings.Join(headerValues(st), " ")})
 	}
 	if s.t.output != nil {
 		return targets.Result{}, s.t.output(p, cmd.Stdout)
 	}
-	// A blocked attempt is refused (a reject policy): an answer. A bare
-	// timeout is no answer (evidence.Answered) and is the tests' to ask for.
 	enc := json.NewEncoder(cmd.Stdout)
 	for _, st := range p.Steps {
-		outcome := "refused"
-		if s.t.timeout != nil && s.t.timeout(st) {
-			outcome = "timeout"
-		}
-		_ = enc.Encode(probe.Report{ID: st.ID, Kind: st.Kind, Target: st.Target, Outcome: outcome, Start: time.Now()})
+		_ = enc.Encode(probe.Report{ID: st.ID, Kind: st.Kind, Target: st.Target, Outcome: "timeout", Start: time.Now()})
 	}
 	return targets.Result{}, nil
 }

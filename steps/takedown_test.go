@@ -16,7 +16,7 @@ import (
 )
 
 // takedownOutput is a probe that answers takedown steps with report and
-// every other step honestly (refused); it notes the sessions whose
+// every other step honestly (a timeout); it notes the sessions whose
 // takedown ran in ran.
 func takedownOutput(report func(control string) (string, string, string), ran *sync.Map) func(probe.Plan, io.Writer) error {
 	return func(p probe.Plan, w io.Writer) error {
@@ -25,7 +25,7 @@ func takedownOutput(report func(control string) (string, string, string), ran *s
 			if st.Kind == probe.KindTakedown {
 				ran.Store(p.Session, true)
 			}
-			rep := probe.Report{ID: st.ID, Kind: st.Kind, Target: st.Target, Outcome: "refused", Start: time.Now()}
+			rep := probe.Report{ID: st.ID, Kind: st.Kind, Target: st.Target, Outcome: "timeout", Start: time.Now()}
 			if st.Kind == probe.KindTakedown {
 				if len(st.Outside) == 0 || len(st.Spare) == 0 {
 					rep.Outcome, rep.Error = probe.OutcomeError, "the harness named no outside namespaces or spared tables"

@@ -58,7 +58,6 @@ func (r *runner) judge(ctx context.Context) error {
 		AcctError: s.acctErr,
 		Since:     s.start,
 		Takedown:  s.takedown,
-		Load:      s.load,
 	}
 	if s.gate == allowanceGate {
 		obs.Allowance = &evidence.Allowance{Endpoints: allowedDestination, Declared: r.cfg.Allow}
