@@ -146,7 +146,6 @@ func TestJudgeExchangeNeedsRealOverlap(t *testing.T) {
 // A send that ran out its time while the other session was shown to listen
 // on the same channel (the overlap rule) is on record: nothing crossed
 // where it would have been heard. With no window of its own, it is not.
-// window of its own, it is not.
 func TestJudgeExchangeTimedOutSend(t *testing.T) {
 	ps, tm := exchangeTiming()
 	build := func(overlap bool) evidence.ExchangeObservation {
