@@ -107,6 +107,12 @@ func Judge(o Observation) Judgement {
 		}
 	}
 	j.Missing = missing(o.Session, o.Planned, o.Attempts, AttemptMade)
+	var stalled []string
+	for _, id := range j.Missing {
+		if ProxyStalled(o.Session, id, o.Attempts) {
+			stalled = append(stalled, id)
+		}
+	}
 	var unproven []string
 	if o.Emitted != nil {
 		for _, a := range o.Attempts {
@@ -131,6 +137,8 @@ func Judge(o Observation) Judgement {
 		j.Verdict, j.Reason = Inconclusive, "the probe's report and the kernel disagree: "+strings.Join(unproven, "; ")
 	case len(o.Planned) == 0:
 		j.Verdict, j.Reason = Inconclusive, "no attempt was planned, so nothing was tested"
+	case len(stalled) > 0:
+		j.Verdict, j.Reason = Inconclusive, "the sandbox's proxy neither answered nor refused "+strings.Join(stalled, ", ")+" in time, tried again: a stalled proxy proves nothing (the machine may have been too loaded to judge them)"
 	case len(j.Missing) > 0:
 		j.Verdict, j.Reason = Inconclusive, "no proof of attempt for "+strings.Join(j.Missing, ", ")+" (not reported, or the probe failed before anything left it)"
 	case o.Control == "" || !j.Control:
@@ -235,8 +243,13 @@ func leavesPacket(outcome string) bool {
 // "no-proxy" (a proxy attempt in an environment that names no proxy of its
 // kind) is on record like "unreachable": the sandbox offers that way
 // nothing to go through, and the direct attempts cover it.
+//
+// A proxy attempt that timed out is not made either: a proxy answers what
+// it blocks (403, a reset), so one that gave no answer in time was still
+// at work (connecting onward, on a loaded machine) and says nothing of
+// where the attempt would have gone (issue 22).
 func AttemptMade(a Attempt) bool {
-	if strings.HasPrefix(a.Error, "probe refuses") {
+	if strings.HasPrefix(a.Error, "probe refuses") || proxyTimeout(a) {
 		return false
 	}
 	switch a.Outcome {
@@ -244,6 +257,24 @@ func AttemptMade(a Attempt) bool {
 		return true
 	}
 	return false
+}
+
+func proxyTimeout(a Attempt) bool { return a.Kind == "proxy" && a.Outcome == "timeout" }
+
+// ProxyStalled reports whether session's proxy attempt id has reports and
+// every one is a timeout: the harness tries such an attempt again.
+func ProxyStalled(session, id string, attempts []Attempt) bool {
+	n := 0
+	for _, a := range attempts {
+		if a.Session != session || a.ID != id {
+			continue
+		}
+		if !proxyTimeout(a) {
+			return false
+		}
+		n++
+	}
+	return n > 0
 }
 
 // missing lists the planned attempt IDs that have no report from session

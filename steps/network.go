@@ -6,11 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/cucumber/godog"
 
+	"github.com/gatehouse-dev/gatehouse/evidence"
 	"github.com/gatehouse-dev/gatehouse/probe"
 	"github.com/gatehouse-dev/gatehouse/targets"
 )
@@ -113,19 +116,71 @@ func (r *runner) callInference(ctx context.Context) error {
 	return r.runProbe(ctx, s, []probe.Step{controlStep(s.control)})
 }
 
-// runProbe runs network attempts with the short per-attempt timeout.
+// runProbe runs network attempts with the short per-attempt timeout, or
+// proxyAttemptTimeout when any goes through the sandbox's egress proxy;
+// proxy attempts that stalled are tried again (retryStalledProxy).
 func (r *runner) runProbe(ctx context.Context, s *scenario, steps []probe.Step) error {
-	// Control: blocked attempts may be settled early (settle.go).
 	timeout := attemptTimeout
-	for _, st := range steps {
-		if st.UseProxy {
-			timeout = proxyAttemptTimeout
-			break
-		}
+	if slices.ContainsFunc(steps, throughProxy) {
+		timeout = proxyAttemptTimeout
 	}
+	if err := r.runSteps(ctx, s, steps, timeout); err != nil {
+		return err
+	}
+	return r.retryStalledProxy(ctx, s, steps, timeout)
+}
+
+// runSteps runs one plan of network attempts, each with timeout.
+// Control: blocked attempts may be settled early (settle.go).
+func (r *runner) runSteps(ctx context.Context, s *scenario, steps []probe.Step, timeout time.Duration) error {
 	p := probe.Plan{TimeoutMS: int(timeout / time.Millisecond), Steps: steps, Control: true}
 	_, err := r.runPlan(ctx, s, p, 30*time.Second)
 	return err
+}
+
+// throughProxy: the attempt goes through the proxy the sandbox's
+// environment names (a proxy attempt, or http honouring the proxy).
+func throughProxy(st probe.Step) bool {
+	return st.Kind == probe.KindProxy || st.UseProxy
+}
+
+const (
+	// proxyRetries bounds the tries again of a stalled proxy attempt.
+	proxyRetries = 2
+	// maxProxyTimeout bounds one try's time (the probe caps it at 10 s).
+	maxProxyTimeout = 8 * time.Second
+)
+
+// retryStalledProxy tries again, up to proxyRetries rounds with twice the
+// time each, the proxy attempts whose every report so far is a timeout.
+// A proxy answers what it blocks (403, a reset); one that let a name
+// through connects onward first, and on a loaded machine srt's took longer
+// than the attempt's time: its rebinding leak was never reached and the
+// gate PASSed (issue 22). A stalled proxy attempt is no proof of anything
+// (evidence.AttemptMade), so one still stalled leaves the gate
+// INCONCLUSIVE, never a PASS. A retry keeps the attempt's ID: its reports
+// are all of that attempt's tries.
+func (r *runner) retryStalledProxy(ctx context.Context, s *scenario, steps []probe.Step, timeout time.Duration) error {
+	for round := 1; round <= proxyRetries; round++ {
+		var again []probe.Step
+		var ids []string
+		for _, st := range steps {
+			if st.Kind == probe.KindProxy && evidence.ProxyStalled(s.session, st.ID, s.attempts) {
+				again = append(again, st)
+				ids = append(ids, st.ID)
+			}
+		}
+		if len(again) == 0 {
+			return nil
+		}
+		timeout = min(2*timeout, maxProxyTimeout)
+		s.findings = append(s.findings, fmt.Sprintf("%d proxy attempt(s) had neither an answer nor a refusal from the sandbox's proxy in time, tried again (round %d of %d, up to %s each): %s",
+			len(ids), round, proxyRetries, timeout, strings.Join(ids, ", ")))
+		if err := r.runSteps(ctx, s, again, timeout); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // runPlan runs one plan in the session, within limit, and keeps what the

@@ -80,7 +80,13 @@ func (s *fakeSession) Exec(ctx context.Context, cmd targets.Command) (targets.Re
 	}
 	enc := json.NewEncoder(cmd.Stdout)
 	for _, st := range p.Steps {
-		_ = enc.Encode(probe.Report{ID: st.ID, Kind: st.Kind, Target: st.Target, Outcome: "timeout", Start: time.Now()})
+		// The fake sandbox names no proxy: the probe says so of a proxy
+		// attempt; a blocked direct attempt times out (a drop).
+		outcome := "timeout"
+		if st.Kind == probe.KindProxy {
+			outcome = "no-proxy"
+		}
+		_ = enc.Encode(probe.Report{ID: st.ID, Kind: st.Kind, Target: st.Target, Outcome: outcome, Start: time.Now()})
 	}
 	return targets.Result{}, nil
 }

@@ -73,11 +73,38 @@ func runProfile(t *testing.T, profile string, gates string, extra ...string) run
 	return runProfileAt(t, profilePath(profile), gates, extra...)
 }
 
+// keepFailedRun copies the run folders under out to
+// $GATEHOUSE_KEEP_FAILED/<test name> when the test fails, before out is
+// removed: a verdict that went wrong only in the full suite can then be
+// read in its records (DNS queries, proxy answers, attempts) afterwards.
+func keepFailedRun(t *testing.T, out string) {
+	keep := os.Getenv("GATEHOUSE_KEEP_FAILED")
+	if keep == "" {
+		return
+	}
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		dst := filepath.Join(keep, strings.ReplaceAll(t.Name(), "/", "_"))
+		if err := os.MkdirAll(dst, 0o700); err != nil {
+			t.Logf("keeping the failed run: %v", err)
+			return
+		}
+		if b, err := exec.Command("cp", "-a", "--no-dereference", out+"/.", dst).CombinedOutput(); err != nil {
+			t.Logf("keeping the failed run: %v: %s", err, b)
+			return
+		}
+		t.Logf("the failed run's folder is kept at %s", dst)
+	})
+}
+
 // runProfileAt runs a profile given by its path (a testdata profile), with
 // extra run flags, and reads back its results and run.json.
 func runProfileAt(t *testing.T, path string, gates string, extra ...string) runOutput {
 	t.Helper()
 	out := t.TempDir()
+	keepFailedRun(t, out)
 	args := append([]string{"run", "--profile", path, "--out", out, "--probe", probetest.Build(t)}, extra...)
 	if gates != "" {
 		args = append(args, "--gates", gates)

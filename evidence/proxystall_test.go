@@ -1,0 +1,47 @@
+package evidence
+
+import (
+	"strings"
+	"testing"
+)
+
+// A proxy attempt that timed out is not proof of an attempt (a proxy
+// answers what it blocks); every other outcome of it, and a timeout of
+// any other kind, keeps its meaning.
+func TestProxyTimeoutIsNoAttempt(t *testing.T) {
+	tests := []struct {
+		a       Attempt
+		made    bool
+		stalled bool
+	}{
+		{Attempt{Session: "s1", ID: "proxy-rebind", Kind: "proxy", Outcome: "timeout"}, false, true},
+		{Attempt{Session: "s1", ID: "proxy-rebind", Kind: "proxy", Outcome: "denied"}, true, false},
+		{Attempt{Session: "s1", ID: "proxy-rebind", Kind: "proxy", Outcome: "completed"}, true, false},
+		{Attempt{Session: "s1", ID: "proxy-rebind", Kind: "proxy", Outcome: "no-proxy"}, true, false},
+		{Attempt{Session: "s1", ID: "tcp-callback", Kind: "tcp", Outcome: "timeout"}, true, false},
+	}
+	for _, tt := range tests {
+		if got := AttemptMade(tt.a); got != tt.made {
+			t.Errorf("AttemptMade(%s %s) = %v, want %v", tt.a.Kind, tt.a.Outcome, got, tt.made)
+		}
+		if got := ProxyStalled("s1", tt.a.ID, []Attempt{tt.a}); got != tt.stalled {
+			t.Errorf("ProxyStalled(%s %s) = %v, want %v", tt.a.Kind, tt.a.Outcome, got, tt.stalled)
+		}
+	}
+	// One try that went through settles the attempt, whatever came before;
+	// another session's reports and no report at all stall nothing.
+	tries := []Attempt{
+		{Session: "s1", ID: "proxy-rebind", Kind: "proxy", Outcome: "timeout"},
+		{Session: "s1", ID: "proxy-rebind", Kind: "proxy", Outcome: "completed"},
+		{Session: "s2", ID: "proxy-rebind", Kind: "proxy", Outcome: "timeout"},
+	}
+	if ProxyStalled("s1", "proxy-rebind", tries) || !ProxyStalled("s2", "proxy-rebind", tries) || ProxyStalled("s3", "proxy-rebind", tries) {
+		t.Errorf("ProxyStalled over tries: s1 %v (want false), s2 %v (want true), s3 %v (want false)",
+			ProxyStalled("s1", "proxy-rebind", tries), ProxyStalled("s2", "proxy-rebind", tries), ProxyStalled("s3", "proxy-rebind", tries))
+	}
+	j := Judge(Observation{Session: "s1", Control: "c", Planned: []string{"proxy-rebind"}, Attempts: tries[:1],
+		Allowed: []string{"inference"}, Hits: []Hit{{Endpoint: "inference", Session: "s1", Data: "c"}}})
+	if j.Verdict != Inconclusive || !strings.Contains(j.Reason, "neither answered nor refused proxy-rebind") {
+		t.Errorf("a stalled proxy attempt: %s (%s), want INCONCLUSIVE", j.Verdict, j.Reason)
+	}
+}
