@@ -115,7 +115,7 @@ func (t *Target) Start(ctx context.Context, spec targets.Spec) (targets.Session,
 			return nil, fmt.Errorf("bwrap: start %s on the %s path: %w", spec.Name, spec.Path, err)
 		}
 	}
-	s := &session{prof: p, spec: spec, runtime: version, gone: make(chan struct{}), user: user, initBin: t.opts.Init}
+	s := newSession(p, spec, version, user, t.opts.Init)
 	if spec.Network.NetnsPath == "" {
 		if s.ownNetns, s.spec.Network.NetnsPath, err = isolatedNetns(ctx); err != nil {
 			return nil, fmt.Errorf("bwrap: start %s: %w", spec.Name, err)
@@ -127,7 +127,7 @@ func (t *Target) Start(ctx context.Context, spec targets.Spec) (targets.Session,
 		err = s.startInstance(ctx)
 	}
 	if err != nil {
-		cerr := s.cleanup(context.WithoutCancel(ctx))
+		cerr := s.Cleanup(context.WithoutCancel(ctx))
 		return nil, fmt.Errorf("bwrap: start %s: %w", spec.Name, errors.Join(err, cerr))
 	}
 	return s, nil
@@ -164,12 +164,7 @@ func (s *session) prepare(ctx context.Context, opts Options) error {
 		return err
 	}
 	s.st = st
-	if p := s.spec.Network.NetnsPath; p != "" {
-		if s.netns, err = netnsID(p); err != nil {
-			return fmt.Errorf("session namespace: %w", err)
-		}
-	}
-	if s.cg, err = newCgroup("gatehouse-bwrap-" + st.id); err != nil {
+	if err := s.Prepare(s.spec.Network.NetnsPath, "gatehouse-bwrap-"+st.id); err != nil {
 		return err
 	}
 	binds, err := st.placeAll(s.spec.Files)

@@ -2,30 +2,21 @@ package bwrap
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"sort"
-	"strconv"
 	"strings"
 
+	"github.com/gatehouse-dev/gatehouse/internal/hostsession"
 	"github.com/gatehouse-dev/gatehouse/probe"
 	"github.com/gatehouse-dev/gatehouse/targets"
 	"github.com/gatehouse-dev/gatehouse/targets/egress"
 )
 
-// maxFacts caps what Inspect reads from the probe: it runs inside the
-// sandbox, so its output is not trusted to be small.
-const maxFacts = 1 << 20
-
 // Inspect reads back what is in force: the exact argv, the nftables ruleset
 // of the session namespace, and, when the probe was placed, what the probe
 // sees from inside (uid map, capabilities, seccomp, namespaces, mounts).
 func (s *session) Inspect(ctx context.Context) (targets.Config, error) {
-	s.mu.Lock()
-	stopped := s.stopped
-	s.mu.Unlock()
-	if stopped {
-		return targets.Config{}, fmt.Errorf("bwrap: inspect: %w", errStopped)
+	if s.Stopped() {
+		return targets.Config{}, fmt.Errorf("bwrap: inspect: %w", hostsession.ErrStopped)
 	}
 	cfg := targets.Config{
 		Target:  "bwrap",
@@ -63,14 +54,14 @@ func (s *session) Inspect(ctx context.Context) (targets.Config, error) {
 	if _, ok := s.spec.Files[probe.SandboxPath]; !ok {
 		return cfg, nil
 	}
-	f, err := s.probeFacts(ctx)
+	f, err := hostsession.ProbeFacts(ctx, s)
 	if err != nil {
 		return cfg, fmt.Errorf("bwrap: inspect: %w", err)
 	}
-	mergeFacts(cfg.Facts, f)
+	hostsession.MergeFacts(cfg.Facts, f)
 	cfg.Mounts = f.Mounts
 	// The same namespaces, read from the host: verdicts use these.
-	if ns, err := s.outsideNamespaces(ctx); err != nil {
+	if ns, err := s.OutsideNamespaces(ctx); err != nil {
 		cfg.Facts["outside.ns.error"] = err.Error()
 	} else {
 		for k, v := range ns {
@@ -111,48 +102,6 @@ func (s *session) doorText(d door) string {
 		return "a policy file of the profile"
 	}
 	return "a file the run places in the sandbox"
-}
-
-func (s *session) probeFacts(ctx context.Context) (probe.Facts, error) {
-	out, errb := probe.NewCapWriter(maxFacts), probe.NewCapWriter(4096)
-	res, err := s.Exec(ctx, targets.Command{Args: []string{probe.SandboxPath, "facts"}, Stdout: out, Stderr: errb})
-	if err != nil {
-		return probe.Facts{}, err
-	}
-	if res.ExitCode != 0 {
-		return probe.Facts{}, fmt.Errorf("probe facts: exit %d: %s", res.ExitCode, strings.TrimSpace(string(errb.Bytes())))
-	}
-	var f probe.Facts
-	if err := json.Unmarshal(out.Bytes(), &f); err != nil {
-		return probe.Facts{}, fmt.Errorf("probe facts: %w", err)
-	}
-	return f, nil
-}
-
-func mergeFacts(m map[string]string, f probe.Facts) {
-	m["uid"] = strconv.Itoa(f.UID)
-	m["gid"] = strconv.Itoa(f.GID)
-	m["uid_map"] = f.UIDMap
-	m["gid_map"] = f.GIDMap
-	m["cap_eff"] = f.CapEff
-	m["cap_bnd"] = f.CapBnd
-	m["seccomp"] = f.Seccomp
-	m["no_new_privs"] = f.NoNewPrivs
-	m["hostname"] = f.Hostname
-	m["kernel"] = f.Kernel
-	m["resolv_conf"] = f.Resolv
-	m["addrs"] = strings.Join(f.Addrs, ",")
-	names := make([]string, 0, len(f.Namespaces))
-	for k := range f.Namespaces {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	for _, k := range names {
-		m["ns."+k] = f.Namespaces[k]
-	}
-	if len(f.Errors) > 0 {
-		m["probe_errors"] = strings.Join(f.Errors, "; ")
-	}
 }
 
 // recordedArgv is the exact argv, but for the values of --setenv whose

@@ -4,10 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
-	"strconv"
 	"syscall"
 
+	"github.com/gatehouse-dev/gatehouse/internal/hostsession"
 	"github.com/gatehouse-dev/gatehouse/targets"
 	"github.com/gatehouse-dev/gatehouse/targets/profile"
 )
@@ -32,7 +31,7 @@ func checkNetwork(p *profile.Profile, n targets.Network) error {
 		if startNetErr != nil {
 			return fmt.Errorf("check network namespace: our own: %w", startNetErr)
 		}
-		id, err := netnsID(n.NetnsPath)
+		id, err := hostsession.ReadNetnsID(n.NetnsPath)
 		if err != nil {
 			return fmt.Errorf("check network namespace: %w", err)
 		}
@@ -95,46 +94,14 @@ func sameNetns(a, b string) (bool, error) {
 // check time: that is the main thread's, and a locked goroutine that ran on
 // the main thread and joined a session's namespace leaves it there (Go
 // parks the main thread instead of ending it).
-var startNet, startNetErr = netnsID("/proc/thread-self/ns/net")
-
-// nsID identifies a namespace by the device and inode of its file.
-type nsID struct{ dev, ino uint64 }
-
-func netnsID(path string) (nsID, error) {
-	var st syscall.Stat_t
-	if err := syscall.Stat(path, &st); err != nil {
-		return nsID{}, err
-	}
-	return nsID{uint64(st.Dev), st.Ino}, nil
-}
+var startNet, startNetErr = hostsession.ReadNetnsID("/proc/thread-self/ns/net")
 
 // PidsInNetns lists the processes whose network namespace is the one at
 // path, as `ip netns pids` does.
 func PidsInNetns(path string) ([]int, error) {
-	id, err := netnsID(path)
+	id, err := hostsession.ReadNetnsID(path)
 	if err != nil {
 		return nil, fmt.Errorf("bwrap: netns pids: %w", err)
 	}
-	return pidsInNetnsID(id)
-}
-
-func pidsInNetnsID(want nsID) ([]int, error) {
-	links, err := filepath.Glob("/proc/[0-9]*/ns/net")
-	if err != nil {
-		return nil, err
-	}
-	var pids []int
-	for _, l := range links {
-		var st syscall.Stat_t
-		if syscall.Stat(l, &st) != nil { // the process may be gone already
-			continue
-		}
-		if uint64(st.Dev) == want.dev && st.Ino == want.ino {
-			pid, err := strconv.Atoi(filepath.Base(filepath.Dir(filepath.Dir(l))))
-			if err == nil && pid != os.Getpid() {
-				pids = append(pids, pid)
-			}
-		}
-	}
-	return pids, nil
+	return id.Pids()
 }

@@ -6,64 +6,62 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os/exec"
-	"sync"
 
-	"github.com/gatehouse-dev/gatehouse/internal/hostproc"
+	"github.com/gatehouse-dev/gatehouse/internal/hostsession"
 	"github.com/gatehouse-dev/gatehouse/internal/untrusted"
 	"github.com/gatehouse-dev/gatehouse/targets"
 	"github.com/gatehouse-dev/gatehouse/targets/egress"
 	"github.com/gatehouse-dev/gatehouse/targets/profile"
-	"github.com/gatehouse-dev/gatehouse/targets/supervisor"
 )
 
-// errStopped is returned by every call on a stopped session.
-var errStopped = errors.New("session stopped")
-
+// session is one bubblewrap instance. The host side it shares with every
+// process target (cgroup, start, stop and reap, processes, session keys,
+// reads from outside) is the embedded kit.
 type session struct {
-	// loginuid is the session's own login uid (0: not set, loginuidErr
-	// says why), inherited by every process of the sandbox.
-	loginuid    uint32
-	loginuidErr error
+	*hostsession.Session
 
-	prof    *profile.Profile
-	spec    targets.Spec
-	runtime string
-	st      *stage
-	cg      *cgroup
-	prefix  []string
-	fdFiles []string
-	doors   []door
-	user    hostUser // who bubblewrap runs as on the host
-	initBin string   // the init binary on the host
-	// init is the session's init, pinned at Start: every read from
-	// outside goes through it, never through a search of /proc.
-	init *hostproc.Proc
-	// leader is the runtime's own process (our child), pinned before it
-	// can be reaped: its group is signalled through it, never by number.
-	leader   *hostproc.Proc
+	prof     *profile.Profile
+	spec     targets.Spec
+	runtime  string
+	st       *stage
+	prefix   []string
+	fdFiles  []string
+	doors    []door
+	user     hostUser        // who bubblewrap runs as on the host
 	egress   *egress.Applied // the profile's ruleset, when it has one
 	ownNetns string          // an empty namespace Start made for a session given none
-
-	// The sandbox instance: bubblewrap running the init, and the init's
-	// client. gone closes when bubblewrap has exited and been waited for.
-	inst    *exec.Cmd
-	client  *supervisor.Client
-	gone    chan struct{}
-	instOut *limited // what bubblewrap and the init printed (errors)
-
-	mu      sync.Mutex
-	stopped bool
-	wg      sync.WaitGroup // running Execs
-
-	stopOnce sync.Once
-	stopErr  error
-	reapOnce sync.Once
-	reapErr  error
-	netns    nsID // identity of the session namespace, read at Start
 }
 
-var _ targets.Session = (*session)(nil)
+var (
+	_ targets.Session       = (*session)(nil)
+	_ targets.ProcessLister = (*session)(nil)
+	_ targets.SessionKeyer  = (*session)(nil)
+)
+
+// newSession is a session of profile p on spec, not started.
+func newSession(p *profile.Profile, spec targets.Spec, version string, user hostUser, initBin string) *session {
+	s := &session{prof: p, spec: spec, runtime: version, user: user}
+	s.Session = &hostsession.Session{Name: "bwrap", Runtime: "bubblewrap", Profile: p, InitBin: initBin, Release: s.release}
+	return s
+}
+
+// release removes what Start made besides the instance, once nothing of
+// it runs: the egress tables, the staging folder, an isolated namespace.
+func (s *session) release(ctx context.Context) error {
+	var errs []error
+	if err := s.egress.Flush(ctx); err != nil {
+		errs = append(errs, err)
+	}
+	if err := s.st.remove(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := deleteNetns(ctx, s.ownNetns); err != nil {
+		errs = append(errs, err)
+	} else {
+		s.ownNetns = ""
+	}
+	return errors.Join(errs...)
+}
 
 // Exec runs one command as a child of the session's init. A non-zero exit
 // is data; ctx cancellation kills the command's process group.
@@ -74,19 +72,8 @@ func (s *session) Exec(ctx context.Context, c targets.Command) (targets.Result, 
 	if c.User != "" {
 		return targets.Result{}, fmt.Errorf("bwrap: exec as %s: --unshare-user maps one uid into the sandbox: %w", c.User, targets.ErrUnsupported)
 	}
-	s.mu.Lock()
-	if s.stopped {
-		s.mu.Unlock()
-		return targets.Result{}, fmt.Errorf("bwrap: exec: %w", errStopped)
-	}
-	s.wg.Add(1)
-	s.mu.Unlock()
-	defer s.wg.Done()
-	res, err := s.client.Exec(ctx, c)
+	res, err := s.Run(ctx, c)
 	if err != nil {
-		if errors.Is(err, supervisor.ErrGone) {
-			err = fmt.Errorf("%w (bubblewrap said: %s)", err, s.instOut.String())
-		}
 		return res, fmt.Errorf("bwrap: exec %s: %w", c.Args[0], err)
 	}
 	return res, nil
@@ -95,11 +82,8 @@ func (s *session) Exec(ctx context.Context, c targets.Command) (targets.Result, 
 // CopyIn writes a file into the staging folder; only paths under
 // /gatehouse exist there.
 func (s *session) CopyIn(ctx context.Context, path string, r io.Reader, mode fs.FileMode) error {
-	s.mu.Lock()
-	stopped := s.stopped
-	s.mu.Unlock()
-	if stopped {
-		return fmt.Errorf("bwrap: copy in %s: %w", path, errStopped)
+	if s.Stopped() {
+		return fmt.Errorf("bwrap: copy in %s: %w", path, hostsession.ErrStopped)
 	}
 	rel, ok := underInside(path)
 	if !ok {

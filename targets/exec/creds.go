@@ -22,14 +22,15 @@ func (s *session) SessionCredentials(ctx context.Context) (map[string]string, er
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if s.init == nil {
+	p := s.Init()
+	if p == nil {
 		return nil, errors.New("the session's init was not pinned at start")
 	}
 	// The pinned init's, or nothing: a process of the sandbox's own at
 	// the init's path would hand in an environment of its choosing.
-	env, err := s.init.Environ(maxEnviron)
+	env, err := p.Environ(maxEnviron)
 	if err != nil {
-		return nil, fmt.Errorf("the session's init (pid %d): %w", s.init.PID, err)
+		return nil, fmt.Errorf("the session's init (pid %d): %w", p.PID, err)
 	}
 	given := map[string]bool{}
 	for _, kv := range s.env {

@@ -26,6 +26,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/internal/hostsession"
 	"github.com/gatehouse-dev/gatehouse/targets"
 	"github.com/gatehouse-dev/gatehouse/targets/profile"
 )
@@ -105,13 +106,13 @@ func (t *Target) Start(ctx context.Context, spec targets.Spec) (targets.Session,
 	if err != nil {
 		return nil, fmt.Errorf("%s: start: %w", name, err)
 	}
-	s := &session{name: name, prof: p, spec: spec, runtime: version, gone: make(chan struct{})}
+	s := newSession(name, p, spec, version, t.opts.Init)
 	err = s.prepare(ctx, t.opts)
 	if err == nil {
 		err = s.startInstance(ctx)
 	}
 	if err != nil {
-		cerr := s.cleanup(context.WithoutCancel(ctx))
+		cerr := s.Cleanup(context.WithoutCancel(ctx))
 		return nil, fmt.Errorf("%s: start %s: %w", name, spec.Name, errors.Join(err, cerr))
 	}
 	return s, nil
@@ -132,9 +133,8 @@ func (t *Target) runtimeVersion(ctx context.Context, netns string) (string, erro
 		defer cancel()
 		cmd := osexec.CommandContext(ctx, w.Version[0], w.Version[1:]...)
 		cmd.Env = envList(baseEnv)
-		var out limited
-		out.max = 4096
-		cmd.Stdout, cmd.Stderr = &out, &out
+		out := hostsession.NewOutput(4096)
+		cmd.Stdout, cmd.Stderr = out, out
 		err := runIn(netns, cmd, func() error { return cmd.Run() })
 		if err != nil {
 			t.versionErr = fmt.Errorf("%s: %w: %s", strings.Join(w.Version, " "), err, strings.TrimSpace(out.String()))
@@ -208,29 +208,4 @@ func envList(m map[string]string) []string {
 		out = append(out, k+"="+v)
 	}
 	return out
-}
-
-// limited keeps the first max bytes written to it.
-type limited struct {
-	mu  sync.Mutex
-	max int
-	b   []byte
-}
-
-func (l *limited) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if room := l.max - len(l.b); room > 0 {
-		l.b = append(l.b, p[:min(room, len(p))]...)
-	}
-	return len(p), nil
-}
-
-func (l *limited) String() string {
-	if l == nil {
-		return ""
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return string(l.b)
 }

@@ -5,18 +5,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/gatehouse-dev/gatehouse/internal/auid"
 	"io"
 	"io/fs"
 	"os"
 	osexec "os/exec"
-	"runtime"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
-	"github.com/gatehouse-dev/gatehouse/internal/hostproc"
+	"github.com/gatehouse-dev/gatehouse/internal/hostsession"
 	"github.com/gatehouse-dev/gatehouse/internal/scratch"
 	"github.com/gatehouse-dev/gatehouse/internal/untrusted"
 	"github.com/gatehouse-dev/gatehouse/targets"
@@ -25,56 +22,46 @@ import (
 	"github.com/gatehouse-dev/gatehouse/targets/supervisor"
 )
 
-// errStopped is returned by every call on a stopped session.
-var errStopped = errors.New("session stopped")
-
 // startTimeout bounds how long the wrapper may take to serve its first request.
 const startTimeout = 30 * time.Second
 
-// waitDelay bounds how long Exec waits for output pipes that a leftover
-// background process keeps open after the command itself has exited.
-const waitDelay = 5 * time.Second
-
+// session is one wrapper instance. The host side it shares with every
+// process target (cgroup, start, stop and reap, processes, session keys,
+// reads from outside) is the embedded kit, whose Name is "exec" or
+// "firejail".
 type session struct {
-	// loginuid is the session's own login uid (0: not set, loginuidErr
-	// says why), inherited by the wrapper and everything under it.
-	loginuid    uint32
-	loginuidErr error
+	*hostsession.Session
 
-	name    string // "exec" or "firejail"
 	prof    *profile.Profile
 	spec    targets.Spec
 	runtime string
 	st      *stage
-	cg      *cgroup
 	argv    []string // the wrapper's argv with the init appended
 	env     []string // the wrapper's environment
 	view    view
 	egress  *egress.Applied
 	policy  map[string]string // {{file:NAME}} -> sha256 digest
-
-	initBin string         // the init binary on the host
-	init    *hostproc.Proc // the session's init, pinned at Start
-	// leader is the runtime's own process (our child), pinned before it
-	// can be reaped: its group is signalled through it, never by number.
-	leader  *hostproc.Proc
-	inst    *osexec.Cmd
-	ctl     *supervisor.Control
-	client  *supervisor.Client
-	gone    chan struct{}
-	instOut *limited // what the wrapper and the init printed (errors)
-
-	mu      sync.Mutex
-	stopped bool
-	wg      sync.WaitGroup // running Execs
-
-	stopOnce sync.Once
-	stopErr  error
-	reapOnce sync.Once
-	reapErr  error
 }
 
-var _ targets.Session = (*session)(nil)
+var (
+	_ targets.Session       = (*session)(nil)
+	_ targets.ProcessLister = (*session)(nil)
+	_ targets.SessionKeyer  = (*session)(nil)
+)
+
+// newSession is a session of profile p on spec for target name, not
+// started.
+func newSession(name string, p *profile.Profile, spec targets.Spec, version, initBin string) *session {
+	s := &session{prof: p, spec: spec, runtime: version}
+	s.Session = &hostsession.Session{Name: name, Runtime: "the wrapper", Profile: p, InitBin: initBin, Release: s.release}
+	return s
+}
+
+// release removes what Start made besides the instance, once nothing of
+// it runs: the egress tables and the staging folder.
+func (s *session) release(ctx context.Context) error {
+	return errors.Join(s.egress.Flush(ctx), s.st.remove())
+}
 
 // prepare builds everything a session needs; on error the caller cleans up.
 func (s *session) prepare(ctx context.Context, opts Options) error {
@@ -100,7 +87,7 @@ func (s *session) prepare(ctx context.Context, opts Options) error {
 	if err := st.own(id.UID, id.GID); err != nil {
 		return fmt.Errorf("stage: %w", err)
 	}
-	if s.cg, err = newCgroup("gatehouse-exec-" + st.id); err != nil {
+	if err := s.Prepare(s.spec.Network.NetnsPath, "gatehouse-exec-"+st.id); err != nil {
 		return err
 	}
 	binds, err := st.placeAll(s.spec.Files)
@@ -146,7 +133,6 @@ func (s *session) prepare(ctx context.Context, opts Options) error {
 		}
 	}
 	s.view = view{st: st, init: opts.Init, binds: binds, harness: opts.Binds, keepNetns: s.spec.Network.NetnsPath}
-	s.initBin = opts.Init
 	resolver := s.prof.Resolver
 	if resolver == "" {
 		resolver = s.spec.Network.Resolver
@@ -189,80 +175,30 @@ func (s *session) startInstance(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.ctl = ctl
+	s.Control = ctl
 	defer child.Close()
-	s.instOut = &limited{max: 16 << 10}
-	cmd := &osexec.Cmd{Path: s.argv[0], Args: s.argv, Env: s.env, Dir: InsideWork, Stdin: child, Stdout: s.instOut, Stderr: s.instOut, WaitDelay: time.Second}
+	cmd := &osexec.Cmd{Path: s.argv[0], Args: s.argv, Env: s.env, Dir: InsideWork, Stdin: child, WaitDelay: time.Second}
 	if lp, err := osexec.LookPath(s.argv[0]); err == nil {
 		cmd.Path = lp
 	} else {
 		return fmt.Errorf("wrapper %s: %w", s.argv[0], err)
 	}
-	attr := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if id := s.prof.Identity(s.spec.Path); id.UID != 0 || id.GID != 0 {
-		attr.Credential = &syscall.Credential{Uid: uint32(id.UID), Gid: uint32(id.GID), Groups: []uint32{}}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(id.UID), Gid: uint32(id.GID), Groups: []uint32{}}}
 	}
-	if s.cg != nil {
-		dir, err := s.cg.open()
-		if err != nil {
+	// The thread that starts the wrapper holds the session's namespaces:
+	// its network namespace and a private mount namespace (the view).
+	err = s.Launch(cmd, func() error {
+		if err := enterNet(s.spec.Network.NetnsPath); err != nil {
 			return err
 		}
-		defer dir.Close()
-		attr.UseCgroupFD, attr.CgroupFD = true, int(dir.Fd())
-	}
-	cmd.SysProcAttr = attr
-	started := make(chan error, 1)
-	go func() {
-		// The death signal fires when the thread that forked exits: this
-		// thread is locked, holds the session's namespaces, and lives
-		// exactly as long as the wrapper.
-		runtime.LockOSThread()
-		err := enterNet(s.spec.Network.NetnsPath)
-		if err == nil {
-			err = s.view.enter()
-		}
-		if err == nil {
-			// The session's own login uid (see targets/bwrap): a key
-			// external monitors see; the session runs without it too.
-			s.loginuid, s.loginuidErr = auid.Set()
-			err = cmd.Start()
-		}
-		if err == nil {
-			// Before the Wait below: not reaped yet, so the pid is its.
-			s.leader, err = hostproc.PinChild(cmd.Process.Pid)
-			if err != nil {
-				_ = cmd.Process.Kill()
-				_ = cmd.Wait()
-			}
-		}
-		if err != nil {
-			started <- err
-			close(s.gone)
-			return
-		}
-		started <- nil
-		_ = cmd.Wait()
-		close(s.gone)
-	}()
-	if err := <-started; err != nil {
+		return s.view.enter()
+	})
+	if err != nil {
 		return fmt.Errorf("start wrapper: %w", err)
 	}
-	s.inst = cmd
-	s.client = &supervisor.Client{Dial: ctl.Dial, Gone: s.gone, WaitDelay: waitDelay}
-	pctx, cancel := context.WithTimeout(ctx, startTimeout)
-	defer cancel()
-	if err := s.client.Ping(pctx); err != nil {
-		if errors.Is(err, supervisor.ErrGone) {
-			return fmt.Errorf("the wrapper exited at start: %s", strings.TrimSpace(s.instOut.String()))
-		}
-		return fmt.Errorf("the sandbox's init did not answer: %w (the wrapper said: %s)", err, strings.TrimSpace(s.instOut.String()))
-	}
-	// Pinned now, while only the wrapper and our init have run: every
-	// later read from outside is of this process or of nothing.
-	if s.init, err = s.pinInit(ctx, cmd.Process.Pid); err != nil {
-		return fmt.Errorf("the sandbox's init: %w", err)
-	}
-	return nil
+	client := &supervisor.Client{Dial: ctl.Dial, Gone: s.Gone(), WaitDelay: hostsession.WaitDelay}
+	return s.Ready(ctx, client, startTimeout)
 }
 
 // wrapperArgv expands the profile's wrapper argv and appends the init.
@@ -310,19 +246,11 @@ func (s *session) wrapperArgv() ([]string, map[string]string, error) {
 // variables excepted: see supervisor.dropProxy).
 func (s *session) Exec(ctx context.Context, c targets.Command) (targets.Result, error) {
 	if len(c.Args) == 0 {
-		return targets.Result{}, fmt.Errorf("%s: exec: empty command", s.name)
+		return targets.Result{}, fmt.Errorf("%s: exec: empty command", s.Name)
 	}
 	if c.User != "" {
-		return targets.Result{}, fmt.Errorf("%s: exec as %s: the wrapper starts once as the path's user: %w", s.name, c.User, targets.ErrUnsupported)
+		return targets.Result{}, fmt.Errorf("%s: exec as %s: the wrapper starts once as the path's user: %w", s.Name, c.User, targets.ErrUnsupported)
 	}
-	s.mu.Lock()
-	if s.stopped {
-		s.mu.Unlock()
-		return targets.Result{}, fmt.Errorf("%s: exec: %w", s.name, errStopped)
-	}
-	s.wg.Add(1)
-	s.mu.Unlock()
-	defer s.wg.Done()
 	env := make(map[string]string, len(s.spec.Env)+len(c.Env))
 	for k, v := range s.spec.Env {
 		env[k] = v
@@ -334,12 +262,9 @@ func (s *session) Exec(ctx context.Context, c targets.Command) (targets.Result, 
 	if c.Dir == "" {
 		c.Dir = InsideWork
 	}
-	res, err := s.client.Exec(ctx, c)
+	res, err := s.Run(ctx, c)
 	if err != nil {
-		if errors.Is(err, supervisor.ErrGone) {
-			err = fmt.Errorf("%w (the wrapper said: %s)", err, s.instOut.String())
-		}
-		return res, fmt.Errorf("%s: exec %s: %w", s.name, c.Args[0], err)
+		return res, fmt.Errorf("%s: exec %s: %w", s.Name, c.Args[0], err)
 	}
 	return res, nil
 }
@@ -347,21 +272,18 @@ func (s *session) Exec(ctx context.Context, c targets.Command) (targets.Result, 
 // CopyIn writes a file into the staging folder; only paths under
 // /gatehouse are the session's own.
 func (s *session) CopyIn(ctx context.Context, path string, r io.Reader, mode fs.FileMode) error {
-	s.mu.Lock()
-	stopped := s.stopped
-	s.mu.Unlock()
-	if stopped {
-		return fmt.Errorf("%s: copy in %s: %w", s.name, path, errStopped)
+	if s.Stopped() {
+		return fmt.Errorf("%s: copy in %s: %w", s.Name, path, hostsession.ErrStopped)
 	}
 	rel, ok := underInside(path)
 	if !ok {
-		return fmt.Errorf("%s: copy in %s: the wrapper shows the host's own file system outside %s: %w", s.name, path, Inside, targets.ErrUnsupported)
+		return fmt.Errorf("%s: copy in %s: the wrapper shows the host's own file system outside %s: %w", s.Name, path, Inside, targets.ErrUnsupported)
 	}
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("%s: copy in %s: %w", s.name, path, err)
+		return fmt.Errorf("%s: copy in %s: %w", s.Name, path, err)
 	}
 	if err := s.st.write(rel, untrusted.WithContext(ctx, r), mode); err != nil {
-		return fmt.Errorf("%s: copy in: %w", s.name, err)
+		return fmt.Errorf("%s: copy in: %w", s.Name, err)
 	}
 	return nil
 }

@@ -1,32 +1,37 @@
-package bwrap
+package hostsession
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/gatehouse-dev/gatehouse/internal/cgroupfs"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/gatehouse-dev/gatehouse/internal/cgroupfs"
+	"github.com/gatehouse-dev/gatehouse/internal/hostproc"
 	"github.com/gatehouse-dev/gatehouse/ledger"
 )
 
-// cgroup is a cgroup v2 folder that holds every process of a session (one
-// child per Exec). Processes are started straight into it, and cgroup.kill
-// ends all of them at once, including ones that left our process group with
-// setsid or double-forked to escape. A nil *cgroup means cgroup v2 is not
-// available; callers then rely on process groups and the netns scan.
-type cgroup struct {
+// Cgroup is a cgroup v2 folder that holds every process of a session.
+// Processes are started straight into it, and cgroup.kill ends all of them
+// at once, including ones that left our process group with setsid or
+// double-forked to escape. A nil *Cgroup means cgroup v2 is not available;
+// callers then rely on process groups and the netns scan.
+type Cgroup struct {
 	dir     string
 	release func() // drops the ledger entry once the cgroup is gone
 }
 
-// newCgroup makes a session cgroup under our own cgroup v2 folder.
-func newCgroup(name string) (*cgroup, error) {
-	mnt := cgroup2Mount()
+// NewCgroup makes a session cgroup under our own cgroup v2 folder; nil,
+// nil without cgroup v2 or cgroup.kill.
+func NewCgroup(name string) (*Cgroup, error) {
+	mnt := cgroupfs.Mount()
 	if mnt == "" {
 		return nil, nil
 	}
@@ -45,10 +50,8 @@ func newCgroup(name string) (*cgroup, error) {
 	// A run killed before its teardown leaves this folder: the ledger lets
 	// the next run or `lab down` remove it.
 	release, _ := ledger.Record(ledger.Entry{Kind: ledger.Cgroup, What: dir})
-	return &cgroup{dir: dir, release: release}, nil
+	return &Cgroup{dir: dir, release: release}, nil
 }
-
-func cgroup2Mount() string { return cgroupfs.Mount() }
 
 func ownCgroup() (string, error) {
 	b, err := os.ReadFile("/proc/self/cgroup")
@@ -63,31 +66,39 @@ func ownCgroup() (string, error) {
 	return "", errors.New("no cgroup v2 entry")
 }
 
-func (c *cgroup) child(name string) (*cgroup, error) {
-	if c == nil {
-		return nil, nil
-	}
-	dir := filepath.Join(c.dir, name)
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("cgroup: %w", err)
-	}
-	return &cgroup{dir: dir}, nil
-}
+// Dir is the cgroup's folder on the host.
+func (c *Cgroup) Dir() string { return c.dir }
 
-// open returns the folder's descriptor for CLONE_INTO_CGROUP.
-func (c *cgroup) open() (*os.File, error) {
+// Open returns the folder's descriptor for CLONE_INTO_CGROUP.
+func (c *Cgroup) Open() (*os.File, error) {
 	return os.Open(c.dir)
 }
 
-func (c *cgroup) kill() error {
-	if c == nil {
-		return nil
+// Key is the cgroup's id as the kernel reports it to monitors
+// (bpf_get_current_cgroup_id: the inode of its folder in cgroupfs) and its
+// path as /proc/PID/cgroup names it (from the cgroup v2 root).
+func (c *Cgroup) Key() (uint64, string, error) {
+	var st syscall.Stat_t
+	if err := syscall.Stat(c.dir, &st); err != nil {
+		return 0, "", err
 	}
+	mnt := cgroupfs.Mount()
+	if mnt == "" {
+		return 0, "", errors.New("no cgroup v2 mount")
+	}
+	rel, err := filepath.Rel(mnt, c.dir)
+	if err != nil || strings.HasPrefix(rel, "..") {
+		return 0, "", errors.New("cgroup folder outside the cgroup v2 mount")
+	}
+	return st.Ino, "/" + rel, nil
+}
+
+func (c *Cgroup) kill() error {
 	return os.WriteFile(filepath.Join(c.dir, "cgroup.kill"), []byte("1"), 0)
 }
 
 // procs lists the processes directly in the cgroup.
-func (c *cgroup) procs() []int {
+func (c *Cgroup) procs() []int {
 	if c == nil {
 		return nil
 	}
@@ -104,8 +115,10 @@ func (c *cgroup) procs() []int {
 	return out
 }
 
+var errNoFreeze = errors.New("cgroup: no freezer")
+
 // freeze stops every process of the cgroup and waits until it is frozen.
-func (c *cgroup) freeze(ctx context.Context) error {
+func (c *Cgroup) freeze(ctx context.Context) error {
 	if err := os.WriteFile(filepath.Join(c.dir, "cgroup.freeze"), []byte("1"), 0); err != nil {
 		return errors.Join(errNoFreeze, err)
 	}
@@ -123,26 +136,37 @@ func (c *cgroup) freeze(ctx context.Context) error {
 	}
 }
 
-func (c *cgroup) thaw() error {
+func (c *Cgroup) thaw() error {
 	return os.WriteFile(filepath.Join(c.dir, "cgroup.freeze"), []byte("0"), 0)
 }
 
-func (c *cgroup) populated() bool {
+func (c *Cgroup) populated() bool {
 	b, err := os.ReadFile(filepath.Join(c.dir, "cgroup.events"))
 	return err == nil && strings.Contains(string(b), "populated 1")
 }
 
-// removeIfEmpty drops an Exec's cgroup once nothing runs in it; anything
-// left behind (a background process) stays until Stop.
-func (c *cgroup) removeIfEmpty() {
-	if c != nil && !c.populated() {
-		_ = os.Remove(c.dir)
+// killListed kills each listed process not in keep once it is pinned and
+// seen in this cgroup (or one below): a listed pid whose number went to
+// another process since the list was read is never signalled (every signal
+// of the teardown goes through a pin, internal/hostproc). It returns the
+// pids killed.
+func (c *Cgroup) killListed(pids []int, keep map[int]bool) []int {
+	if c == nil {
+		return nil
 	}
+	member := hostproc.InCgroup(strings.TrimPrefix(c.dir, cgroupfs.Mount()))
+	var killed []int
+	for _, pid := range pids {
+		if !keep[pid] && hostproc.SignalIf(pid, unix.SIGKILL, member) == nil {
+			killed = append(killed, pid)
+		}
+	}
+	return killed
 }
 
-// destroy kills everything in the cgroup, waits until it is empty and
+// Destroy kills everything in the cgroup, waits until it is empty and
 // removes it with its children.
-func (c *cgroup) destroy(ctx context.Context) error {
+func (c *Cgroup) Destroy(ctx context.Context) error {
 	if c == nil {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package bwrap
+package hostsession
 
 import (
 	"context"
@@ -9,13 +9,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/internal/cgroupfs"
 	"github.com/gatehouse-dev/gatehouse/internal/hostproc"
 	"github.com/gatehouse-dev/gatehouse/internal/hostproc/hostproctest"
 )
 
 // startLeader starts a process group leader as the session's instance,
 // pinned and waited for as Start does.
-func startLeader(t *testing.T) *session {
+func startLeader(t *testing.T) *Session {
 	t.Helper()
 	cmd := exec.Command("sleep", "300")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -26,13 +27,13 @@ func startLeader(t *testing.T) *session {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &session{inst: cmd, leader: leader, gone: make(chan struct{})}
+	s := &Session{Runtime: "sleep", inst: cmd, leader: leader, gone: make(chan struct{})}
 	go func() { _ = cmd.Wait(); close(s.gone) }()
 	t.Cleanup(func() { _ = cmd.Process.Kill(); <-s.gone; leader.Close() })
 	return s
 }
 
-// Reap after Stop ends bubblewrap's group a second time, long after the
+// Reap after Stop ends the runtime's group a second time, long after the
 // first reaped it: a group that took its number over since is not
 // signalled.
 func TestKillInstanceTwiceSparesAGroupThatTookTheNumber(t *testing.T) {
@@ -54,15 +55,15 @@ func TestKillInstanceTwiceSparesAGroupThatTookTheNumber(t *testing.T) {
 // ago: a listed pid whose process is gone and whose number another
 // process outside the cgroup took is not signalled.
 func TestKillListedSparesAPidThatLeftTheCgroup(t *testing.T) {
-	if cgroup2Mount() == "" {
+	if cgroupfs.Mount() == "" {
 		t.Skip("no cgroup v2")
 	}
-	cg, err := newCgroup(fmt.Sprintf("gatehouse-test-kill-%d", os.Getpid()))
+	cg, err := NewCgroup(fmt.Sprintf("gatehouse-test-kill-%d", os.Getpid()))
 	if err != nil || cg == nil {
 		t.Skipf("no session cgroup here: %v", err)
 	}
-	defer func() { _ = cg.destroy(context.Background()) }()
-	dir, err := cg.open()
+	defer func() { _ = cg.Destroy(context.Background()) }()
+	dir, err := cg.Open()
 	if err != nil {
 		t.Fatal(err)
 	}
