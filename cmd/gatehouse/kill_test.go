@@ -61,9 +61,11 @@ func TestKill9LeavesNothingAfterLabDown(t *testing.T) {
 	if k[ledger.Netns] == 0 || k[ledger.Path] == 0 {
 		t.Fatalf("the run's ledger lists %v: want namespaces and folders too", k)
 	}
-	// Its working folders, the reports spool among them, are all in the
-	// harness's root-only folder, never in the shared /tmp, and listed.
-	spool := false
+	// Its working folders, its sessions' staging among them, are all in
+	// the harness's root-only folder, never in the shared /tmp, and listed.
+	// (The reports have no spool: they are written from the final
+	// verdicts straight into the run folder.)
+	staging := false
 	for _, e := range entries {
 		if e.Kind != ledger.Path {
 			continue
@@ -71,10 +73,10 @@ func TestKill9LeavesNothingAfterLabDown(t *testing.T) {
 		if !strings.HasPrefix(e.What, profile.HarnessDir+"/") {
 			t.Errorf("the run made %s outside %s", e.What, profile.HarnessDir)
 		}
-		spool = spool || strings.HasPrefix(e.What, scratch.Base+"/gatehouse-reports-")
+		staging = staging || strings.HasPrefix(e.What, scratch.Base+"/gatehouse-bwrap-")
 	}
-	if !spool {
-		t.Errorf("the reports spool is not on the run's ledger: %v", entries)
+	if !staging {
+		t.Errorf("no session's staging is on the run's ledger: %v", entries)
 	}
 	for _, e := range entries {
 		if e.Kind == ledger.Path || e.Kind == ledger.Cgroup {
