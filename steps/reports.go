@@ -187,7 +187,11 @@ func (o *Outcome) WriteReports(folder *evidence.Folder, final []evidence.Result)
 		}
 		verdicts[ref.id] = res
 	}
-	v := o.log.view(verdicts)
+	log := o.log
+	if log == nil {
+		log = newReportLog() // an Outcome Run did not make: no scenario ran
+	}
+	v := log.view(verdicts)
 	junit, err := v.junit()
 	if err != nil {
 		return fmt.Errorf("steps: reports: %w", err)
