@@ -51,6 +51,7 @@ func TestKill9LeavesNothingAfterLabDown(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	going := entries                   // while two sessions ran
 	time.Sleep(300 * time.Millisecond) // let it get into the middle of things
 	entries = ledgerOf(t, cmd.Process.Pid)
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
@@ -66,7 +67,7 @@ func TestKill9LeavesNothingAfterLabDown(t *testing.T) {
 	// (The reports have no spool: they are written from the final
 	// verdicts straight into the run folder.)
 	staging := false
-	for _, e := range entries {
+	for _, e := range append(going, entries...) {
 		if e.Kind != ledger.Path {
 			continue
 		}
@@ -76,7 +77,7 @@ func TestKill9LeavesNothingAfterLabDown(t *testing.T) {
 		staging = staging || strings.HasPrefix(e.What, scratch.Base+"/gatehouse-bwrap-")
 	}
 	if !staging {
-		t.Errorf("no session's staging is on the run's ledger: %v", entries)
+		t.Errorf("no session's staging is on the run's ledger: %v, then %v", going, entries)
 	}
 	for _, e := range entries {
 		if e.Kind == ledger.Path || e.Kind == ledger.Cgroup {
