@@ -1,7 +1,8 @@
 // Package runner is one run of the gates against a target, from a checked
 // profile and a made target to a run folder with its verdicts: the lab up
 // in its own namespaces, the suite, the lab closed, the verdicts re-judged
-// against what the endpoints recorded, results.json and run.json written.
+// against what the endpoints recorded, then results.json, run.json and the
+// JUnit and cucumber reports written from the final verdicts.
 //
 // `gatehouse run` and gatehousetest both go through it, so a team's go test
 // and the CLI earn their verdicts the same way. Sealing and indexing are in
@@ -209,6 +210,13 @@ func Execute(ctx context.Context, spec Spec) (*Outcome, error) {
 	}
 	if err := folder.Err(); err != nil {
 		runErr = errors.Join(runErr, fmt.Errorf("run: evidence incomplete: %w", err))
+	}
+	// The JUnit and cucumber reports are views of these final verdicts,
+	// every re-judge above included: written now, never at step time.
+	if out != nil {
+		if err := out.WriteReports(folder, results); err != nil {
+			runErr = errors.Join(runErr, fmt.Errorf("run: %w", err))
+		}
 	}
 	rec.Complete = runErr == nil
 	if runErr != nil {

@@ -14,10 +14,10 @@ import (
 	"github.com/gatehouse-dev/gatehouse/steps"
 )
 
-// godog's JUnit and cucumber reports carry the scenario's error, which CI
+// The JUnit and cucumber reports carry the scenario's reason, which CI
 // systems show to people: a stop error quoting what the sandbox named its
 // process reaches them escaped and redacted; the result keeps it raw.
-func TestGodogReportsGetTheTeardownErrorEscaped(t *testing.T) {
+func TestReportsGetTheTeardownErrorEscaped(t *testing.T) {
 	const hostile = "kill: process report\u202etxt.exe \u2066ghc0123456789abcdef\x1b]0;t\x07 still alive"
 	tgt := &teardownTarget{stopErr: errors.New(hostile)}
 	tgt.fakeTarget = &fakeTarget{lab: &fakeLab{}, deliver: onlyControl}
@@ -30,6 +30,9 @@ func TestGodogReportsGetTheTeardownErrorEscaped(t *testing.T) {
 		Features: features.FS, Gates: []string{"external-callback"}, Settle: 1,
 	})
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := out.WriteReports(folder, out.Results); err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range out.Results {

@@ -23,6 +23,7 @@ type stateKey struct{}
 type scenario struct {
 	gate     string
 	name     string
+	pickle   string // godog's id of the scenario (the reports name it by it)
 	start    time.Time
 	session  string
 	path     targets.Path
@@ -85,7 +86,8 @@ func current(ctx context.Context) *scenario {
 }
 
 func (r *runner) before(ctx context.Context, sc *godog.Scenario) (context.Context, error) {
-	s := &scenario{name: sc.Name, start: time.Now(), gate: gateOf(sc)}
+	s := &scenario{name: sc.Name, start: time.Now(), gate: gateOf(sc), pickle: sc.Id}
+	r.log.begin(sc, s.start)
 	return context.WithValue(ctx, stateKey{}, s), nil
 }
 
@@ -183,10 +185,11 @@ func (r *runner) finish(ctx context.Context, _ *godog.Scenario, err error) (cont
 			res.Verdict = evidence.Inconclusive
 			res.Reason = "the teardown left something behind (" + what + "); the pass was: " + res.Reason
 		}
-		// For godog's reports (people read them): the result keeps it raw.
+		// For godog, redacted: the result keeps it raw (the reports
+		// show the result's reason, redacted when they are written).
 		herr = fmt.Errorf("teardown left something behind: %s", evidence.Redact(what))
 	}
-	r.record(res, s.rejudge)
+	r.record(res, s.rejudge, s.pickle)
 	return ctx, herr
 }
 

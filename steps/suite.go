@@ -10,8 +10,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -21,8 +19,6 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/detect"
 	"github.com/gatehouse-dev/gatehouse/evidence"
-	"github.com/gatehouse-dev/gatehouse/internal/scratch"
-	"github.com/gatehouse-dev/gatehouse/internal/untrusted"
 	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
@@ -142,6 +138,10 @@ type Outcome struct {
 	// became of it once every session was gone (hostwrites.go).
 	HostWrites *evidence.HostWrites
 	rejudges   map[string]rejudge // by session/gate, for Rejudge
+	// log is what godog ran, and pickles which scenario each of Results
+	// is (in their order): the reports are made from them (WriteReports).
+	log     *reportLog
+	pickles []pickleRef
 }
 
 // ErrNoScenarios means the selection matched nothing: never a pass.
@@ -184,8 +184,13 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 		r.resp = newResponder(r, cfg.Respond)
 		det.onEvent = r.resp.consider
 	}
+	r.log = newReportLog()
+	suiteName, release := r.log.register()
+	defer release()
 	opts := godog.Options{
-		Format:         "progress",
+		// The log only: the reports are written from the final verdicts
+		// (Outcome.WriteReports, reports.go), never by godog at step time.
+		Format:         logFormat,
 		Output:         io.Discard,
 		FS:             cfg.Features,
 		Paths:          paths(cfg.Features, cfg.Scenarios),
@@ -196,26 +201,8 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 		Tags:           tagExpr(cfg.Gates),
 		DefaultContext: ctx,
 	}
-	var reports string
-	if cfg.Folder != nil {
-		if err := os.MkdirAll(filepath.Join(cfg.Folder.Dir(), "reports"), 0o755); err != nil {
-			return nil, err
-		}
-		// godog's format list is comma-separated, so a run folder whose
-		// path holds a comma cannot be named in it: the reports are
-		// written to a folder of ours and moved in afterwards.
-		// That folder is in the harness's root-only scratch folder, on the
-		// run's ledger, never in the shared /tmp a sandbox may write.
-		var release func() error
-		var err error
-		if reports, release, err = scratch.New("reports"); err != nil {
-			return nil, fmt.Errorf("steps: reports: %w", err)
-		}
-		defer release()
-		opts.Format = "junit:" + filepath.Join(reports, "junit.xml") + ",cucumber:" + filepath.Join(reports, "cucumber.json")
-	}
 	suite := godog.TestSuite{
-		Name:                "gatehouse",
+		Name:                suiteName,
 		ScenarioInitializer: r.initScenario,
 		Options:             &opts,
 	}
@@ -228,26 +215,28 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 		detErr = r.det.stop()
 		r.det.writeTrace(cfg.Folder)
 	}
-	if reports != "" {
-		if err := moveReports(reports, cfg.Folder); err != nil {
-			return nil, fmt.Errorf("steps: reports: %w", err)
-		}
-	}
-	out := &Outcome{Status: status, Effective: r.effective, rejudges: map[string]rejudge{}, HostWrites: hostWrites}
+	out := &Outcome{Status: status, Effective: r.effective, rejudges: map[string]rejudge{}, HostWrites: hostWrites, log: r.log}
 	r.mu.Lock()
 	for k, f := range r.rejudges {
 		out.rejudges[k] = f
 	}
-	out.Results = append(out.Results, r.results...)
-	out.Attempts = append(out.Attempts, r.attempts...)
-	r.mu.Unlock()
-	sort.SliceStable(out.Results, func(i, j int) bool {
-		a, b := out.Results[i], out.Results[j]
+	order := make([]int, len(r.results))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(i, j int) bool {
+		a, b := r.results[order[i]], r.results[order[j]]
 		if a.Gate != b.Gate {
 			return a.Gate < b.Gate
 		}
 		return a.Path < b.Path
 	})
+	for _, i := range order {
+		out.Results = append(out.Results, r.results[i])
+		out.pickles = append(out.pickles, r.pickles[i])
+	}
+	out.Attempts = append(out.Attempts, r.attempts...)
+	r.mu.Unlock()
 	if err := ctx.Err(); err != nil {
 		return out, fmt.Errorf("steps: run interrupted: %w", err)
 	}
@@ -261,34 +250,6 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 		return out, fmt.Errorf("steps: closing detectors: %w", detErr)
 	}
 	return out, nil
-}
-
-// maxReport bounds each of godog's reports copied into the evidence.
-const maxReport = 256 << 20
-
-// moveReports copies godog's reports from the spool into the run folder.
-// Each is opened with no link followed and must be a regular file of at
-// most maxReport bytes: whatever else is found there (a link to a host
-// secret, a FIFO) is refused, never read into signed evidence.
-func moveReports(spool string, folder *evidence.Folder) error {
-	d, err := untrusted.OpenDir(spool)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	for _, name := range []string{"junit.xml", "cucumber.json"} {
-		b, err := d.ReadFile(name, maxReport)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue // godog wrote none (it refused its options): said by the caller
-		}
-		if err != nil {
-			return err
-		}
-		if err := folder.WriteFile(filepath.Join("reports", name), b); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 func paths(features fs.FS, scenarios []string) []string {
@@ -334,6 +295,8 @@ type runner struct {
 	mu        sync.Mutex
 	seq       int
 	results   []evidence.Result
+	pickles   []pickleRef // which scenario each of results is
+	log       *reportLog  // what godog ran, for the reports
 	rejudges  map[string]rejudge
 	attempts  []evidence.Attempt
 	effective map[string]any
@@ -349,9 +312,10 @@ func (r *runner) nextSession() string {
 	return fmt.Sprintf("s%d", r.seq)
 }
 
-func (r *runner) record(res evidence.Result, f rejudge) {
+func (r *runner) record(res evidence.Result, f rejudge, pickle string) {
 	r.mu.Lock()
 	r.results = append(r.results, res)
+	r.pickles = append(r.pickles, pickleRef{id: pickle, gate: res.Gate, path: res.Path, session: res.Session, name: res.Scenario})
 	if f != nil {
 		if r.rejudges == nil {
 			r.rejudges = map[string]rejudge{}
@@ -377,6 +341,7 @@ func (r *runner) recordAttempts(as []evidence.Attempt) {
 func (r *runner) initScenario(sc *godog.ScenarioContext) {
 	sc.Before(r.before)
 	sc.After(r.after)
+	sc.StepContext().After(r.log.stepEnded)
 	registerSession(sc, r)
 	registerNetwork(sc, r)
 	registerVerdict(sc, r)

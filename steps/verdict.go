@@ -29,11 +29,10 @@ func registerVerdict(sc *godog.ScenarioContext, r *runner) {
 	sc.Step(`^no controlled endpoint outside the policy heard from the session$`, r.judge)
 }
 
-// Violation is returned to godog so the scenario shows as failed in the
-// cucumber and JUnit reports; the verdict itself is in the results. Those
-// reports are read by people (a CI system shows the JUnit message), so the
-// reason, which quotes what sandboxes sent, goes there redacted and
-// escaped.
+// Violation is returned to godog so the scenario's step fails there; the
+// verdict itself is in the results, and the JUnit and cucumber reports are
+// written from the final results (reports.go), never from this error. The
+// reason quotes what sandboxes sent, so it is redacted and escaped here too.
 type Violation struct{ Reason string }
 
 func (v *Violation) Error() string { return "FAIL: " + evidence.Redact(v.Reason) }

@@ -51,6 +51,7 @@ func TestKill9LeavesNothingAfterLabDown(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	going := entries                   // while two sessions ran
 	time.Sleep(300 * time.Millisecond) // let it get into the middle of things
 	entries = ledgerOf(t, cmd.Process.Pid)
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
@@ -61,20 +62,22 @@ func TestKill9LeavesNothingAfterLabDown(t *testing.T) {
 	if k[ledger.Netns] == 0 || k[ledger.Path] == 0 {
 		t.Fatalf("the run's ledger lists %v: want namespaces and folders too", k)
 	}
-	// Its working folders, the reports spool among them, are all in the
-	// harness's root-only folder, never in the shared /tmp, and listed.
-	spool := false
-	for _, e := range entries {
+	// Its working folders, its sessions' staging among them, are all in
+	// the harness's root-only folder, never in the shared /tmp, and listed.
+	// (The reports have no spool: they are written from the final
+	// verdicts straight into the run folder.)
+	staging := false
+	for _, e := range append(going, entries...) {
 		if e.Kind != ledger.Path {
 			continue
 		}
 		if !strings.HasPrefix(e.What, profile.HarnessDir+"/") {
 			t.Errorf("the run made %s outside %s", e.What, profile.HarnessDir)
 		}
-		spool = spool || strings.HasPrefix(e.What, scratch.Base+"/gatehouse-reports-")
+		staging = staging || strings.HasPrefix(e.What, scratch.Base+"/gatehouse-bwrap-")
 	}
-	if !spool {
-		t.Errorf("the reports spool is not on the run's ledger: %v", entries)
+	if !staging {
+		t.Errorf("no session's staging is on the run's ledger: %v, then %v", going, entries)
 	}
 	for _, e := range entries {
 		if e.Kind == ledger.Path || e.Kind == ledger.Cgroup {

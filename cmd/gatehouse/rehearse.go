@@ -264,6 +264,13 @@ func rehearse(ctx context.Context, f runFlags, p *plan, repo, reportName string,
 			results[i].Reason = fmt.Sprintf("the original repository changed during the rehearsal (%d path(s), first %s %s); ", len(ch), ch[0].Path, ch[0].Change) + results[i].Reason
 		}
 	}
+	// The JUnit and cucumber reports say the final verdicts, the check
+	// of the original above included.
+	if out != nil {
+		if err := out.WriteReports(folder, results); err != nil {
+			runErr = errors.Join(runErr, fmt.Errorf("rehearse: %w", err))
+		}
+	}
 	oc := rh.Outcome()
 	if len(results) == 1 {
 		oc.Verdict, oc.Reason = results[0].Verdict, results[0].Reason // after rejudging and the final check

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"encoding/xml"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -168,8 +169,54 @@ func TestNetworkGatesOnBwrapProfiles(t *testing.T) {
 					t.Errorf("run folder lacks %s", f)
 				}
 			}
+			assertReportsAgree(t, r.dir, r.results)
 			assertNothingLeft(t, r.stdout)
 		})
+	}
+}
+
+// assertReportsAgree checks that the JUnit file a CI system reads counts
+// what results.json says: every scenario a testcase, every verdict but PASS
+// a failure naming it.
+func assertReportsAgree(t *testing.T, dir string, results []evidence.Result) {
+	t.Helper()
+	var j struct {
+		Tests    int `xml:"tests,attr"`
+		Failures int `xml:"failures,attr"`
+		Suites   []struct {
+			Cases []struct {
+				Name    string `xml:"name,attr"`
+				Failure *struct {
+					Message string `xml:"message,attr"`
+				} `xml:"failure"`
+			} `xml:"testcase"`
+		} `xml:"testsuite"`
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "reports/junit.xml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := xml.Unmarshal(b, &j); err != nil {
+		t.Fatalf("junit.xml: %v", err)
+	}
+	verdict := map[string]evidence.Verdict{}
+	failures := 0
+	for _, r := range results {
+		verdict[r.Scenario] = r.Verdict
+		if r.Verdict != evidence.Pass {
+			failures++
+		}
+	}
+	if j.Tests != len(results) || j.Failures != failures {
+		t.Errorf("junit.xml: tests=%d failures=%d; results.json: %d scenario(s), %d not PASS", j.Tests, j.Failures, len(results), failures)
+	}
+	for _, s := range j.Suites {
+		for _, c := range s.Cases {
+			v := verdict[c.Name]
+			if (v == evidence.Pass) != (c.Failure == nil) || c.Failure != nil && !strings.Contains(c.Failure.Message, string(v)+": ") {
+				t.Errorf("junit.xml: %q %+v; results.json says %s", c.Name, c.Failure, v)
+			}
+		}
 	}
 }
 

@@ -91,7 +91,7 @@ func private(d string, uid int) error {
 
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
 
-// New makes a fresh folder named after kind ("reports", "bwrap-SESSION",
+// New makes a fresh folder named after kind ("diff", "srt-tmp",
 // ...) under Dir, recorded on the ledger. release removes it and its
 // ledger note; it is safe to call twice.
 func New(kind string) (dir string, release func() error, err error) {
