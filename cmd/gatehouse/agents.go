@@ -138,9 +138,9 @@ func agentsInstall(ctx context.Context, cache agents.Cache, name string, stdout,
 	in, fetched, err := cache.Install(ctx, a)
 	switch {
 	case errors.Is(err, agents.ErrRegistry):
-		return &exitError{exitUsage, fmt.Sprintf("agents install %s: %s %s is not cached in %s and the npm registry cannot be reached: %v", name, a.Name, a.Version, cache.Dir, err)}
+		return usagef("agents install %s: %s %s is not cached in %s and the npm registry cannot be reached: %v", name, a.Name, a.Version, cache.Dir, err)
 	case err != nil:
-		return &exitError{exitUsage, fmt.Sprintf("agents install %s: %v", name, err)}
+		return usagef("agents install %s: %v", name, err)
 	}
 	verb := "already installed"
 	if fetched {
@@ -156,15 +156,15 @@ func agentsInstall(ctx context.Context, cache agents.Cache, name string, stdout,
 func agentsLock(ctx context.Context, cache agents.Cache, out string, stdout, stderr io.Writer) error {
 	cur, err := agents.EmbeddedLock()
 	if err != nil {
-		return &exitError{exitUsage, err.Error()}
+		return &usageError{err}
 	}
 	next, err := cache.MakeLock(ctx, agents.Pinned())
 	if err != nil {
-		return &exitError{exitUsage, fmt.Sprintf("agents lock: %v", err)}
+		return usagef("agents lock: %v", err)
 	}
 	added, removed, err := cur.Changes(next)
 	if err != nil {
-		return &exitError{exitUsage, fmt.Sprintf("agents lock: %v", err)}
+		return usagef("agents lock: %v", err)
 	}
 	for _, id := range added {
 		fmt.Fprintf(stderr, "agents lock: + %s %s\n", id, next.Packages[id].Integrity)
@@ -181,11 +181,11 @@ func agentsLock(ctx context.Context, cache agents.Cache, out string, stdout, std
 	}
 	tmp := out + ".tmp"
 	if err := os.WriteFile(tmp, next.JSON(), 0o644); err != nil {
-		return &exitError{exitUsage, fmt.Sprintf("agents lock: %v", err)}
+		return usagef("agents lock: %v", err)
 	}
 	if err := os.Rename(tmp, out); err != nil {
 		os.Remove(tmp)
-		return &exitError{exitUsage, fmt.Sprintf("agents lock: %v", err)}
+		return usagef("agents lock: %v", err)
 	}
 	return nil
 }

@@ -167,7 +167,8 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	for _, p := range cmp.Profiles {
 		if p.Error != "" {
-			return &exitError{code: exitInconclusive, msg: fmt.Sprintf("compare: %s has no complete verdicts: %s", p.Label(), firstLine(p.Error))}
+			// Not finished: exit 3, whatever the other columns say.
+			return fmt.Errorf("compare: %s has no complete verdicts: %s", p.Label(), firstLine(p.Error))
 		}
 	}
 	return nil
@@ -193,8 +194,8 @@ func compareOne(ctx context.Context, f runFlags, stdout, stderr io.Writer) compa
 	if cerr := closeTargets(context.WithoutCancel(ctx)); cerr != nil {
 		err = errors.Join(err, cerr)
 	}
-	var ee *exitError
-	if err != nil && !(errors.As(err, &ee) && (ee.code == exitViolation || ee.code == exitInconclusive) && strings.Contains(out.String(), "\nevidence: ")) {
+	var oe *outcomeError // the run finished with verdicts that are not all PASS
+	if err != nil && !(errors.As(err, &oe) && strings.Contains(out.String(), "\nevidence: ")) {
 		pr.Error = err.Error()
 	}
 	runDir := ""

@@ -282,8 +282,7 @@ func runHelpVerb(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	for _, v := range verbs() {
 		if v.name == args[0] && v.name != "help" {
 			err := v.run(ctx, append(args[1:len(args):len(args)], "--help"), stdout, stdout)
-			var ee *exitError
-			if errors.As(err, &ee) && ee.code == exitOK {
+			if errors.Is(err, flag.ErrHelp) {
 				return nil
 			}
 			return err

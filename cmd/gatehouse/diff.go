@@ -58,7 +58,7 @@ func runDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error
 				return err
 			}
 			if _, err := verifyBundle(ctx, p, v); err != nil {
-				return &exitError{code: exitViolation, msg: fmt.Sprintf("diff: %s: NOT VERIFIED: %s", p, explain(err))}
+				return refusedf("diff: %s: NOT VERIFIED: %s", p, explain(err))
 			}
 			notes[i] = "verified"
 		} else {
@@ -71,7 +71,7 @@ func runDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	r := diff.Compare(sides[0], sides[1])
 	regressed := func() error {
 		if r.Regressed() {
-			return &exitError{code: exitViolation, msg: "diff: REGRESSION: a scenario that PASSed in A does not PASS in B"}
+			return refusedf("diff: REGRESSION: a scenario that PASSed in A does not PASS in B")
 		}
 		return nil
 	}

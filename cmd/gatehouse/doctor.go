@@ -86,7 +86,7 @@ func doctorWith(ctx context.Context, args []string, p doctor.Probes, stdout, std
 		}
 	}
 	if !r.BwrapReady {
-		return &exitError{code: exitViolation, msg: "doctor: a bwrap run cannot work on this machine: fix the lines above needed by run or bwrap"}
+		return refusedf("doctor: a bwrap run cannot work on this machine: fix the lines above needed by run or bwrap")
 	}
 	if *output == "text" {
 		fmt.Fprintln(stdout, "\nbwrap runs: ready")

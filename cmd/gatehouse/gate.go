@@ -7,8 +7,6 @@ import (
 	"github.com/gatehouse-dev/gatehouse/features"
 	"github.com/gatehouse-dev/gatehouse/steps"
 	"io"
-	"io/fs"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -129,7 +127,7 @@ func runGate(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		})
 	}
 	refused := func() error {
-		return &exitError{code: exitViolation, msg: fmt.Sprintf("gate: release refused (%d reason(s), first: %s)", len(d.Refusals), d.Refusals[0].Code)}
+		return refusedf("gate: release refused (%d reason(s), first: %s)", len(d.Refusals), d.Refusals[0].Code)
 	}
 	if *output == "json" {
 		if err := writeJSON(stdout, decisionDoc(req, *policy, d, v.Identity())); err != nil {
@@ -189,13 +187,12 @@ func decides(d gate.Decision, id string) []string {
 // candidates reads the index. When nothing matches the policy it also
 // returns the newest run of any policy, so the refusal can name it.
 func candidates(ctx context.Context, db, policy string) ([]index.Run, error) {
-	if _, err := os.Stat(db); errors.Is(err, fs.ErrNotExist) {
-		return nil, &exitError{code: exitViolation, msg: fmt.Sprintf(
-			"gate: release refused: no index at %s, so no evidence at all (record runs with 'gatehouse run', or point --db at the index)", db)}
+	ix, err := openIndex(ctx, db)
+	if errors.Is(err, errNoIndex) {
+		return nil, fmt.Errorf("gate: release refused: %w, so no evidence at all (record runs with 'gatehouse run', or point --db at the index)", err)
 	}
-	ix, err := index.Open(ctx, db)
 	if err != nil {
-		return nil, &usageError{fmt.Errorf("gate: %w", err)}
+		return nil, fmt.Errorf("gate: %w", err)
 	}
 	defer ix.Close()
 	rows, err := ix.Candidates(ctx, policy)

@@ -41,12 +41,12 @@ func runHistory(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if len(pos) > 0 {
 		return usagef("history: unexpected argument %q", pos[0])
 	}
-	if _, err := os.Stat(*db); errors.Is(err, fs.ErrNotExist) {
-		return usagef("history: no index at %s (runs record into <out>/%s; use --db)", *db, index.DefaultName)
+	ix, err := openIndex(ctx, *db)
+	if errors.Is(err, errNoIndex) {
+		return fmt.Errorf("history: %w (runs record into <out>/%s; use --db)", err, index.DefaultName)
 	}
-	ix, err := index.Open(ctx, *db)
 	if err != nil {
-		return &usageError{fmt.Errorf("history: %w", err)}
+		return fmt.Errorf("history: %w", err)
 	}
 	defer ix.Close()
 	runs, err := ix.History(ctx, *limit)
@@ -72,4 +72,20 @@ func runHistory(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	fmt.Fprintf(stdout, "%d run(s) in %s\n", len(runs), *db)
 	return nil
+}
+
+// openIndex opens the index db for a verb that reads recorded runs (gate,
+// merge, history). A file that is not there is errNoIndex, "no index at
+// db": no evidence was recorded there, a refusal in each of them (exit 1,
+// as docs/evidence.md says for gate). One that cannot be opened is a usage
+// error: --db names something that is not an index.
+func openIndex(ctx context.Context, db string) (*index.Index, error) {
+	if _, err := os.Stat(db); errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%w at %s", errNoIndex, db)
+	}
+	ix, err := index.Open(ctx, db)
+	if err != nil {
+		return nil, &usageError{err}
+	}
+	return ix, nil
 }

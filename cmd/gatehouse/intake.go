@@ -206,7 +206,7 @@ func intakeGate(ctx context.Context, f runFlags, signer sealer, target, contract
 		}
 	}
 	fmt.Fprintf(stdout, "\nevidence: %s\n%s", dir, note.String())
-	return verdictExit(results)
+	return outcome(results)
 }
 
 // exchangeLine is one exchange as a finding: the request, then the answer.

@@ -2,12 +2,12 @@
 //
 // main only calls run; every verb is a function in its own file taking
 // (ctx, args, stdout, stderr) and returning an error. Errors are mapped to
-// exit codes here and nowhere else.
+// exit codes in exitcodes.go and nowhere else.
 package main
 
 import (
 	"context"
-	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -17,14 +17,6 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/ledger"
 	"github.com/gatehouse-dev/gatehouse/targets/docker"
-)
-
-// Exit codes, shared by every verb.
-const (
-	exitOK           = 0 // all selected gates passed / verification succeeded
-	exitViolation    = 1 // a gate FAILed, or evidence did not verify / gate refused
-	exitUsage        = 2 // usage or configuration error
-	exitInconclusive = 3 // some gate INCONCLUSIVE (and none FAILed), or the run could not finish
 )
 
 type verb struct {
@@ -78,21 +70,25 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 func runVerb(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	return report(dispatch(ctx, args, stdout, stderr), stderr)
+}
+
+// dispatch runs the verb args name; its error says what happened
+// (exitcodes.go turns that into the exit code).
+func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
 		usage(stdout)
 		if len(args) == 0 {
-			return exitUsage
+			return usagef("say a command (the list is above)")
 		}
-		return exitOK
+		return flag.ErrHelp
 	}
 	for _, v := range verbs() {
 		if v.name == args[0] {
-			err := v.run(ctx, args[1:], stdout, stderr)
-			return report(err, stderr)
+			return v.run(ctx, args[1:], stdout, stderr)
 		}
 	}
-	fmt.Fprintf(stderr, "gatehouse: unknown command %q; run 'gatehouse help' for the list\n", args[0])
-	return exitUsage
+	return usagef("unknown command %q; run 'gatehouse help' for the list", args[0])
 }
 
 func usage(w io.Writer) {
@@ -108,42 +104,4 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, "\nFlags: -flag and --flag are the same; -o is --output, -p --profile and -k --key wherever a command has them.")
 	fmt.Fprintln(w, "Shell completion: source <(gatehouse completion bash)   (or zsh, fish)")
 	fmt.Fprintln(w, "\nExit codes: 0 pass, 1 violation (or evidence refused), 2 usage/config, 3 inconclusive or the run could not finish.")
-}
-
-// usageError is a mistake in the command line or a configuration file.
-type usageError struct{ err error }
-
-func (e *usageError) Error() string { return e.err.Error() }
-func (e *usageError) Unwrap() error { return e.err }
-
-func usagef(format string, a ...any) error { return &usageError{fmt.Errorf(format, a...)} }
-
-// exitError carries a verb's decided exit code with a message (or none).
-type exitError struct {
-	code int
-	msg  string
-}
-
-func (e *exitError) Error() string { return e.msg }
-
-func report(err error, stderr io.Writer) int {
-	if err == nil {
-		return exitOK
-	}
-	var ee *exitError
-	if errors.As(err, &ee) {
-		if ee.msg != "" {
-			fmt.Fprintln(stderr, "gatehouse:", ee.msg)
-		}
-		return ee.code
-	}
-	fmt.Fprintln(stderr, "gatehouse:", err)
-	var ue *usageError
-	if errors.As(err, &ue) {
-		return exitUsage
-	}
-	if errors.Is(err, context.Canceled) {
-		fmt.Fprintln(stderr, "gatehouse: interrupted; nothing was left behind and no run was recorded as complete")
-	}
-	return exitInconclusive
 }

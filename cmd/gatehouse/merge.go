@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"html/template"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -114,12 +113,9 @@ func runMerge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if s == nil {
 		return usagef("merge: a merge is signed: give --key cosign.key (or --keyless)")
 	}
-	if _, err := os.Stat(*db); errors.Is(err, fs.ErrNotExist) {
-		return &exitError{code: exitViolation, msg: fmt.Sprintf("merge: no index at %s", *db)}
-	}
-	ix, err := index.Open(ctx, *db)
+	ix, err := openIndex(ctx, *db)
 	if err != nil {
-		return &usageError{fmt.Errorf("merge: %w", err)}
+		return fmt.Errorf("merge: %w", err)
 	}
 	defer ix.Close()
 	rows, err := ix.Group(ctx, *group)
@@ -127,7 +123,7 @@ func runMerge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("merge: %w", err)
 	}
 	if len(rows) == 0 {
-		return &exitError{code: exitViolation, msg: fmt.Sprintf("merge: the index %s holds no run of group %q", *db, *group)}
+		return refusedf("merge: the index %s holds no run of group %q", *db, *group)
 	}
 	v, err := s.SelfVerifier()
 	if err != nil {
@@ -139,11 +135,11 @@ func runMerge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	at := map[string]int{}
 	for _, row := range rows {
 		if row.KeyFingerprint == "" {
-			return &exitError{code: exitViolation, msg: fmt.Sprintf("merge: run %s (%s) is unsigned: only signed shards are merged", row.ID, row.Dir)}
+			return refusedf("merge: run %s (%s) is unsigned: only signed shards are merged", row.ID, row.Dir)
 		}
 		ver, err := verifyBundle(ctx, row.Dir, v)
 		if err != nil {
-			return &exitError{code: exitViolation, msg: fmt.Sprintf("merge: run %s (%s) does not verify as signed by %s: %s", row.ID, row.Dir, v.Identity(), explain(err))}
+			return refusedf("merge: run %s (%s) does not verify as signed by %s: %s", row.ID, row.Dir, v.Identity(), explain(err))
 		}
 		sums, err := bundle.SumsDigest(row.Dir)
 		if err != nil {
@@ -283,7 +279,7 @@ func verifyMerge(ctx context.Context, dir, key string, stdout io.Writer) error {
 	}
 	pred, err := bundle.VerifyMerge(ctx, dir, v)
 	if err != nil {
-		return &exitError{code: exitViolation, msg: fmt.Sprintf("merge: %s does not verify: %s", dir, explain(err))}
+		return refusedf("merge: %s does not verify: %s", dir, explain(err))
 	}
 	fmt.Fprintf(stdout, "merge %s verified, signed by %s\n%s\n", dir, v.Identity(), pred)
 	return nil

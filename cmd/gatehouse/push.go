@@ -81,7 +81,7 @@ func runPush(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 		if err := bundle.Archive(src, f); err != nil {
 			f.Close()
-			return &exitError{code: exitViolation, msg: fmt.Sprintf("push: %s: %v", src, err)}
+			return refusedf("push: %s: %w", src, err)
 		}
 		if err := f.Close(); err != nil {
 			return err
@@ -89,13 +89,11 @@ func runPush(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	p, err := ocistore.Push(ctx, ref.Dir, archive, *image)
 	switch {
-	case errors.Is(err, ocistore.ErrRef):
-		return &usageError{fmt.Errorf("push: %w", err)}
 	case errors.Is(err, ocistore.ErrNotSealed), errors.Is(err, ocistore.ErrMalformed),
 		errors.Is(err, bundle.ErrMalformed), errors.Is(err, bundle.ErrUnsafePath), errors.Is(err, bundle.ErrTooLarge):
-		return &exitError{code: exitViolation, msg: fmt.Sprintf("push: refused: %s: %v", src, err)}
+		return refusedf("push: refused: %s: %w", src, err)
 	case err != nil:
-		return fmt.Errorf("push: %w", err)
+		return fmt.Errorf("push: %w", err) // ocistore.ErrRef: a usage error (exitTable)
 	}
 	fmt.Fprintf(stdout, "pushed:   %s\n", p.Ref)
 	fmt.Fprintf(stdout, "  run %s, policy %s, SHA256SUMS %s\n", p.RunID,

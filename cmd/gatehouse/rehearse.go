@@ -303,7 +303,7 @@ func rehearse(ctx context.Context, f runFlags, p *plan, repo, reportName string,
 	}
 	printRehearsal(stdout, oc, results)
 	fmt.Fprintf(stdout, "\nevidence: %s\n%s", dir, note.String())
-	exit := verdictExit(results)
+	exit := outcome(results)
 	if len(results) > 0 && results[0].Verdict == evidence.Fail {
 		fmt.Fprint(stdout, whatToDoOnFailure)
 	}

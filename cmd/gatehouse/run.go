@@ -466,25 +466,11 @@ func execute(ctx context.Context, f runFlags, stdout, stderr io.Writer) error {
 		if err := writeJSON(stdout, runDocOf(*res.Record, dir, p.signer, indexPath(f), archivePath(f, dir), results)); err != nil {
 			return err
 		}
-		return verdictExit(results)
+		return outcome(results)
 	}
 	printSummary(stdout, results)
 	fmt.Fprintf(stdout, "\nevidence: %s\n%s", dir, note.String())
-	return verdictExit(results)
-}
-
-func verdictExit(results []evidence.Result) error {
-	n := map[evidence.Verdict]int{}
-	for _, r := range results {
-		n[r.Verdict]++
-	}
-	switch _, code := decide(results); code {
-	case exitViolation:
-		return &exitError{code: exitViolation, msg: fmt.Sprintf("%d scenario(s) FAILED: the sandbox let a forbidden effect happen", n[evidence.Fail])}
-	case exitInconclusive:
-		return &exitError{code: exitInconclusive, msg: fmt.Sprintf("%d scenario(s) INCONCLUSIVE: nothing was proven either way for them", n[evidence.Inconclusive])}
-	}
-	return nil
+	return outcome(results)
 }
 
 func printSummary(w io.Writer, results []evidence.Result) {

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"errors"
+
 	"github.com/gatehouse-dev/gatehouse/evidence"
 )
 
@@ -37,19 +39,17 @@ type runResult struct {
 	DurationMS float64 `json:"duration_ms"`
 }
 
-// decide is the run's exit decision, as verdictExit returns it.
+// decide is the run's decision and exit code, as the verb exits with them.
 func decide(results []evidence.Result) (string, int) {
-	n := map[evidence.Verdict]int{}
-	for _, r := range results {
-		n[r.Verdict]++
-	}
+	err := outcome(results)
+	var oe *outcomeError
 	switch {
-	case n[evidence.Fail] > 0:
-		return "fail", exitViolation
-	case n[evidence.Inconclusive] > 0 || len(results) == 0:
-		return "inconclusive", exitInconclusive
+	case !errors.As(err, &oe):
+		return "pass", exitCode(err)
+	case oe.verdict == evidence.Fail:
+		return "fail", exitCode(err)
 	}
-	return "pass", exitOK
+	return "inconclusive", exitCode(err)
 }
 
 func runDocOf(rec evidence.Run, dir string, signer sealer, index, archive string, results []evidence.Result) runDoc {

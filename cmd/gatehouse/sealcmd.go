@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -81,7 +80,7 @@ func runSeal(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return usagef("seal: %w", err)
 		}
 		if !st.IsDir() {
-			return &exitError{code: exitViolation, msg: fmt.Sprintf("seal: %s: %v: not a folder (a link or a file)", d, runner.ErrNotSealable)}
+			return fmt.Errorf("seal: %s: %w: not a folder (a link or a file)", d, runner.ErrNotSealable)
 		}
 	}
 	if err := checkSealIndex(f, dirs); err != nil {
@@ -133,10 +132,7 @@ func sealOne(ctx context.Context, f runFlags, src string, s sealer, stdout io.Wr
 		}
 	}
 	dir, err := runner.SealFolder(ctx, src, out, s)
-	if errors.Is(err, runner.ErrNotSealable) {
-		return &exitError{code: exitViolation, msg: err.Error()}
-	}
-	if err != nil {
+	if err != nil { // runner.ErrNotSealable: refused (exitTable)
 		return err
 	}
 	fmt.Fprintf(stdout, "sealed:   %s\n", dir)

@@ -31,11 +31,7 @@ func newTarget(name string, prof *profile.Profile, probe string) (targets.Target
 		shim = docker.ShimCommand(exe)
 	}
 	t, err := runner.NewTarget(name, prof, probe, shim)
-	var ce *runner.ConfigError
-	if errors.As(err, &ce) {
-		return nil, &usageError{ce.Err}
-	}
-	if err != nil {
+	if err != nil { // *runner.ConfigError: a usage error (exitTable)
 		return nil, err
 	}
 	if c, ok := t.(closer); ok {
@@ -78,7 +74,7 @@ func closeTargets(ctx context.Context) error {
 // rewrites the container's network namespace and execs the real runtime.
 func runShim(_ context.Context, args []string, _, stderr io.Writer) error {
 	if code := docker.ShimMain(args, stderr); code != 0 {
-		return &exitError{code: code}
+		return &runtimeExit{code}
 	}
 	return nil
 }

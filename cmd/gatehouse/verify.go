@@ -123,7 +123,7 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 	}
 	if err != nil {
-		return &exitError{code: exitViolation, msg: "NOT VERIFIED: " + explain(err)}
+		return refusedf("NOT VERIFIED: %s", explain(err))
 	}
 	if *output == "text" {
 		printVerified(stdout, ver)
@@ -139,7 +139,7 @@ func parseArgs(fl *flag.FlagSet, args []string) ([]string, error) {
 	for {
 		if err := fl.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
-				return nil, &exitError{code: exitOK}
+				return nil, err // help printed: exit 0
 			}
 			return nil, &usageError{err}
 		}

@@ -1,0 +1,132 @@
+package archtest_test
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gatehouse-dev/gatehouse/internal/archtest"
+)
+
+// minRun is the shortest copied run of lines the guard refuses (blank and
+// comment-only lines not counted).
+const minRun = 30
+
+// layers is the repository's layer table, lowest first, as the import
+// graph stands (go list -f '{{.ImportPath}} {{join .Imports " "}}' ./...).
+// A package may import its own layer and any below it, never one above.
+// A new package goes into a row here, or the test says it is in none.
+// docs/architecture.md shows the same table.
+var layers = []archtest.Layer{
+	// helpers, embedded data, the probe (guest attempts and wire format)
+	{"base", []string{
+		"internal/...", "ledger", "detect", "corpus", "features", "probe", "probe/probetest",
+		"targets/egress", "targets/docker/ocishim", "targets/profiles", "evidence/keys", "evidence/keyless/...", "lab/intake",
+	}},
+	// evidence records and what reads them: bundle, index, gate, diff, report
+	{"records", []string{"evidence", "evidence/...", "lab/model", "lab/intake/contract"}},
+	// the controlled endpoints
+	{"lab", []string{"lab", "lab/labproxy"}},
+	// the target contract, the profile, the adapters
+	{"targets", []string{"targets", "targets/..."}},
+	// monitors, alert readers, the agent CLIs, doctor
+	{"detectors+agents", []string{"agents", "alerts", "auditmon", "monitor", "doctor"}},
+	// the godog steps
+	{"suite", []string{"steps"}},
+	// the one pipeline
+	{"runner", []string{"runner"}},
+	// what people and CI run: the CLI, gatehousetest, examples, scripts
+	{"faces", []string{"cmd/...", "gatehousetest", "examples/...", "scripts/..."}},
+}
+
+// knownUpward are the imports that run up the layers today. Issue 23 (the
+// redesign) removes them; the test fails on any other, and on one of these
+// that is gone, so the list cannot outlive the code.
+var knownUpward = []archtest.Exception{
+	{A: "lab", B: "targets", Why: "issue 23: lab/attach.go uses the target contract; the lab must not know targets"},
+	{A: "targets/realwrap", B: "agents", Why: "issue 23: the real wrappers find their tools through the agents cache"},
+}
+
+// knownDuplicates are the pairs of files that share a run of minRun lines
+// today. Issue 23: the host-process session kit that targets/bwrap and
+// targets/exec will both embed. When the copies are folded, the test says
+// which entries to delete.
+var knownDuplicates = []archtest.Exception{
+	{A: "targets/bwrap/cgroup.go", B: "targets/exec/cgroup.go", Why: "issue 23: one host-session kit"},
+	{A: "targets/bwrap/stop.go", B: "targets/exec/stop.go", Why: "issue 23: one host-session kit"},
+	{A: "targets/bwrap/processes.go", B: "targets/exec/processes.go", Why: "issue 23: one host-session kit"},
+}
+
+// TestArchitecture is the guard make test runs: imports only go down the
+// layers, and no run of minRun lines is copied between non-test Go files.
+func TestArchitecture(t *testing.T) {
+	probs, err := archtest.Problems(filepath.Join("..", ".."), layers, knownUpward, minRun, knownDuplicates)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range probs {
+		t.Error(p)
+	}
+}
+
+// The guard fails on what it is for: a fixture module (testdata/planted)
+// with an import up its layers, a package in no layer, a copied run and two
+// exceptions that no longer hold.
+func TestGuardFindsPlantedViolations(t *testing.T) {
+	fixtureLayers := []archtest.Layer{
+		{"low", []string{"base"}},
+		{"middle", []string{"mid"}},
+		{"high", []string{"top"}},
+	}
+	up := []archtest.Exception{{A: "top", B: "base", Why: "not upward: stale"}}
+	dups := []archtest.Exception{{A: "mid/mid.go", B: "top/top.go", Why: "never shared: stale"}}
+	probs, err := archtest.Problems(filepath.Join("testdata", "planted"), fixtureLayers, up, minRun, dups)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"package stray is in no layer",
+		"base → mid imports a higher layer (low → middle)",
+		"stale exception: top → base is no longer an upward import",
+		"duplicated code: base/copy.go:",
+		"stale exception: mid/mid.go and top/top.go no longer share a run of 30 lines",
+	}
+	for _, p := range probs {
+		t.Log(p)
+	}
+	if len(probs) != len(want) {
+		t.Errorf("%d problems, want %d:\n%s", len(probs), len(want), strings.Join(probs, "\n"))
+	}
+	for _, w := range want {
+		found := false
+		for _, p := range probs {
+			found = found || strings.Contains(p, w)
+		}
+		if !found {
+			t.Errorf("no problem says %q; got:\n%s", w, strings.Join(probs, "\n"))
+		}
+	}
+}
+
+// A copy is found re-indented and re-commented, from where it starts to
+// where it ends; 29 shared lines are not a finding.
+func TestDuplicatesMeasuresTheRun(t *testing.T) {
+	runs, err := archtest.Duplicates(filepath.Join("testdata", "planted"), minRun)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != 1 {
+		t.Fatalf("%d runs, want 1: %v", len(runs), runs)
+	}
+	r := runs[0]
+	if r.A.File != "base/copy.go" || r.B.File != "mid/mid.go" || r.Lines != 32 {
+		t.Errorf("got %s; want base/copy.go and mid/mid.go sharing 32 lines", r)
+	}
+	if runs, _ := archtest.Duplicates(filepath.Join("testdata", "planted"), 33); len(runs) != 0 {
+		t.Errorf("with a minimum of 33 lines: %v, want none", runs)
+	}
+	runs, err = archtest.Duplicates(filepath.Join("testdata", "planted"), 29)
+	if err != nil || len(runs) != 2 || runs[1].String() != "stray/stray.go:6-34 and top/top.go:9-37 share 29 lines" {
+		t.Errorf("with a minimum of 29 lines: %v, %v; want the 32-line run and stray/top's 29", runs, err)
+	}
+}
