@@ -152,7 +152,7 @@ func (s *agentSession) run(p probe.Plan) []byte {
 			}
 			s.t.lab.add(evidence.Hit{Time: time.Now(), Endpoint: ep, Session: s.name, Proto: st.Kind, Summary: st.Target, Data: strings.Join(headerValues(st), " ")})
 		}
-		_ = enc.Encode(probe.Report{ID: st.ID, Kind: st.Kind, Target: st.Target, Outcome: "timeout", Start: time.Now()})
+		_ = enc.Encode(probe.Report{ID: st.ID, Kind: st.Kind, Target: st.Target, Outcome: blocked(st), Start: time.Now()})
 	}
 	return b.Bytes()
 }

@@ -93,7 +93,7 @@ func (s *keyedSession) Exec(ctx context.Context, cmd targets.Command) (targets.R
 	res, err := s.fakeSession.Exec(ctx, targets.Command{Args: cmd.Args, Stdin: strings.NewReader(string(in)), Stdout: io.Discard})
 	enc := json.NewEncoder(cmd.Stdout)
 	for _, st := range p.Steps {
-		_ = enc.Encode(probe.Report{ID: st.ID, Kind: st.Kind, Target: st.Target, Outcome: "timeout", Start: start, DurationMS: float64(time.Since(start).Microseconds()) / 1000})
+		_ = enc.Encode(probe.Report{ID: st.ID, Kind: st.Kind, Target: st.Target, Outcome: blocked(st), Start: start, DurationMS: float64(time.Since(start).Microseconds()) / 1000})
 	}
 	return res, err
 }

@@ -80,15 +80,19 @@ func (s *fakeSession) Exec(ctx context.Context, cmd targets.Command) (targets.Re
 	}
 	enc := json.NewEncoder(cmd.Stdout)
 	for _, st := range p.Steps {
-		// The fake sandbox names no proxy: the probe says so of a proxy
-		// attempt; a blocked direct attempt times out (a drop).
-		outcome := "timeout"
-		if st.Kind == probe.KindProxy {
-			outcome = "no-proxy"
-		}
-		_ = enc.Encode(probe.Report{ID: st.ID, Kind: st.Kind, Target: st.Target, Outcome: outcome, Start: time.Now()})
+		_ = enc.Encode(probe.Report{ID: st.ID, Kind: st.Kind, Target: st.Target, Outcome: blocked(st), Start: time.Now()})
 	}
 	return targets.Result{}, nil
+}
+
+// blocked is what the probe reports of an attempt a fake sandbox with no
+// proxy blocks: a proxy attempt finds no proxy named; any other times out
+// (a drop).
+func blocked(st probe.Step) string {
+	if st.Kind == probe.KindProxy {
+		return "no-proxy"
+	}
+	return "timeout"
 }
 
 func headerValues(st probe.Step) []string {

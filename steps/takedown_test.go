@@ -25,7 +25,7 @@ func takedownOutput(report func(control string) (string, string, string), ran *s
 			if st.Kind == probe.KindTakedown {
 				ran.Store(p.Session, true)
 			}
-			rep := probe.Report{ID: st.ID, Kind: st.Kind, Target: st.Target, Outcome: "timeout", Start: time.Now()}
+			rep := probe.Report{ID: st.ID, Kind: st.Kind, Target: st.Target, Outcome: blocked(st), Start: time.Now()}
 			if st.Kind == probe.KindTakedown {
 				if len(st.Outside) == 0 || len(st.Spare) == 0 {
 					rep.Outcome, rep.Error = probe.OutcomeError, "the harness named no outside namespaces or spared tables"
