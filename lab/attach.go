@@ -9,11 +9,23 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/internal/namedns"
 	"github.com/gatehouse-dev/gatehouse/ledger"
-	"github.com/gatehouse-dev/gatehouse/targets"
 	"github.com/vishvananda/netlink"
 )
 
 var sessionRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,31}$`)
+
+// Network is what Attach made for a session: its network namespace, joined
+// to the lab, and the addresses it has there. It has the fields of
+// targets.Network, which the suite converts it to (the lab knows nothing of
+// targets; a field added to one and not the other stops that conversion
+// compiling).
+type Network struct {
+	NetnsName string // e.g. "gh-1a2b-s3"
+	NetnsPath string // e.g. "/run/netns/gh-1a2b-s3"
+	IPv4      string // the session's own address, e.g. "198.51.100.6"
+	IPv6      string // e.g. "2001:db8:100:3::2"
+	Resolver  string // the resolver the sandbox is given, e.g. "203.0.113.53"
+}
 
 // attachment is one session namespace joined to the lab.
 type attachment struct {
@@ -30,16 +42,16 @@ type attachment struct {
 // Attach creates the session's network namespace, joins it to the lab with a
 // veth pair and routes everything it sends into the lab. It refuses with an
 // *UnsealedError when the lab is not sealed, before creating anything.
-func (l *Lab) Attach(ctx context.Context, session string) (targets.Network, error) {
+func (l *Lab) Attach(ctx context.Context, session string) (Network, error) {
 	if !sessionRE.MatchString(session) {
-		return targets.Network{}, fmt.Errorf("lab: attach session: name %q is not [a-z0-9-]{1,32}", session)
+		return Network{}, fmt.Errorf("lab: attach session: name %q is not [a-z0-9-]{1,32}", session)
 	}
 	if err := l.Sealed(ctx); err != nil {
-		return targets.Network{}, fmt.Errorf("lab: attach session %s: %w", session, err)
+		return Network{}, fmt.Errorf("lab: attach session %s: %w", session, err)
 	}
 	a, err := l.reserve(session)
 	if err != nil {
-		return targets.Network{}, fmt.Errorf("lab: attach session %s: %w", session, err)
+		return Network{}, fmt.Errorf("lab: attach session %s: %w", session, err)
 	}
 	l.plumbing.Lock()
 	err = l.plumb(ctx, a)
@@ -48,10 +60,10 @@ func (l *Lab) Attach(ctx context.Context, session string) (targets.Network, erro
 		if derr := l.Detach(context.WithoutCancel(ctx), session); derr != nil {
 			err = errors.Join(err, derr)
 		}
-		return targets.Network{}, fmt.Errorf("lab: attach session %s: %w", session, err)
+		return Network{}, fmt.Errorf("lab: attach session %s: %w", session, err)
 	}
 	l.logf("lab %s: session %s attached as %s (%s, %s)", l.name, session, a.netns, a.v4, a.v6)
-	return targets.Network{
+	return Network{
 		NetnsName: a.netns,
 		NetnsPath: NetnsPath(a.netns),
 		IPv4:      a.v4.String(),

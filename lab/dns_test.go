@@ -9,11 +9,11 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/gatehouse-dev/gatehouse/evidence"
-	"github.com/gatehouse-dev/gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/lab"
 )
 
 // query asks server (ip:53) from inside the session namespace.
-func query(t *testing.T, nw targets.Network, network, server, name string, qtype uint16) *dns.Msg {
+func query(t *testing.T, nw lab.Network, network, server, name string, qtype uint16) *dns.Msg {
 	t.Helper()
 	c, err := dial(context.Background(), nw, network, server)
 	if err != nil {

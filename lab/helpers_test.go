@@ -13,7 +13,6 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/evidence"
 	"github.com/gatehouse-dev/gatehouse/lab"
-	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
 // needLab skips unless this process can create network namespaces.
@@ -66,7 +65,7 @@ func labNamespaces(t *testing.T, name string) []string {
 	return out
 }
 
-func attach(t *testing.T, l *lab.Lab, session string) targets.Network {
+func attach(t *testing.T, l *lab.Lab, session string) lab.Network {
 	t.Helper()
 	nw, err := l.Attach(context.Background(), session)
 	if err != nil {
@@ -76,7 +75,7 @@ func attach(t *testing.T, l *lab.Lab, session string) targets.Network {
 }
 
 // dial opens a connection from inside the session namespace.
-func dial(ctx context.Context, nw targets.Network, network, addr string) (net.Conn, error) {
+func dial(ctx context.Context, nw lab.Network, network, addr string) (net.Conn, error) {
 	var c net.Conn
 	err := lab.InNetns(nw.NetnsPath, func() (err error) {
 		d := net.Dialer{Timeout: 3 * time.Second}
@@ -88,7 +87,7 @@ func dial(ctx context.Context, nw targets.Network, network, addr string) (net.Co
 
 // client is an HTTP client whose connections start in the session
 // namespace. It does not follow redirects: the tests look at them.
-func client(nw targets.Network) *http.Client {
+func client(nw lab.Network) *http.Client {
 	return &http.Client{
 		Timeout: 5 * time.Second,
 		Transport: &http.Transport{

@@ -14,7 +14,6 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/evidence"
 	"github.com/gatehouse-dev/gatehouse/lab"
-	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
 // A path socket records every connection for its session, answers, is
@@ -81,7 +80,7 @@ func TestServeSocketRecordsEveryConnection(t *testing.T) {
 func TestHostServiceOnlyOnTheLabLoopback(t *testing.T) {
 	l := upLab(t)
 	addr := net.JoinHostPort(lab.HostServiceV4, strconv.Itoa(lab.HostServicePort))
-	labNet := targets.Network{NetnsPath: lab.NetnsPath(l.Name())}
+	labNet := lab.Network{NetnsPath: lab.NetnsPath(l.Name())}
 	resp, err := client(labNet).Get("http://" + addr + "/probe?c=ghc0123456789abcdef")
 	if err != nil {
 		t.Fatalf("from the lab namespace: %v", err)

@@ -9,11 +9,10 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/evidence"
 	"github.com/gatehouse-dev/gatehouse/lab"
-	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
 // ask sends one query to the lab resolver from the session namespace.
-func ask(t *testing.T, nw targets.Network, name string, qtype uint16) *dns.Msg {
+func ask(t *testing.T, nw lab.Network, name string, qtype uint16) *dns.Msg {
 	t.Helper()
 	c, err := dial(context.Background(), nw, "udp", lab.ResolverV4+":53")
 	if err != nil {

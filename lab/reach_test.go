@@ -17,13 +17,12 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/evidence"
 	"github.com/gatehouse-dev/gatehouse/lab"
-	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
-type attempt func(ctx context.Context, nw targets.Network, marker string) error
+type attempt func(ctx context.Context, nw lab.Network, marker string) error
 
 func httpGet(url string, wantStatus int) attempt {
-	return func(ctx context.Context, nw targets.Network, marker string) error {
+	return func(ctx context.Context, nw lab.Network, marker string) error {
 		sep := "?"
 		if strings.Contains(url, "?") {
 			sep = "&"
@@ -42,7 +41,7 @@ func httpGet(url string, wantStatus int) attempt {
 
 // stream sends the marker over TCP or UDP and expects the "ok" reply.
 func stream(network, addr string) attempt {
-	return func(ctx context.Context, nw targets.Network, marker string) error {
+	return func(ctx context.Context, nw lab.Network, marker string) error {
 		c, err := dial(ctx, nw, network, addr)
 		if err != nil {
 			return err
@@ -67,7 +66,7 @@ func stream(network, addr string) attempt {
 // ping sends an echo request from an unprivileged-style datagram ICMP
 // socket, which only works because Attach widened ping_group_range.
 func ping(v6 bool, dst string) attempt {
-	return func(ctx context.Context, nw targets.Network, marker string) error {
+	return func(ctx context.Context, nw lab.Network, marker string) error {
 		network, typ, proto := "udp4", icmp.Type(ipv4.ICMPTypeEcho), 1
 		if v6 {
 			network, typ, proto = "udp6", ipv6.ICMPTypeEchoRequest, 58

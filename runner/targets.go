@@ -54,10 +54,14 @@ func NewTarget(name string, prof *profile.Profile, probe string, shim []string) 
 		// The wrapper runs the probe binary's "init 0" as its command.
 		return exec.New(exec.Options{Profile: prof, Init: probe}), nil
 	case profile.TargetSRT, profile.TargetCodex:
-		t, err := realwrap.New(agents.DefaultCache(os.Getenv), exec.Options{Profile: prof, Init: probe})
+		// Not installed (or srt's TMPDIR not makeable) is this machine's
+		// configuration: the error carries the install command.
+		tools, err := agents.DefaultCache(os.Getenv).WrapperTools(name)
 		if err != nil {
-			// Not installed (or srt's TMPDIR not makeable) is this machine's
-			// configuration: the error carries the install command.
+			return nil, &ConfigError{err}
+		}
+		t, err := realwrap.New(exec.Options{Profile: prof, Init: probe, Tools: tools})
+		if err != nil {
 			return nil, &ConfigError{err}
 		}
 		return t, nil

@@ -102,8 +102,8 @@ func (t *recordingTarget) seen() []targets.Spec {
 // recordingLab is a lab with a real broker and no endpoints.
 type recordingLab struct{ b *lab.Broker }
 
-func (l *recordingLab) Attach(_ context.Context, s string) (targets.Network, error) {
-	return targets.Network{NetnsName: "rec-" + s, NetnsPath: "/nonexistent/" + s}, nil
+func (l *recordingLab) Attach(_ context.Context, s string) (lab.Network, error) {
+	return lab.Network{NetnsName: "rec-" + s, NetnsPath: "/nonexistent/" + s}, nil
 }
 func (l *recordingLab) Detach(context.Context, string) error { return nil }
 func (l *recordingLab) Hits() []evidence.Hit                 { return nil }

@@ -58,7 +58,7 @@ func (r *runner) freshSession(ctx context.Context, path string) error {
 			return fmt.Errorf("attach session to the lab: %w", err)
 		}
 		s.attached = true
-		spec.Network = n
+		spec.Network = targets.Network(n)
 	case NetHost:
 		if err := r.cfg.Lab.Sealed(ctx); err != nil {
 			return fmt.Errorf("refusing to run in the lab namespace: %w", err)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/evidence"
 	"github.com/gatehouse-dev/gatehouse/features"
+	"github.com/gatehouse-dev/gatehouse/lab"
 	"github.com/gatehouse-dev/gatehouse/probe"
 	"github.com/gatehouse-dev/gatehouse/steps"
 	"github.com/gatehouse-dev/gatehouse/targets"
@@ -25,8 +26,8 @@ type fakeLab struct {
 	hits []evidence.Hit
 }
 
-func (l *fakeLab) Attach(ctx context.Context, s string) (targets.Network, error) {
-	return targets.Network{NetnsName: "fake-" + s, NetnsPath: "/nonexistent/" + s}, nil
+func (l *fakeLab) Attach(ctx context.Context, s string) (lab.Network, error) {
+	return lab.Network{NetnsName: "fake-" + s, NetnsPath: "/nonexistent/" + s}, nil
 }
 func (l *fakeLab) Detach(ctx context.Context, s string) error { return nil }
 func (l *fakeLab) Sealed(ctx context.Context) error           { return nil }

@@ -20,7 +20,7 @@ func needTool(t *testing.T, name string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := realwrap.Tools(agents.DefaultCache(os.Getenv), p); errors.Is(err, realwrap.ErrNotInstalled) {
+	if _, err := agents.DefaultCache(os.Getenv).WrapperTools(p.Target); errors.Is(err, agents.ErrNotInstalled) {
 		t.Skip(err)
 	}
 }

@@ -69,7 +69,7 @@ func BenchmarkBareVsSession(b *testing.B) {
 
 	// The template session: its argv is the bare command's, its staging
 	// folder what that argv binds. It idles for the whole benchmark.
-	tmpl, err := tgt.Start(ctx, withPlaces(b, p, targets.Spec{Name: "bare", Path: targets.PathNormal, Network: prepared}))
+	tmpl, err := tgt.Start(ctx, withPlaces(b, p, targets.Spec{Name: "bare", Path: targets.PathNormal, Network: targets.Network(prepared)}))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -88,7 +88,7 @@ func BenchmarkBareVsSession(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	benchSession(b, ctx, tgt, p, warm)
+	benchSession(b, ctx, tgt, p, targets.Network(warm))
 	if err := l.Detach(ctx, "warm"); err != nil {
 		b.Fatal(err)
 	}
@@ -104,7 +104,7 @@ func BenchmarkBareVsSession(b *testing.B) {
 			b.Fatal(err)
 		}
 		t1 := time.Now()
-		benchSession(b, ctx, tgt, p, nw)
+		benchSession(b, ctx, tgt, p, targets.Network(nw))
 		t2 := time.Now()
 		if err := l.Detach(ctx, name); err != nil {
 			b.Fatal(err)

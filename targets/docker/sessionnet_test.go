@@ -28,7 +28,7 @@ func upLab(t *testing.T, session string) (*lab.Lab, targets.Network) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return l, n
+	return l, targets.Network(n)
 }
 
 // TestSessionNetworkAndEgress: a container with network lab lives in the

@@ -2,7 +2,6 @@ package realwrap_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -22,7 +21,6 @@ import (
 	"github.com/gatehouse-dev/gatehouse/targets/exec"
 	"github.com/gatehouse-dev/gatehouse/targets/profile"
 	"github.com/gatehouse-dev/gatehouse/targets/profiles"
-	"github.com/gatehouse-dev/gatehouse/targets/realwrap"
 )
 
 // benchUID is the normal path's user in the shipped profiles: both the
@@ -45,13 +43,7 @@ func BenchmarkColdStart(b *testing.B) {
 				b.Fatal(err)
 			}
 			cache := agents.DefaultCache(os.Getenv)
-			tgt, err := realwrap.New(cache, exec.Options{Profile: p, Root: b.TempDir(), Init: probetest.Build(b)})
-			if errors.Is(err, realwrap.ErrNotInstalled) {
-				b.Skip(err)
-			}
-			if err != nil {
-				b.Fatal(err)
-			}
+			tgt := newTarget(b, exec.Options{Profile: p, Root: b.TempDir(), Init: probetest.Build(b)})
 			b.Cleanup(func() { _ = tgt.Close(context.Background()) })
 			bare := bareWrapper(b, cache, p)
 			nw := emptyNetns(b)
@@ -103,7 +95,7 @@ type bare struct {
 // benchmark's user, outside /tmp (Codex refuses a CODEX_HOME under /tmp):
 // its policy files, a work folder, CODEX_HOME with config.toml.
 func bareWrapper(b *testing.B, cache agents.Cache, p *profile.Profile) bare {
-	tools, err := realwrap.Tools(cache, p)
+	tools, err := cache.WrapperTools(p.Target)
 	if err != nil {
 		b.Skip(err)
 	}

@@ -3,19 +3,16 @@ package realwrap_test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/gatehouse-dev/gatehouse/agents"
 	"github.com/gatehouse-dev/gatehouse/probe/probetest"
 	"github.com/gatehouse-dev/gatehouse/targets"
 	"github.com/gatehouse-dev/gatehouse/targets/exec"
 	"github.com/gatehouse-dev/gatehouse/targets/profile"
 	"github.com/gatehouse-dev/gatehouse/targets/profiles"
-	"github.com/gatehouse-dev/gatehouse/targets/realwrap"
 )
 
 // Codex with the network off refuses getsockopt in its seccomp filter; the
@@ -50,13 +47,7 @@ func startProfile(t *testing.T, name string, path targets.Path) targets.Session 
 	if err != nil {
 		t.Fatal(err)
 	}
-	tgt, err := realwrap.New(agents.DefaultCache(os.Getenv), exec.Options{Profile: p, Root: t.TempDir(), Init: probetest.Build(t)})
-	if errors.Is(err, realwrap.ErrNotInstalled) {
-		t.Skip(err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	tgt := newTarget(t, exec.Options{Profile: p, Root: t.TempDir(), Init: probetest.Build(t)})
 	t.Cleanup(func() {
 		if err := tgt.Close(context.Background()); err != nil {
 			t.Errorf("Close: %v", err)

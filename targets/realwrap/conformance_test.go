@@ -4,18 +4,15 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"os"
 	osexec "os/exec"
 	"testing"
 
-	"github.com/gatehouse-dev/gatehouse/agents"
 	"github.com/gatehouse-dev/gatehouse/probe/probetest"
 	"github.com/gatehouse-dev/gatehouse/targets"
 	"github.com/gatehouse-dev/gatehouse/targets/exec"
 	"github.com/gatehouse-dev/gatehouse/targets/profile"
 	"github.com/gatehouse-dev/gatehouse/targets/profiles"
-	"github.com/gatehouse-dev/gatehouse/targets/realwrap"
 	"github.com/gatehouse-dev/gatehouse/targets/targettest"
 )
 
@@ -32,13 +29,7 @@ func TestConformance(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				tgt, err := realwrap.New(agents.DefaultCache(os.Getenv), exec.Options{Profile: p, Root: t.TempDir(), Init: probetest.Build(t)})
-				if errors.Is(err, realwrap.ErrNotInstalled) {
-					t.Skip(err)
-				}
-				if err != nil {
-					t.Fatal(err)
-				}
+				tgt := newTarget(t, exec.Options{Profile: p, Root: t.TempDir(), Init: probetest.Build(t)})
 				t.Cleanup(func() {
 					if err := tgt.Close(context.Background()); err != nil {
 						t.Errorf("Close: %v", err)

@@ -1,7 +1,7 @@
 // Package realwrap builds the srt and codex-sandbox targets: the exec
-// target with the wrapper command taken from Gatehouse's tool cache
-// (package agents, pinned versions), and the host preparation each tool
-// needs. See docs/real-sandboxes.md.
+// target with the wrapper command its caller takes from Gatehouse's tool
+// cache (agents.Cache.WrapperTools, pinned versions), and the host
+// preparation each tool needs. See docs/real-sandboxes.md.
 package realwrap
 
 import (
@@ -9,17 +9,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 
-	"github.com/gatehouse-dev/gatehouse/agents"
 	"github.com/gatehouse-dev/gatehouse/internal/scratch"
 	"github.com/gatehouse-dev/gatehouse/targets/exec"
 	"github.com/gatehouse-dev/gatehouse/targets/profile"
 )
-
-// ErrNotInstalled means the target's tool is not in the cache; the message
-// says which command installs it.
-var ErrNotInstalled = errors.New("sandbox tool not installed")
 
 // SRTTmp is srt's TMPDIR inside its sandboxes: srt binds it writable
 // into every sandbox from its own view of the host, so on a machine it is
@@ -30,37 +24,6 @@ const SRTTmp = "/tmp/claude"
 
 // srtTmp is SRTTmp; tests move it off the shared /tmp.
 var srtTmp = SRTTmp
-
-// Tools returns the exec target's Tools for p: the cached install's command
-// for the tool p's target runs.
-func Tools(cache agents.Cache, p *profile.Profile) (map[string][]string, error) {
-	switch p.Target {
-	case profile.TargetSRT:
-		in, err := open(cache, "srt", agents.SandboxRuntime())
-		if err != nil {
-			return nil, err
-		}
-		node := filepath.Join(in.Dir, filepath.FromSlash(in.Runtime.Path))
-		cli := filepath.Join(in.Dir, filepath.FromSlash(in.Binary.Path))
-		return map[string][]string{"srt": {node, cli}}, nil
-	case profile.TargetCodex:
-		a, _ := agents.Lookup("codex")
-		in, err := open(cache, "codex", a)
-		if err != nil {
-			return nil, err
-		}
-		return map[string][]string{"codex": {filepath.Join(in.Dir, filepath.FromSlash(in.Binary.Path))}}, nil
-	}
-	return nil, nil
-}
-
-func open(cache agents.Cache, name string, a agents.Adapter) (agents.Installed, error) {
-	in, err := cache.Open(a)
-	if err != nil {
-		return in, fmt.Errorf("%w: %s %s: %v (install it: gatehouse agents install %s, or make tools)", ErrNotInstalled, a.Name, a.Version, err, name)
-	}
-	return in, nil
-}
 
 // Prepare makes what a tool expects on the host: for srt, the folder its
 // sandboxes share as their TMPDIR. It is a fresh folder of the run's in the
@@ -107,22 +70,22 @@ func (t *Target) Close(context.Context) error {
 	return t.release()
 }
 
-// New returns the exec target for an srt or codex-sandbox profile, or
-// ErrNotInstalled. opts.Tools and opts.Binds are filled; the caller Closes
+// New returns the exec target for an srt or codex-sandbox profile.
+// opts.Tools must hold the wrapper's command (agents.Cache.WrapperTools
+// finds the cached install): a wrapper found on the host's PATH instead
+// would not be the pinned version. opts.Binds is filled; the caller Closes
 // the target when the run is over.
-func New(cache agents.Cache, opts exec.Options) (*Target, error) {
+func New(opts exec.Options) (*Target, error) {
 	if opts.Profile == nil {
 		return nil, errors.New("realwrap: no profile")
 	}
-	tools, err := Tools(cache, opts.Profile)
-	if err != nil {
-		return nil, err
+	if len(opts.Tools) == 0 {
+		return nil, fmt.Errorf("realwrap: no command for the %s target's tool (agents.Cache.WrapperTools finds the cached install)", opts.Profile.Target)
 	}
 	binds, release, err := Prepare(opts.Profile)
 	if err != nil {
 		return nil, err
 	}
-	opts.Tools = tools
 	opts.Binds = append(append([]exec.Bind(nil), opts.Binds...), binds...)
 	return &Target{Target: exec.New(opts), binds: binds, release: release}, nil
 }

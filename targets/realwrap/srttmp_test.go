@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gatehouse-dev/gatehouse/agents"
 	"github.com/gatehouse-dev/gatehouse/probe/probetest"
 	"github.com/gatehouse-dev/gatehouse/targets"
 	"github.com/gatehouse-dev/gatehouse/targets/exec"
@@ -106,13 +105,7 @@ func TestSRTSessionsShareTheRunsTmp(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: joins network namespaces, mounts, cgroups")
 	}
-	tgt, err := realwrap.New(agents.DefaultCache(os.Getenv), exec.Options{Profile: srtProfile(t), Root: t.TempDir(), Init: probetest.Build(t)})
-	if errors.Is(err, realwrap.ErrNotInstalled) {
-		t.Skip(err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	tgt := newTarget(t, exec.Options{Profile: srtProfile(t), Root: t.TempDir(), Init: probetest.Build(t)})
 	runTmp := tgt.Binds()[0].Host
 	name := "gh-srttmp-" + strings.ReplaceAll(t.Name(), "/", "-") + time.Now().Format("150405.000000000")
 	sh := func(s targets.Session, script string) string {
