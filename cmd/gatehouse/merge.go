@@ -49,39 +49,6 @@ Example:
 Flags:
 `
 
-// mergeDoc is merge.json and the signed predicate.
-type mergeDoc struct {
-	Schema     string       `json:"schema"` // gatehouse.merge/v1
-	Group      string       `json:"group"`
-	Created    time.Time    `json:"created"`
-	Harness    string       `json:"harness_version"`
-	Shards     []mergeShard `json:"shards"`
-	Missing    []string     `json:"missing_shards,omitempty"` // "K/N" not in the index
-	Superseded []string     `json:"superseded,omitempty"`     // "run: gate/path" replaced by a newer run
-	Results    int          `json:"results"`
-}
-
-type mergeShard struct {
-	Run          string    `json:"run"`
-	Shard        string    `json:"shard,omitempty"`
-	Dir          string    `json:"dir"`
-	Profile      string    `json:"profile"`
-	PolicyDigest string    `json:"policy_digest"`
-	ImageDigest  string    `json:"image_digest,omitempty"`
-	Ended        time.Time `json:"ended"`
-	Signer       string    `json:"signer"`
-	SumsSHA256   string    `json:"sha256sums"`
-	Results      int       `json:"results"`
-}
-
-// mergedResult is one result in the merged results.json.
-type mergedResult struct {
-	Run    string `json:"run"`
-	Shard  string `json:"shard,omitempty"`
-	Policy string `json:"policy_digest"`
-	evidence.Result
-}
-
 func runMerge(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fl := newFlagSet(ctx, "merge")
 	fl.SetOutput(stderr)
@@ -129,8 +96,8 @@ func runMerge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return fmt.Errorf("merge: %w", err)
 	}
-	doc := mergeDoc{Schema: "gatehouse.merge/v1", Group: *group, Created: time.Now().UTC(), Harness: evidence.HarnessVersion()}
-	var merged []mergedResult
+	doc := bundle.Merge{Schema: bundle.MergeSchemaV1, Group: *group, Created: time.Now().UTC(), Harness: evidence.HarnessVersion()}
+	var merged []bundle.MergedResult
 	// Oldest first: a newer run's result replaces an older one's.
 	at := map[string]int{}
 	for _, row := range rows {
@@ -145,12 +112,12 @@ func runMerge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if err != nil {
 			return fmt.Errorf("merge: run %s: %w", row.ID, err)
 		}
-		doc.Shards = append(doc.Shards, mergeShard{Run: ver.Run.ID, Shard: ver.Run.Shard, Dir: row.Dir, Profile: ver.Run.Profile,
+		doc.Shards = append(doc.Shards, bundle.MergeShard{Run: ver.Run.ID, Shard: ver.Run.Shard, Dir: row.Dir, Profile: ver.Run.Profile,
 			PolicyDigest: ver.Run.PolicyDigest, ImageDigest: ver.Run.ImageDigest, Ended: ver.Run.End, Signer: ver.Signer,
 			SumsSHA256: "sha256:" + sums, Results: len(ver.Results)})
 		for _, r := range ver.Results {
 			k := strings.Join([]string{ver.Run.PolicyDigest, ver.Run.ImageDigest, r.Gate, r.Path, r.Scenario}, "\x00")
-			m := mergedResult{Run: ver.Run.ID, Shard: ver.Run.Shard, Policy: ver.Run.PolicyDigest, Result: r}
+			m := bundle.MergedResult{Run: ver.Run.ID, Shard: ver.Run.Shard, Policy: ver.Run.PolicyDigest, Result: r}
 			if i, dup := at[k]; dup {
 				doc.Superseded = append(doc.Superseded, fmt.Sprintf("%s: %s/%s (by %s)", merged[i].Run, r.Gate, r.Path, ver.Run.ID))
 				merged[i] = m
@@ -214,7 +181,7 @@ func missingShards(rows []index.Run) []string {
 
 // writeMerge writes the merge folder under a hidden name, seals it and only
 // then gives it its final name: no merge folder is ever named unsigned.
-func writeMerge(ctx context.Context, out string, doc mergeDoc, merged []mergedResult, s sealer) (string, error) {
+func writeMerge(ctx context.Context, out string, doc bundle.Merge, merged []bundle.MergedResult, s sealer) (string, error) {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return "", fmt.Errorf("merge: %w", err)
 	}
@@ -288,11 +255,11 @@ func verifyMerge(ctx context.Context, dir, key string, stdout io.Writer) error {
 // writeMergeReport renders report.html: markup escaped by html/template,
 // what disguises text (bidi controls, invisible characters, C1) shown as
 // escapes (docs/evidence.md, "What is printed").
-func writeMergeReport(w io.Writer, doc mergeDoc, merged []mergedResult) error {
+func writeMergeReport(w io.Writer, doc bundle.Merge, merged []bundle.MergedResult) error {
 	tw := termsafe.NewWriter(w, nil)
 	if err := mergeReport.Execute(tw, struct {
-		Doc     mergeDoc
-		Results []mergedResult
+		Doc     bundle.Merge
+		Results []bundle.MergedResult
 	}{doc, merged}); err != nil {
 		return err
 	}

@@ -297,8 +297,8 @@ func TestCompareOfHostileRunsIsInert(t *testing.T) {
 // The merge report escapes markup and shows what disguises text as
 // escapes; the canary in a reason is redacted.
 func TestMergeReportIsInert(t *testing.T) {
-	doc := mergeDoc{Group: "g" + hostile, Shards: []mergeShard{{Run: "r1" + hostile, Shard: "1/2", Profile: "<b>p</b>" + hostile}}, Missing: []string{hostile}}
-	merged := []mergedResult{{Run: "r1" + hostile, Result: evidence.Result{Gate: "g", Path: "normal" + hostile, Verdict: evidence.Fail, Reason: "ghc0123456789abcdef " + hostile}}}
+	doc := bundle.Merge{Group: "g" + hostile, Shards: []bundle.MergeShard{{Run: "r1" + hostile, Shard: "1/2", Profile: "<b>p</b>" + hostile}}, Missing: []string{hostile}}
+	merged := []bundle.MergedResult{{Run: "r1" + hostile, Result: evidence.Result{Gate: "g", Path: "normal" + hostile, Verdict: evidence.Fail, Reason: "ghc0123456789abcdef " + hostile}}}
 	var out bytes.Buffer
 	if err := writeMergeReport(&out, doc, merged); err != nil {
 		t.Fatal(err)

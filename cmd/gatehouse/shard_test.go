@@ -146,8 +146,8 @@ func TestShardedRunGatedAsOneRelease(t *testing.T) {
 		if r := gatehouse(t, ctx, "merge", "--verify", mdir, "--key", pub); r.code != exitOK {
 			t.Fatalf("merge --verify: exit %d:\n%s%s", r.code, r.stdout, r.stderr)
 		}
-		var doc mergeDoc
-		var merged []mergedResult
+		var doc bundle.Merge
+		var merged []bundle.MergedResult
 		for name, v := range map[string]any{"merge.json": &doc, "results.json": &merged} {
 			b, err := os.ReadFile(filepath.Join(mdir, name))
 			if err != nil {

@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
+
+	"github.com/gatehouse-dev/gatehouse/evidence"
 )
 
 // A merge folder ('gatehouse merge') is sealed like a run folder, with one
@@ -17,7 +20,48 @@ const (
 	MergePredicateV1 = "https://gatehouse.dev/merge/v1"
 )
 
-// SealMerge writes SHA256SUMS and the signed merge statement into dir.
+// MergeSchemaV1 is Merge's schema field.
+const MergeSchemaV1 = "gatehouse.merge/v1"
+
+// Merge is a merge folder's merge.json and its signed predicate
+// (MergePredicateV1): the shards of one run group, each pinned by the
+// digest of its SHA256SUMS.
+type Merge struct {
+	Schema     string       `json:"schema"` // MergeSchemaV1
+	Group      string       `json:"group"`
+	Created    time.Time    `json:"created"`
+	Harness    string       `json:"harness_version"`
+	Shards     []MergeShard `json:"shards"`
+	Missing    []string     `json:"missing_shards,omitempty"` // "K/N" not in the index
+	Superseded []string     `json:"superseded,omitempty"`     // "run: gate/path" replaced by a newer run
+	Results    int          `json:"results"`
+}
+
+// MergeShard is one run of the group, as verified before the merge.
+type MergeShard struct {
+	Run          string    `json:"run"`
+	Shard        string    `json:"shard,omitempty"`
+	Dir          string    `json:"dir"`
+	Profile      string    `json:"profile"`
+	PolicyDigest string    `json:"policy_digest"`
+	ImageDigest  string    `json:"image_digest,omitempty"`
+	Ended        time.Time `json:"ended"`
+	Signer       string    `json:"signer"`
+	SumsSHA256   string    `json:"sha256sums"` // "sha256:" + SumsDigest of the shard
+	Results      int       `json:"results"`
+}
+
+// MergedResult is one result in a merge folder's results.json: the
+// result, and the run, shard and policy it came from.
+type MergedResult struct {
+	Run    string `json:"run"`
+	Shard  string `json:"shard,omitempty"`
+	Policy string `json:"policy_digest"`
+	evidence.Result
+}
+
+// SealMerge writes SHA256SUMS and the signed merge statement into dir;
+// predicate is the Merge (merge.json).
 func SealMerge(ctx context.Context, dir string, predicate any, s Signer) error {
 	snap, err := readFolder(ctx, dir, DefaultLimits)
 	if err != nil {
