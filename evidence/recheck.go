@@ -37,12 +37,6 @@ func Recheck(results []Result, hits []Hit, dropped int) int {
 	return changed
 }
 
-// Traces whose cut changes no verdict, and traces only some verdicts read.
-const (
-	AlertsTrace     = "traces/alerts.jsonl"           // detection: scored apart from the verdict
-	TranscriptTrace = "traces/model-transcript.jsonl" // read by the agent runs' verdicts
-)
-
 // RecheckTraces runs once every trace is closed, with the run folder's
 // Cuts. A PASS that reads a trace that lost lines becomes INCONCLUSIVE,
 // naming the trace and what it lost: nothing forbidden can be ruled out

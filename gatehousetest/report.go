@@ -64,7 +64,7 @@ func hits(r evidence.Result) string {
 	var b strings.Builder
 	for i, h := range r.Hits {
 		if i == maxHits {
-			fmt.Fprintf(&b, "\n\t… %d more in traces/endpoint-hits.jsonl", len(r.Hits)-i)
+			fmt.Fprintf(&b, "\n\t… %d more in %s", len(r.Hits)-i, evidence.HitsTrace)
 			break
 		}
 		fmt.Fprintf(&b, "\n\thit: %s got %s from %s: %s", h.Endpoint, h.Proto, h.Src, evidence.Redact(h.Summary))

@@ -118,13 +118,13 @@ func Execute(ctx context.Context, spec Spec) (*Outcome, error) {
 	for _, w := range spec.Plan.Warnings {
 		rec.ProfileWarnings = append(rec.ProfileWarnings, w.String())
 	}
-	if err := folder.WriteJSON("plan.json", spec.Plan); err != nil {
+	if err := folder.WriteJSON(evidence.PlanFile, spec.Plan); err != nil {
 		folder.Abandon()
 		return nil, err
 	}
 	for name, b := range prof.Files() {
 		rec.PolicyFiles[name] = evidence.SHA256(b)
-		if err := folder.WriteFile(filepath.Join("policy", name), b); err != nil {
+		if err := folder.WriteFile(filepath.Join(evidence.PolicyDir, name), b); err != nil {
 			folder.Abandon()
 			return nil, err
 		}
@@ -151,8 +151,8 @@ func Execute(ctx context.Context, spec Spec) (*Outcome, error) {
 	if cfg.Network != steps.NetNone {
 		t0 := time.Now()
 		// Every hit goes to the trace as it arrives, even past the in-memory cap.
-		l, err = lab.Up(ctx, lab.Options{HitLog: folder.Writer("traces/endpoint-hits.jsonl"), Public: spec.Public,
-			Transcript: folder.Writer("traces/model-transcript.jsonl")})
+		l, err = lab.Up(ctx, lab.Options{HitLog: folder.Writer(evidence.HitsTrace), Public: spec.Public,
+			Transcript: folder.Writer(evidence.TranscriptTrace)})
 		if err != nil {
 			folder.Abandon()
 			return nil, fmt.Errorf("run: bring the lab up: %w", err)
@@ -198,8 +198,8 @@ func Execute(ctx context.Context, spec Spec) (*Outcome, error) {
 			fmt.Fprintf(progress, "%d verdict(s) changed by what the endpoints recorded after them\n", n)
 		}
 	}
-	_ = folder.Touch("traces/endpoint-hits.jsonl")
-	_ = folder.Touch("traces/probe-attempts.jsonl")
+	_ = folder.Touch(evidence.HitsTrace)
+	_ = folder.Touch(evidence.AttemptsTrace)
 	if err := folder.Close(); err != nil {
 		runErr = errors.Join(runErr, err)
 	}
@@ -222,7 +222,7 @@ func Execute(ctx context.Context, spec Spec) (*Outcome, error) {
 	if runErr != nil {
 		rec.Error = runErr.Error()
 	}
-	if err := errors.Join(folder.WriteJSON("results.json", results), folder.WriteJSON("run.json", rec)); err != nil {
+	if err := errors.Join(folder.WriteJSON(evidence.ResultsFile, results), folder.WriteJSON(evidence.RunFile, rec)); err != nil {
 		folder.Abandon()
 		return nil, fmt.Errorf("run: write evidence: %w", err)
 	}

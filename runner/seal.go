@@ -53,7 +53,7 @@ func (k KeySealer) SelfVerifier() (bundle.Verifier, error) {
 func Seal(ctx context.Context, folder *evidence.Folder, s Sealer) (string, error) {
 	if err := htmlreport.WriteFile(folder.Dir()); err != nil {
 		dir := folder.Abandon()
-		return "", fmt.Errorf("run: write %s in %s: %w", htmlreport.FileName, dir, err)
+		return "", fmt.Errorf("run: write %s in %s: %w", evidence.ReportFile, dir, err)
 	}
 	if s != nil {
 		if err := bundle.Seal(ctx, folder.Dir(), s); err != nil {

@@ -16,7 +16,6 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/evidence"
 	"github.com/gatehouse-dev/gatehouse/evidence/bundle"
-	htmlreport "github.com/gatehouse-dev/gatehouse/evidence/report"
 	"github.com/gatehouse-dev/gatehouse/internal/untrusted"
 )
 
@@ -128,7 +127,7 @@ func plainFiles(ctx context.Context, d *untrusted.Dir) ([]string, error) {
 		case !e.Mode.IsRegular():
 			return fmt.Errorf("%w: %s is %s", ErrNotSealable, e.Path, kind(e.Mode))
 		}
-		if e.Path != htmlreport.FileName { // written again from the records
+		if e.Path != evidence.ReportFile { // written again from the records
 			files = append(files, e.Path)
 		}
 		return nil
@@ -141,20 +140,20 @@ func plainFiles(ctx context.Context, d *untrusted.Dir) ([]string, error) {
 
 // finishedRun requires run.json to name the folder's run as complete.
 func finishedRun(d *untrusted.Dir, id string) error {
-	b, err := d.ReadFile(bundle.RunFile, 64<<20)
+	b, err := d.ReadFile(evidence.RunFile, 64<<20)
 	if err != nil {
-		return fmt.Errorf("%w: %s: %v", ErrNotSealable, bundle.RunFile, err)
+		return fmt.Errorf("%w: %s: %v", ErrNotSealable, evidence.RunFile, err)
 	}
 	var run evidence.Run
 	dec := json.NewDecoder(bytes.NewReader(b))
 	if err := dec.Decode(&run); err != nil || dec.More() {
-		return fmt.Errorf("%w: %s is not one JSON run record", ErrNotSealable, bundle.RunFile)
+		return fmt.Errorf("%w: %s is not one JSON run record", ErrNotSealable, evidence.RunFile)
 	}
 	switch {
 	case run.ID != id:
 		return fmt.Errorf("%w: the folder's name is not its run's id %q", ErrNotSealable, run.ID)
 	case !run.Complete:
-		return fmt.Errorf("%w: %s says the run did not complete", ErrNotSealable, bundle.RunFile)
+		return fmt.Errorf("%w: %s says the run did not complete", ErrNotSealable, evidence.RunFile)
 	}
 	return nil
 }

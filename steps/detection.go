@@ -157,7 +157,7 @@ func (d *detector) writeTrace(f *evidence.Folder) {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	_ = f.Touch("traces/alerts.jsonl")
+	_ = f.Touch(evidence.AlertsTrace)
 	for i, e := range d.events {
 		rec := alertRecord{Event: e, Matched: d.matched[i]}
 		if len(e.Raw) > maxRawTrace {
@@ -167,10 +167,10 @@ func (d *detector) writeTrace(f *evidence.Folder) {
 		if rec.Matched == nil {
 			rec.Matched = []string{}
 		}
-		_ = f.AppendJSONL("traces/alerts.jsonl", rec)
+		_ = f.AppendJSONL(evidence.AlertsTrace, rec)
 	}
 	if n := d.over; n > 0 {
-		_ = f.AppendJSONL("traces/alerts.jsonl", map[string]any{"dropped": n, "why": fmt.Sprintf("over the run's bound of %d events", d.max)})
+		_ = f.AppendJSONL(evidence.AlertsTrace, map[string]any{"dropped": n, "why": fmt.Sprintf("over the run's bound of %d events", d.max)})
 	}
 }
 

@@ -68,7 +68,7 @@ func (r *runner) runAll(ctx context.Context, parties []*party, step string, plan
 // trace shows when each session's probe and holder ran.
 func (r *runner) traceWindow(pt *party, step string, from, to time.Time) {
 	if r.cfg.Folder != nil {
-		_ = r.cfg.Folder.AppendJSONL("traces/session-windows.jsonl", window{
+		_ = r.cfg.Folder.AppendJSONL(evidence.SessionWindowsTrace, window{
 			Scenario: pt.s.gate + "/" + string(pt.s.path), Session: pt.s.session, Step: step, Start: from.UTC(), End: to.UTC(),
 		})
 	}

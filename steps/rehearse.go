@@ -249,10 +249,10 @@ func (r *runner) plantRehearsal(ctx context.Context) error {
 		o.OriginalBefore = st.original.Digest()
 	})
 	if r.cfg.Folder != nil {
-		if err := r.cfg.Folder.WriteJSON("rehearsal/expected.json", exp); err != nil {
+		if err := r.cfg.Folder.WriteJSON(evidence.RehearsalExpectedFile, exp); err != nil {
 			return fmt.Errorf("write the expected denial: %w", err)
 		}
-		if err := r.cfg.Folder.WriteFile("rehearsal/planted-report.md", []byte(planted)); err != nil {
+		if err := r.cfg.Folder.WriteFile(evidence.RehearsalPlantedFile, []byte(planted)); err != nil {
 			return err
 		}
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -200,8 +199,8 @@ func (o *Outcome) WriteReports(folder *evidence.Folder, final []evidence.Result)
 	if err != nil {
 		return fmt.Errorf("steps: reports: %w", err)
 	}
-	return errors.Join(folder.WriteFile(filepath.Join("reports", "junit.xml"), junit),
-		folder.WriteFile(filepath.Join("reports", "cucumber.json"), cuke))
+	return errors.Join(folder.WriteFile(evidence.JUnitFile, junit),
+		folder.WriteFile(evidence.CucumberFile, cuke))
 }
 
 // pickleRef says which scenario a result is: godog's pickle id, and what

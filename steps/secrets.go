@@ -97,7 +97,7 @@ func (r *runner) startSleeper(ctx context.Context) error {
 	v := canary("process")
 	p.planted = append(p.planted, evidence.Planted{Place: "process/DB_PASSWORD", Value: v})
 	if r.cfg.Folder != nil {
-		_ = r.cfg.Folder.AppendJSONL("traces/planted.jsonl", map[string]string{"session": s.session, "place": "process/DB_PASSWORD", "value": v, "where": sp.Where, "user": sp.User})
+		_ = r.cfg.Folder.AppendJSONL(evidence.PlantedTrace, map[string]string{"session": s.session, "place": "process/DB_PASSWORD", "value": v, "where": sp.Where, "user": sp.User})
 	}
 	env := map[string]string{"DB_PASSWORD": v}
 	var (

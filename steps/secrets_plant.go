@@ -111,9 +111,9 @@ func (r *runner) recordPlanted(session string, p *plant) {
 		return
 	}
 	for _, pl := range p.planted {
-		_ = r.cfg.Folder.AppendJSONL("traces/planted.jsonl", map[string]string{"session": session, "place": pl.Place, "value": pl.Value})
+		_ = r.cfg.Folder.AppendJSONL(evidence.PlantedTrace, map[string]string{"session": session, "place": pl.Place, "value": pl.Value})
 	}
-	_ = r.cfg.Folder.AppendJSONL("traces/planted.jsonl", map[string]string{"session": session, "place": "host/nonce", "value": p.nonce})
+	_ = r.cfg.Folder.AppendJSONL(evidence.PlantedTrace, map[string]string{"session": session, "place": "host/nonce", "value": p.nonce})
 }
 
 // plantDirs guards the shared parent folders of every session's plants,

@@ -334,7 +334,7 @@ func (r *runner) recordAttempts(as []evidence.Attempt) {
 	r.mu.Unlock()
 	if r.cfg.Folder != nil {
 		for _, a := range as {
-			_ = r.cfg.Folder.AppendJSONL("traces/probe-attempts.jsonl", a)
+			_ = r.cfg.Folder.AppendJSONL(evidence.AttemptsTrace, a)
 		}
 	}
 }

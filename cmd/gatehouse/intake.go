@@ -144,7 +144,7 @@ func intakeGate(ctx context.Context, f runFlags, signer sealer, target, contract
 	rec := &evidence.Run{ID: id, Harness: evidence.HarnessVersion(), Target: "intake", Profile: target,
 		ProfileFile: contractFile, PolicyDigest: policyDigest(files), PolicyFiles: files,
 		Corpus: corpus.Version(), Gates: []string{"intake"}, Start: time.Now().UTC()}
-	if err := folder.WriteFile("policy/intake.yaml", policy); err != nil {
+	if err := folder.WriteFile(evidence.PolicyDir+"/intake.yaml", policy); err != nil {
 		folder.Abandon()
 		return err
 	}
@@ -156,7 +156,7 @@ func intakeGate(ctx context.Context, f runFlags, signer sealer, target, contract
 		r := evidence.Result{Gate: "intake", Scenario: c.Name, Path: "normal", Verdict: c.Verdict, Reason: c.Reason, Start: rec.Start}
 		for _, ex := range c.Exchanges {
 			r.Findings = append(r.Findings, exchangeLine(ex))
-			if err := folder.AppendJSONL("traces/intake-exchanges.jsonl", struct {
+			if err := folder.AppendJSONL(evidence.IntakeTrace, struct {
 				Check string `json:"check"`
 				contract.Exchange
 			}{c.Name, ex}); err != nil {
@@ -165,7 +165,7 @@ func intakeGate(ctx context.Context, f runFlags, signer sealer, target, contract
 		}
 		results = append(results, r)
 	}
-	for _, t := range []string{"traces/intake-exchanges.jsonl", "traces/endpoint-hits.jsonl", "traces/probe-attempts.jsonl"} {
+	for _, t := range []string{evidence.IntakeTrace, evidence.HitsTrace, evidence.AttemptsTrace} {
 		_ = folder.Touch(t)
 	}
 	if err := folder.Close(); err != nil {
@@ -180,7 +180,7 @@ func intakeGate(ctx context.Context, f runFlags, signer sealer, target, contract
 	if runErr != nil {
 		rec.Error = runErr.Error()
 	}
-	if err := errors.Join(folder.WriteJSON("results.json", results), folder.WriteJSON("run.json", rec)); err != nil {
+	if err := errors.Join(folder.WriteJSON(evidence.ResultsFile, results), folder.WriteJSON(evidence.RunFile, rec)); err != nil {
 		folder.Abandon()
 		return fmt.Errorf("intake: write evidence: %w", err)
 	}

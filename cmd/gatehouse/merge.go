@@ -206,9 +206,9 @@ func writeMerge(ctx context.Context, out string, doc bundle.Merge, merged []bund
 		return file.Close()
 	}
 	err = errors.Join(
-		write("merge.json", func(w io.Writer) error { return writeJSON(w, doc) }),
-		write("results.json", func(w io.Writer) error { return writeJSON(w, merged) }),
-		write("report.html", func(w io.Writer) error { return writeMergeReport(w, doc, merged) }),
+		write(evidence.MergeFile, func(w io.Writer) error { return writeJSON(w, doc) }),
+		write(evidence.ResultsFile, func(w io.Writer) error { return writeJSON(w, merged) }),
+		write(evidence.ReportFile, func(w io.Writer) error { return writeMergeReport(w, doc, merged) }),
 	)
 	if err != nil {
 		return "", fmt.Errorf("merge: write: %w", err)

@@ -17,6 +17,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 
+	"github.com/gatehouse-dev/gatehouse/evidence"
 	"github.com/gatehouse-dev/gatehouse/evidence/bundle"
 	"github.com/gatehouse-dev/gatehouse/evidence/ocistore"
 	"github.com/gatehouse-dev/gatehouse/probe/probetest"
@@ -176,7 +177,7 @@ func TestOCIEvidence(t *testing.T) {
 		if err := os.CopyFS(forged, os.DirFS(dir)); err != nil {
 			t.Fatal(err)
 		}
-		res := filepath.Join(forged, bundle.ResultsFile)
+		res := filepath.Join(forged, evidence.ResultsFile)
 		b, err := os.ReadFile(res)
 		if err != nil {
 			t.Fatal(err)
@@ -190,8 +191,8 @@ func TestOCIEvidence(t *testing.T) {
 			t.Fatalf("push of the forged folder: exit %d %s", p.code, p.stderr)
 		}
 		r := gatehouse(t, ctx, "verify", "--from", m[1], "--key", pub)
-		if r.code != exitViolation || !strings.Contains(r.stderr, bundle.ResultsFile) {
-			t.Errorf("exit %d, want 1 naming %s; stderr %s", r.code, bundle.ResultsFile, r.stderr)
+		if r.code != exitViolation || !strings.Contains(r.stderr, evidence.ResultsFile) {
+			t.Errorf("exit %d, want 1 naming %s; stderr %s", r.code, evidence.ResultsFile, r.stderr)
 		}
 		// Two artifacts now: without a digest the reference is ambiguous.
 		r = gatehouse(t, ctx, "verify", "--from", "oci-layout:"+cp, "--key", pub)

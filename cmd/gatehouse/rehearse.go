@@ -196,10 +196,10 @@ func rehearse(ctx context.Context, f runFlags, p *plan, repo, reportName string,
 	for _, w := range p.effective.Warnings {
 		rec.ProfileWarnings = append(rec.ProfileWarnings, w.String())
 	}
-	werr := errors.Join(folder.WriteJSON("plan.json", p.effective), folder.WriteJSON("rehearsal/inputs.json", in))
+	werr := errors.Join(folder.WriteJSON(evidence.PlanFile, p.effective), folder.WriteJSON(evidence.RehearsalInputsFile, in))
 	for name, b := range p.prof.Files() {
 		rec.PolicyFiles[name] = evidence.SHA256(b)
-		werr = errors.Join(werr, folder.WriteFile(filepath.Join("policy", name), b))
+		werr = errors.Join(werr, folder.WriteFile(filepath.Join(evidence.PolicyDir, name), b))
 	}
 	if werr != nil {
 		folder.Abandon()
@@ -216,8 +216,8 @@ func rehearse(ctx context.Context, f runFlags, p *plan, repo, reportName string,
 		StopCommand:   p.prof.Limits.StopCommand, Temporary: p.prof.Limits.Temporary, Resolver: p.prof.Resolver,
 		Allow: p.prof.Allow.Evidence(), Rehearsal: rh,
 	}
-	l, err := lab.Up(ctx, lab.Options{HitLog: folder.Writer("traces/endpoint-hits.jsonl"), Public: p.public,
-		Transcript: folder.Writer("traces/model-transcript.jsonl")})
+	l, err := lab.Up(ctx, lab.Options{HitLog: folder.Writer(evidence.HitsTrace), Public: p.public,
+		Transcript: folder.Writer(evidence.TranscriptTrace)})
 	if err != nil {
 		folder.Abandon()
 		return fmt.Errorf("rehearse: bring the lab up: %w", err)
@@ -276,19 +276,19 @@ func rehearse(ctx context.Context, f runFlags, p *plan, repo, reportName string,
 		oc.Verdict, oc.Reason = results[0].Verdict, results[0].Reason // after rejudging and the final check
 	}
 	oc.SessionError = errString(runErr)
-	werr = errors.Join(folder.WriteJSON("rehearsal/outcome.json", oc), folder.WriteJSON("rehearsal/copy-changes.json", oc.CopyChanges))
+	werr = errors.Join(folder.WriteJSON(evidence.RehearsalOutcomeFile, oc), folder.WriteJSON(evidence.RehearsalCopyChangesFile, oc.CopyChanges))
 	if oc.Stored != nil {
-		werr = errors.Join(werr, folder.WriteJSON("rehearsal/result-stored.json", oc.Stored))
+		werr = errors.Join(werr, folder.WriteJSON(evidence.RehearsalStoredFile, oc.Stored))
 	}
-	_ = folder.Touch("traces/endpoint-hits.jsonl")
-	_ = folder.Touch("traces/probe-attempts.jsonl")
+	_ = folder.Touch(evidence.HitsTrace)
+	_ = folder.Touch(evidence.AttemptsTrace)
 	if err := errors.Join(werr, folder.Close(), folder.Err()); err != nil {
 		runErr = errors.Join(runErr, fmt.Errorf("rehearse: evidence incomplete: %w", err))
 	}
 
 	rec.Complete = runErr == nil
 	rec.Error = errString(runErr)
-	if err := errors.Join(folder.WriteJSON("results.json", results), folder.WriteJSON("run.json", rec)); err != nil {
+	if err := errors.Join(folder.WriteJSON(evidence.ResultsFile, results), folder.WriteJSON(evidence.RunFile, rec)); err != nil {
 		folder.Abandon()
 		return fmt.Errorf("rehearse: write evidence: %w", err)
 	}

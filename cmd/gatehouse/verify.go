@@ -208,7 +208,7 @@ func verifyBundle(ctx context.Context, path string, v bundle.Verifier) (*bundle.
 		return nil, err
 	}
 	if got := policyDigest(ver.Run.PolicyFiles); got != ver.Run.PolicyDigest {
-		return nil, &bundle.Error{Kind: bundle.ErrDigest, File: bundle.RunFile, Field: "policy_digest",
+		return nil, &bundle.Error{Kind: bundle.ErrDigest, File: evidence.RunFile, Field: "policy_digest",
 			Err: fmt.Errorf("says %s, but the recorded policy files digest to %s", ver.Run.PolicyDigest, got)}
 	}
 	return ver, nil

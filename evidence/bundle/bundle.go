@@ -12,10 +12,9 @@ import (
 	"github.com/sigstore/sigstore-go/pkg/verify"
 )
 
-// File names inside a bundle.
+// File names inside a bundle, besides the run folder's own
+// (evidence.RunFile, evidence.ResultsFile, ...).
 const (
-	RunFile         = "run.json"
-	ResultsFile     = "results.json"
 	SumsFile        = "SHA256SUMS"
 	AttestDir       = "attestations"
 	TestResultFile  = AttestDir + "/test-result.sigstore.json"

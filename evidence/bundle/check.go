@@ -58,16 +58,16 @@ func checkImage(run evidence.Run, want map[string]string) error {
 	signed, has := want[ImageSubject]
 	if run.ImageDigest == "" {
 		if has {
-			return failf(ErrStatement, RunFile, "image_digest", "empty, but the statement names image sha256:%s", signed)
+			return failf(ErrStatement, evidence.RunFile, "image_digest", "empty, but the statement names image sha256:%s", signed)
 		}
 		return nil
 	}
 	h, err := imageHex(run.ImageDigest)
 	if err != nil {
-		return fail(ErrMalformed, RunFile, "image_digest", err)
+		return fail(ErrMalformed, evidence.RunFile, "image_digest", err)
 	}
 	if h != signed {
-		return failf(ErrStatement, RunFile, "image_digest", "%s, statement names sha256:%s", run.ImageDigest, signed)
+		return failf(ErrStatement, evidence.RunFile, "image_digest", "%s, statement names sha256:%s", run.ImageDigest, signed)
 	}
 	return nil
 }

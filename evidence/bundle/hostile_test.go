@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/gatehouse-dev/gatehouse/evidence"
 	"github.com/gatehouse-dev/gatehouse/evidence/bundle"
 )
 
@@ -150,7 +151,7 @@ func TestVerifyReadsEachFileOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []string{bundle.RunFile, bundle.ResultsFile, bundle.SumsFile} {
+	for _, f := range []string{evidence.RunFile, evidence.ResultsFile, bundle.SumsFile} {
 		if opens[f] != 1 {
 			t.Errorf("%s opened %d times during Verify, want once (opens: %v)", f, opens[f], opens)
 		}

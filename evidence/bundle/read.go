@@ -66,24 +66,24 @@ func decodeStrict(b []byte, v any) error {
 
 func readRun(s *snapshot) (evidence.Run, error) {
 	var run evidence.Run
-	b, err := s.data(RunFile)
+	b, err := s.data(evidence.RunFile)
 	if err != nil {
 		return run, err
 	}
 	if err := decodeStrict(b, &run); err != nil {
-		return run, fail(ErrMalformed, RunFile, "", err)
+		return run, fail(ErrMalformed, evidence.RunFile, "", err)
 	}
 	return run, nil
 }
 
 func readResults(s *snapshot) ([]evidence.Result, error) {
 	var rs []evidence.Result
-	b, err := s.data(ResultsFile)
+	b, err := s.data(evidence.ResultsFile)
 	if err != nil {
 		return nil, err
 	}
 	if err := decodeStrict(b, &rs); err != nil {
-		return nil, fail(ErrMalformed, ResultsFile, "", err)
+		return nil, fail(ErrMalformed, evidence.ResultsFile, "", err)
 	}
 	return rs, nil
 }
@@ -93,7 +93,7 @@ func readResults(s *snapshot) ([]evidence.Result, error) {
 func checkPolicy(run evidence.Run, entries []Entry) error {
 	have := map[string]string{}
 	for _, e := range entries {
-		if rel, ok := strings.CutPrefix(e.Path, "policy/"); ok {
+		if rel, ok := strings.CutPrefix(e.Path, evidence.PolicyDir+"/"); ok {
 			have[rel] = e.SHA256
 		}
 	}
@@ -101,15 +101,15 @@ func checkPolicy(run evidence.Run, entries []Entry) error {
 		want = strings.TrimPrefix(want, "sha256:")
 		got, ok := have[name]
 		if !ok {
-			return fail(ErrMissingFile, "policy/"+name, "", fmt.Errorf("named in %s policy_files", RunFile))
+			return fail(ErrMissingFile, evidence.PolicyDir+"/"+name, "", fmt.Errorf("named in %s policy_files", evidence.RunFile))
 		}
 		if got != want {
-			return failf(ErrDigest, "policy/"+name, "", "%s says %s, file is %s", RunFile, want, got)
+			return failf(ErrDigest, evidence.PolicyDir+"/"+name, "", "%s says %s, file is %s", evidence.RunFile, want, got)
 		}
 	}
 	for name := range have {
 		if _, ok := run.PolicyFiles[name]; !ok {
-			return failf(ErrExtraFile, "policy/"+name, "", "not in %s policy_files", RunFile)
+			return failf(ErrExtraFile, evidence.PolicyDir+"/"+name, "", "not in %s policy_files", evidence.RunFile)
 		}
 	}
 	return nil

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 
 	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/gatehouse-dev/gatehouse/evidence"
 )
 
 // Seal writes SHA256SUMS and the two signed attestations into a complete run
@@ -27,7 +29,7 @@ func Seal(ctx context.Context, dir string, s Signer) error {
 		return err
 	}
 	if !run.Complete {
-		return fail(ErrIncomplete, RunFile, "complete", nil)
+		return fail(ErrIncomplete, evidence.RunFile, "complete", nil)
 	}
 	for _, f := range snap.paths {
 		if f == ImageSubject { // would collide with the image digest subject
@@ -51,7 +53,7 @@ func Seal(ctx context.Context, dir string, s Signer) error {
 	sums := FormatSums(entries)
 	subj, err := subjects(entries, hashBytes(sums), run.ImageDigest)
 	if err != nil {
-		return fail(ErrMalformed, RunFile, "image_digest", err)
+		return fail(ErrMalformed, evidence.RunFile, "image_digest", err)
 	}
 	tr := Statement[TestResult]{Type: StatementType, Subject: subj, PredicateType: TestResultType,
 		Predicate: testResult(results, policyConfig(entries))}

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/gatehouse-dev/gatehouse/evidence"
 	"github.com/gatehouse-dev/gatehouse/internal/untrusted"
 )
 
@@ -37,7 +38,7 @@ type snapFile struct {
 // metadata reports whether verification parses rel (so it is kept whole,
 // bounded by maxMetadataSize).
 func metadata(rel string) bool {
-	return rel == RunFile || rel == ResultsFile || rel == SumsFile || strings.HasPrefix(rel, AttestDir+"/")
+	return rel == evidence.RunFile || rel == evidence.ResultsFile || rel == SumsFile || strings.HasPrefix(rel, AttestDir+"/")
 }
 
 // data returns rel's bytes, ErrMissingFile when the bundle has no such file.

@@ -145,7 +145,7 @@ func imageHex(d string) (string, error) {
 func policyConfig(files []Entry) []ResourceDescriptor {
 	var out []ResourceDescriptor
 	for _, f := range files {
-		if strings.HasPrefix(f.Path, "policy/") {
+		if strings.HasPrefix(f.Path, evidence.PolicyDir+"/") {
 			out = append(out, ResourceDescriptor{Name: f.Path, Digest: map[string]string{"sha256": f.SHA256}})
 		}
 	}

@@ -55,7 +55,7 @@ func verifySnapshot(ctx context.Context, s *snapshot, dir string, v Verifier) (*
 		return nil, err
 	}
 	if !run.Complete {
-		return nil, fail(ErrIncomplete, RunFile, "complete", nil)
+		return nil, fail(ErrIncomplete, evidence.RunFile, "complete", nil)
 	}
 	if err := checkAttestFiles(s.attest); err != nil {
 		return nil, err
@@ -96,7 +96,7 @@ func verifySnapshot(ctx context.Context, s *snapshot, dir string, v Verifier) (*
 		return nil, err
 	}
 	if rp.Run.ID != run.ID {
-		return nil, failf(ErrStatement, RunAttestFile, "run.id", "statement names run %q, %s names %q", rp.Run.ID, RunFile, run.ID)
+		return nil, failf(ErrStatement, RunAttestFile, "run.id", "statement names run %q, %s names %q", rp.Run.ID, evidence.RunFile, run.ID)
 	}
 	return &Verified{Dir: dir, Run: run, Results: results, Files: entries,
 		TestResult: tr, Detail: rp, Signer: v.Identity()}, nil

@@ -243,7 +243,7 @@ func ReadRun(p *Column, dir string) error {
 	p.RunDir = dir
 	var rec evidence.Run
 	// The folder may come from a hostile runner: read as verify reads.
-	b, err := bundle.ReadFile(dir, "run.json")
+	b, err := bundle.ReadFile(dir, evidence.RunFile)
 	if err != nil {
 		return fmt.Errorf("run folder %s: %w", dir, err)
 	}
@@ -259,14 +259,14 @@ func ReadRun(p *Column, dir string) error {
 		p.RunSeconds = rec.End.Sub(rec.Start).Seconds()
 	}
 	p.Runtime = runtimeOf(rec.Effective)
-	b, err = bundle.ReadFile(dir, "results.json")
+	b, err = bundle.ReadFile(dir, evidence.ResultsFile)
 	if err != nil {
 		return fmt.Errorf("run folder %s: %w", dir, err)
 	}
 	if err := json.Unmarshal(b, &p.Results); err != nil {
 		return fmt.Errorf("run folder %s: results.json: %w", dir, err)
 	}
-	if b, err := bundle.ReadFile(dir, "SHA256SUMS"); err == nil {
+	if b, err := bundle.ReadFile(dir, bundle.SumsFile); err == nil {
 		p.Sealed = evidence.SHA256(b)
 	}
 	if !rec.Complete && p.Error == "" {

@@ -27,17 +27,17 @@ type Side struct {
 // Load reads a run folder (signed or not; verify it first if it matters).
 func Load(dir string) (Side, error) {
 	s := Side{Dir: dir, Policy: map[string][]byte{}}
-	if err := readJSON(dir, "run.json", &s.Run); err != nil {
+	if err := readJSON(dir, evidence.RunFile, &s.Run); err != nil {
 		return s, err
 	}
-	if err := readJSON(dir, "results.json", &s.Results); err != nil {
+	if err := readJSON(dir, evidence.ResultsFile, &s.Results); err != nil {
 		return s, err
 	}
 	for name := range s.Run.PolicyFiles {
 		if filepath.IsAbs(name) || !filepath.IsLocal(name) {
 			return s, fmt.Errorf("diff: %s: policy file name %q is not a local path", dir, name)
 		}
-		b, err := bundle.ReadFile(dir, "policy/"+filepath.ToSlash(name))
+		b, err := bundle.ReadFile(dir, evidence.PolicyDir+"/"+filepath.ToSlash(name))
 		if err != nil {
 			return s, fmt.Errorf("diff: %w", err)
 		}

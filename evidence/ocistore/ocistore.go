@@ -240,15 +240,15 @@ func inspectArchive(ctx context.Context, path string) (evidence.Run, string, err
 	if err != nil {
 		return run, "", err
 	}
-	b, err := os.ReadFile(filepath.Join(dir, bundle.RunFile))
+	b, err := os.ReadFile(filepath.Join(dir, evidence.RunFile))
 	if err != nil {
-		return run, "", &Error{Kind: ErrNotSealed, What: bundle.RunFile, Err: err}
+		return run, "", &Error{Kind: ErrNotSealed, What: evidence.RunFile, Err: err}
 	}
 	if err := json.Unmarshal(b, &run); err != nil {
-		return run, "", &Error{Kind: ErrMalformed, What: bundle.RunFile, Err: err}
+		return run, "", &Error{Kind: ErrMalformed, What: evidence.RunFile, Err: err}
 	}
 	if !run.Complete || run.ID == "" {
-		return run, "", errf(ErrNotSealed, bundle.RunFile, "the run did not finish")
+		return run, "", errf(ErrNotSealed, evidence.RunFile, "the run did not finish")
 	}
 	sums, err := os.ReadFile(filepath.Join(dir, bundle.SumsFile))
 	if errors.Is(err, fs.ErrNotExist) {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/evidence"
 	"github.com/gatehouse-dev/gatehouse/evidence/report"
 )
 
@@ -60,7 +61,7 @@ func TestReportInChromium(t *testing.T) {
 	if err := report.WriteFile(dir); err != nil {
 		t.Fatal(err)
 	}
-	url := "file://" + filepath.Join(dir, report.FileName)
+	url := "file://" + filepath.Join(dir, evidence.ReportFile)
 	dom, log := chromiumLog(t, "--enable-logging=stderr", "--v=0", "--dump-dom", url)
 	for _, line := range strings.Split(log, "\n") {
 		if strings.Contains(line, ":CONSOLE") { // a CSP violation or an error

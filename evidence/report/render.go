@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/gatehouse-dev/gatehouse/evidence"
 	"github.com/gatehouse-dev/gatehouse/internal/termsafe"
 )
 
@@ -66,11 +67,11 @@ func WriteFile(dir string) error {
 	if err != nil {
 		return err
 	}
-	tmp := filepath.Join(dir, "."+FileName+".tmp")
+	tmp := filepath.Join(dir, "."+evidence.ReportFile+".tmp")
 	if err := os.WriteFile(tmp, b, 0o644); err != nil {
 		return fmt.Errorf("report: %w", err)
 	}
-	if err := os.Rename(tmp, filepath.Join(dir, FileName)); err != nil {
+	if err := os.Rename(tmp, filepath.Join(dir, evidence.ReportFile)); err != nil {
 		os.Remove(tmp)
 		return fmt.Errorf("report: %w", err)
 	}

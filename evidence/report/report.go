@@ -20,16 +20,6 @@ import (
 	"github.com/gatehouse-dev/gatehouse/evidence"
 )
 
-// FileName is the report's name inside a run folder (and so a bundle).
-const FileName = "report.html"
-
-// Trace files read for the report (written by the runner).
-const (
-	HitsFile     = "traces/endpoint-hits.jsonl"
-	AttemptsFile = "traces/probe-attempts.jsonl"
-	AlertsFile   = "traces/alerts.jsonl"
-)
-
 // maxTraceLines bounds what Load reads from each trace; the report says when
 // it stopped, and the trace in the bundle keeps everything.
 const maxTraceLines = 200_000
@@ -52,13 +42,13 @@ type Input struct {
 // results.json is.
 func Load(dir string) (Input, error) {
 	var in Input
-	if err := readJSON(filepath.Join(dir, "run.json"), &in.Run); err != nil {
+	if err := readJSON(filepath.Join(dir, evidence.RunFile), &in.Run); err != nil {
 		return in, err
 	}
-	if err := readJSON(filepath.Join(dir, "results.json"), &in.Results); err != nil {
+	if err := readJSON(filepath.Join(dir, evidence.ResultsFile), &in.Results); err != nil {
 		return in, err
 	}
-	if err := readLines(filepath.Join(dir, HitsFile), &in, func(b []byte) error {
+	if err := readLines(filepath.Join(dir, evidence.HitsTrace), &in, func(b []byte) error {
 		var h evidence.Hit
 		err := json.Unmarshal(b, &h)
 		if err == nil {
@@ -68,7 +58,7 @@ func Load(dir string) (Input, error) {
 	}); err != nil {
 		return in, err
 	}
-	if err := readLines(filepath.Join(dir, AttemptsFile), &in, func(b []byte) error {
+	if err := readLines(filepath.Join(dir, evidence.AttemptsTrace), &in, func(b []byte) error {
 		var a evidence.Attempt
 		err := json.Unmarshal(b, &a)
 		if err == nil {
@@ -78,7 +68,7 @@ func Load(dir string) (Input, error) {
 	}); err != nil {
 		return in, err
 	}
-	err := readLines(filepath.Join(dir, AlertsFile), &in, func(b []byte) error {
+	err := readLines(filepath.Join(dir, evidence.AlertsTrace), &in, func(b []byte) error {
 		var l alertLine
 		if err := json.Unmarshal(b, &l); err != nil {
 			return err

@@ -49,11 +49,11 @@ func writeRun(t testing.TB, run evidence.Run, results []evidence.Result, hits []
 	for _, a := range alerts {
 		tl.Write(append(js(a), '\n'))
 	}
-	put(report.HitsFile, hl.Bytes())
-	put(report.AttemptsFile, al.Bytes())
+	put(evidence.HitsTrace, hl.Bytes())
+	put(evidence.AttemptsTrace, al.Bytes())
 	if alerts != nil {
 		tl.WriteString(`{"dropped":3,"why":"over the run's bound"}` + "\n")
-		put(report.AlertsFile, tl.Bytes())
+		put(evidence.AlertsTrace, tl.Bytes())
 	}
 	return dir
 }
@@ -63,7 +63,7 @@ func TestRenderEscapesHostileEvidence(t *testing.T) {
 	if err := report.WriteFile(dir); err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile(filepath.Join(dir, report.FileName))
+	b, err := os.ReadFile(filepath.Join(dir, evidence.ReportFile))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gatehouse-dev/gatehouse/evidence"
 	"github.com/gatehouse-dev/gatehouse/evidence/report"
 )
 
@@ -29,7 +30,7 @@ func TestTimelineInChromium(t *testing.T) {
 	if err := report.WriteFile(dir); err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(dir, report.FileName)
+	path := filepath.Join(dir, evidence.ReportFile)
 	url := "file://" + path
 
 	t.Run("the report as shipped", func(t *testing.T) {
