@@ -233,6 +233,9 @@ func Execute(ctx context.Context, spec Spec) (*Outcome, error) {
 	return &Outcome{Folder: folder, Record: &rec, Results: results}, nil
 }
 
+// The real lab is the one steps.Lab with every ability.
+var _ steps.Lab = (*lab.Lab)(nil)
+
 // ErrEmptyShard means a shard selects no scenario (more shards than
 // scenarios): refused before anything starts, never an empty pass.
 var ErrEmptyShard = errors.New("run: the shard selects no scenario")

@@ -22,14 +22,6 @@ import (
 	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
-// Lab is what the steps need of the lab of controlled endpoints.
-type Lab interface {
-	Attach(ctx context.Context, session string) (targets.Network, error)
-	Detach(ctx context.Context, session string) error
-	Hits() []evidence.Hit
-	Sealed(ctx context.Context) error
-}
-
 // Network modes a profile may ask for.
 const (
 	NetLab  = "lab"  // a session namespace joined to the lab
