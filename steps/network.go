@@ -92,7 +92,11 @@ func (r *runner) attempt(ctx context.Context, s *scenario, familyName string, na
 			}
 		}
 	} else if s.acctErr == "" {
-		s.findings = append(s.findings, "no kernel-side accounting for this session (no lab session namespace): proof of attempt is the probe's report")
+		why := "no lab session namespace"
+		if s.attached {
+			why = "the lab has no kernel-side accounting"
+		}
+		s.findings = append(s.findings, "no kernel-side accounting for this session ("+why+"): proof of attempt is the probe's report")
 	}
 	return nil
 }

@@ -82,6 +82,9 @@ func TestResponseAnswersEachSessionsFirstDetectionOnce(t *testing.T) {
 						if e.Observed || e.LatencyMS != nil || e.Reason == "" {
 							t.Errorf("%s: %s observed without a way to see it: %+v", r.Path, e.Effect, e)
 						}
+						if e.Effect == evidence.EffectEgressRefused && e.Reason != "not measured: the lab cannot check a session's egress" {
+							t.Errorf("%s: egress effect %q: want it not measured, the lab's missing check said", r.Path, e.Reason)
+						}
 					}
 					if c := evidence.ResponseCell(r); c != "gone no, egress -, token -" {
 						t.Errorf("%s: cell %q", r.Path, c)

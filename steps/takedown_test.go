@@ -153,3 +153,37 @@ func hasPrefix(list []string, p string) bool {
 	}
 	return false
 }
+
+// A lab that cannot list a session's tables from outside (ErrUnsupported)
+// leaves the takedown without an outside view, and the scenario says so:
+// which layer fell then rests on the probe's report.
+func TestTakedownWithoutTheOutsideView(t *testing.T) {
+	ran := &sync.Map{}
+	flushAll := func(c string) (string, string, string) {
+		if c == probe.TakedownNftables {
+			return probe.OutcomeCompleted, probe.TakedownChanged + "delete table inet gatehouse_egress", ""
+		}
+		return probe.OutcomeDenied, probe.TakedownRefused + c + ": operation not permitted", "the kernel refused every change: operation not permitted"
+	}
+	fl := &steptest.Lab{}
+	tgt := &fakeTarget{lab: fl, output: takedownOutput(flushAll, ran), deliver: func(st probe.Step) bool { return st.ID == "positive-control" }}
+	out, err := steps.Run(context.Background(), steps.Config{
+		Target: tgt, Network: steps.NetLab, Lab: fl,
+		ProbePath: "/bin/true", Features: features.FS, Gates: []string{"external-callback"}, Settle: 1, Concurrency: 1,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range out.Results {
+		t.Logf("%s: %s (%s) findings %q", r.Path, r.Verdict, r.Reason, r.Findings)
+		if r.Path == "normal" {
+			continue
+		}
+		if r.Takedown == nil || r.Takedown.Outside != nil || !strings.Contains(r.Takedown.OutsideError, "cannot list the session's nftables tables") {
+			t.Errorf("takedown %+v: want no outside view and the reason", r.Takedown)
+		}
+		if !hasPrefix(r.Findings, "takedown: the harness cannot list") {
+			t.Errorf("findings %q: want the missing outside view said", r.Findings)
+		}
+	}
+}
