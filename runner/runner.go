@@ -215,14 +215,12 @@ func Execute(ctx context.Context, spec Spec) (*Outcome, error) {
 			fmt.Fprintf(progress, "%d verdict(s) changed by what the endpoints recorded after them\n", n)
 		}
 	}
-	_ = folder.Touch("traces/endpoint-hits.jsonl")
-	_ = folder.Touch("traces/probe-attempts.jsonl")
-	if err := folder.Close(); err != nil {
+	// Every trace is closed: what each left out past its limit is final.
+	n, err := closeTraces(folder, &rec, results)
+	if err != nil {
 		runErr = errors.Join(runErr, err)
 	}
-	// Every trace is closed: what each left out past its limit is final.
-	rec.TracesCut = folder.Cuts()
-	if n := evidence.RecheckTraces(results, rec.TracesCut); n > 0 {
+	if n > 0 {
 		fmt.Fprintf(progress, "%d verdict(s) made INCONCLUSIVE by a trace that reached its limit (run.json traces_cut)\n", n)
 	}
 	if err := folder.Err(); err != nil {
@@ -250,17 +248,8 @@ func Execute(ctx context.Context, spec Spec) (*Outcome, error) {
 			runErr = errors.Join(runErr, fmt.Errorf("run: evidence incomplete: %w", err))
 		}
 	}
-	rec.Complete = runErr == nil
-	if runErr != nil {
-		rec.Error = runErr.Error()
-	}
-	if err := errors.Join(folder.WriteJSON("results.json", results), folder.WriteJSON("run.json", rec)); err != nil {
-		folder.Abandon()
-		return nil, fmt.Errorf("run: write evidence: %w", err)
-	}
-	if runErr != nil {
-		dir := folder.Abandon()
-		return nil, fmt.Errorf("%w (partial evidence kept in %s, marked incomplete)", runErr, dir)
+	if err := writeRecord(folder, &rec, results, runErr, "run"); err != nil {
+		return nil, err
 	}
 	return &Outcome{Folder: folder, Record: &rec, Results: results, Rehearsal: rehearsal}, nil
 }
