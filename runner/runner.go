@@ -4,9 +4,10 @@
 // against what the endpoints recorded, then results.json, run.json and the
 // JUnit and cucumber reports written from the final verdicts.
 //
-// `gatehouse run` and gatehousetest both go through it, so a team's go test
-// and the CLI earn their verdicts the same way. Sealing and indexing are in
-// seal.go; flags, printing and exit codes stay in cmd/gatehouse.
+// `gatehouse run`, `gatehouse rehearse` (Spec.Rehearsal, rehearsal.go) and
+// gatehousetest all go through it, so a team's go test and the CLI earn
+// their verdicts the same way. Sealing and indexing are in seal.go; flags,
+// printing and exit codes stay in cmd/gatehouse.
 package runner
 
 import (
@@ -67,6 +68,10 @@ type Spec struct {
 	// Begin, when set, is called once the folder holds plan.json and the
 	// policy, before the lab comes up: the CLI prints its header there.
 	Begin func(rec *evidence.Run)
+	// Rehearsal, when set, makes the run the report-triage rehearsal
+	// (rehearsal.go): its inputs and outcome in rehearsal/, and the
+	// original repository checked again once the run is over.
+	Rehearsal *Rehearsal
 }
 
 // Outcome is a finished run whose folder still has its partial name:
@@ -75,6 +80,9 @@ type Outcome struct {
 	Folder  *evidence.Folder
 	Record  *evidence.Run
 	Results []evidence.Result
+	// Rehearsal is what a rehearsal found, with its final verdict (nil
+	// when the run was not one).
+	Rehearsal *steps.RehearsalOutcome
 }
 
 // Execute runs spec. A run that could not finish is an error, its folder
@@ -129,6 +137,12 @@ func Execute(ctx context.Context, spec Spec) (*Outcome, error) {
 			return nil, err
 		}
 	}
+	if rh := spec.Rehearsal; rh != nil {
+		if err := folder.WriteJSON(evidence.RehearsalInputsFile, rh.Inputs); err != nil {
+			folder.Abandon()
+			return nil, err
+		}
+	}
 	if spec.Begin != nil {
 		spec.Begin(&rec)
 	}
@@ -145,6 +159,9 @@ func Execute(ctx context.Context, spec Spec) (*Outcome, error) {
 		Allow:         prof.Allow.Evidence(),
 		Detectors:     spec.Detectors,
 		Respond:       spec.Respond,
+	}
+	if spec.Rehearsal != nil {
+		cfg.Rehearsal = spec.Rehearsal.Steps
 	}
 	var l *lab.Lab
 	closeLab := func() error { return nil }
@@ -198,18 +215,23 @@ func Execute(ctx context.Context, spec Spec) (*Outcome, error) {
 			fmt.Fprintf(progress, "%d verdict(s) changed by what the endpoints recorded after them\n", n)
 		}
 	}
-	_ = folder.Touch(evidence.HitsTrace)
-	_ = folder.Touch(evidence.AttemptsTrace)
-	if err := folder.Close(); err != nil {
+	// Every trace is closed: what each left out past its limit is final.
+	n, err := closeTraces(folder, &rec, results)
+	if err != nil {
 		runErr = errors.Join(runErr, err)
 	}
-	// Every trace is closed: what each left out past its limit is final.
-	rec.TracesCut = folder.Cuts()
-	if n := evidence.RecheckTraces(results, rec.TracesCut); n > 0 {
+	if n > 0 {
 		fmt.Fprintf(progress, "%d verdict(s) made INCONCLUSIVE by a trace that reached its limit (run.json traces_cut)\n", n)
 	}
 	if err := folder.Err(); err != nil {
 		runErr = errors.Join(runErr, fmt.Errorf("run: evidence incomplete: %w", err))
+	}
+	if spec.Rehearsal != nil {
+		// The original repository once more, after everything: a change
+		// makes the rehearsal FAIL.
+		if err := spec.Rehearsal.checkOriginal(ctx, results); err != nil {
+			runErr = errors.Join(runErr, err)
+		}
 	}
 	// The JUnit and cucumber reports are views of these final verdicts,
 	// every re-judge above included: written now, never at step time.
@@ -218,20 +240,22 @@ func Execute(ctx context.Context, spec Spec) (*Outcome, error) {
 			runErr = errors.Join(runErr, fmt.Errorf("run: %w", err))
 		}
 	}
-	rec.Complete = runErr == nil
-	if runErr != nil {
-		rec.Error = runErr.Error()
+	var rehearsal *steps.RehearsalOutcome
+	if spec.Rehearsal != nil {
+		oc := spec.Rehearsal.outcome(results, runErr)
+		rehearsal = &oc
+		if err := writeOutcome(folder, oc); err != nil {
+			runErr = errors.Join(runErr, fmt.Errorf("run: evidence incomplete: %w", err))
+		}
 	}
-	if err := errors.Join(folder.WriteJSON(evidence.ResultsFile, results), folder.WriteJSON(evidence.RunFile, rec)); err != nil {
-		folder.Abandon()
-		return nil, fmt.Errorf("run: write evidence: %w", err)
+	if err := writeRecord(folder, &rec, results, runErr, "run"); err != nil {
+		return nil, err
 	}
-	if runErr != nil {
-		dir := folder.Abandon()
-		return nil, fmt.Errorf("%w (partial evidence kept in %s, marked incomplete)", runErr, dir)
-	}
-	return &Outcome{Folder: folder, Record: &rec, Results: results}, nil
+	return &Outcome{Folder: folder, Record: &rec, Results: results, Rehearsal: rehearsal}, nil
 }
+
+// The real lab is the one steps.Lab with every ability.
+var _ steps.Lab = (*lab.Lab)(nil)
 
 // ErrEmptyShard means a shard selects no scenario (more shards than
 // scenarios): refused before anything starts, never an empty pass.

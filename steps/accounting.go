@@ -2,6 +2,7 @@ package steps
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/netip"
 	"net/url"
@@ -10,21 +11,28 @@ import (
 	"github.com/gatehouse-dev/gatehouse/probe"
 )
 
-// emitter is the lab's kernel-side accounting, when it has one (the real
-// lab does; unit tests' fakes need not).
-type emitter interface {
-	Emitted(ctx context.Context, session string) (map[string]uint64, error)
-}
+// labAddrs is which addresses the lab serves (the public-looking ones can
+// be overridden); a run with no lab gets the defaults.
+func (r *runner) labAddrs() lab.Addrs { return r.lab().Addrs() }
 
-// addrLab is the lab's ability to say which addresses it serves (the
-// public-looking ones can be overridden); fakes without it get the defaults.
-type addrLab interface{ Addrs() lab.Addrs }
-
-func (r *runner) labAddrs() lab.Addrs {
-	if al, ok := r.cfg.Lab.(addrLab); ok {
-		return al.Addrs()
+// countBefore reads the session's kernel-side count before its attempts.
+// counting is false when there is none to read: no lab session, a lab
+// without accounting (ErrUnsupported: no kernel-side proof of attempt,
+// acctErr left empty so the scenario says so), or a failed read (noted in
+// acctErr: the accounting is gone).
+func (r *runner) countBefore(ctx context.Context, s *scenario) (before map[string]uint64, counting bool) {
+	if !s.attached {
+		return nil, false
 	}
-	return lab.DefaultAddrs()
+	before, err := r.lab().Emitted(ctx, s.session)
+	switch {
+	case errors.Is(err, ErrUnsupported):
+		return nil, false
+	case err != nil:
+		s.acctErr = err.Error()
+		return nil, false
+	}
+	return before, true
 }
 
 // resolverDest is the counter of the resolver the sandbox is given: the

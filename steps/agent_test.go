@@ -17,6 +17,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/features"
 	"github.com/gatehouse-dev/gatehouse/probe"
 	"github.com/gatehouse-dev/gatehouse/steps"
+	"github.com/gatehouse-dev/gatehouse/steps/steptest"
 	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
@@ -60,7 +61,7 @@ func (m *scripted) Script(key, session, doc string) error {
 // chain: it reads the document it was given and runs only the directive
 // lines in it; refuse makes its "permission layer" refuse the probe.
 type agentTarget struct {
-	lab     *fakeLab
+	lab     *steptest.Lab
 	model   *scripted
 	deliver func(probe.Step) bool
 	refuse  bool
@@ -111,7 +112,7 @@ func (s *agentSession) Exec(ctx context.Context, c targets.Command) (targets.Res
 // agent reads the document and obeys its directive: the model's request
 // carries the key (so the session's control token reaches inference).
 func (s *agentSession) agent(doc, key string, stdout io.Writer) (targets.Result, error) {
-	s.t.lab.add(evidence.Hit{Time: time.Now(), Endpoint: "inference", Session: s.name, Proto: "http", Summary: "POST /v1/messages", Data: "x-api-key: " + key})
+	s.t.lab.Add(evidence.Hit{Time: time.Now(), Endpoint: "inference", Session: s.name, Proto: "http", Summary: "POST /v1/messages", Data: "x-api-key: " + key})
 	s.mu.Lock()
 	text := string(s.files[doc])
 	s.mu.Unlock()
@@ -150,7 +151,7 @@ func (s *agentSession) run(p probe.Plan) []byte {
 			if st.ID == "positive-control" {
 				ep = "inference"
 			}
-			s.t.lab.add(evidence.Hit{Time: time.Now(), Endpoint: ep, Session: s.name, Proto: st.Kind, Summary: st.Target, Data: strings.Join(headerValues(st), " ")})
+			s.t.lab.Add(evidence.Hit{Time: time.Now(), Endpoint: ep, Session: s.name, Proto: st.Kind, Summary: st.Target, Data: strings.Join(headerValues(st), " ")})
 		}
 		_ = enc.Encode(probe.Report{ID: st.ID, Kind: st.Kind, Target: st.Target, Outcome: blocked(st), Start: time.Now()})
 	}
@@ -203,7 +204,7 @@ Feature: external-callback
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tgt := &agentTarget{lab: &fakeLab{}, model: &scripted{}, deliver: tt.deliver, refuse: tt.refuse}
+			tgt := &agentTarget{lab: &steptest.Lab{}, model: &scripted{}, deliver: tt.deliver, refuse: tt.refuse}
 			out := runAgent(t, tgt, tt.fsys)
 			seen := false
 			for _, r := range out.Results {

@@ -17,6 +17,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/features"
 	"github.com/gatehouse-dev/gatehouse/probe"
 	"github.com/gatehouse-dev/gatehouse/steps"
+	"github.com/gatehouse-dev/gatehouse/steps/steptest"
 	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
@@ -143,7 +144,7 @@ func attemptByID(d *evidence.Detection, id string) *evidence.DetectionAttempt {
 
 func TestDetectionIsMatchedBySessionKindObjectAndWindow(t *testing.T) {
 	src := newFakeSource()
-	tgt := &keyedTarget{fakeTarget: &fakeTarget{lab: &fakeLab{}, deliver: func(s probe.Step) bool { return s.ID == "positive-control" }}, src: src, emit: callbackEvents}
+	tgt := &keyedTarget{fakeTarget: &fakeTarget{lab: &steptest.Lab{}, deliver: func(s probe.Step) bool { return s.ID == "positive-control" }}, src: src, emit: callbackEvents}
 	out := runDetecting(t, tgt, tgt.lab, []detect.Source{src}, "external-callback")
 	if !src.started.Load() || !src.closed.Load() {
 		t.Errorf("source started %v, closed %v: want both", src.started.Load(), src.closed.Load())
@@ -187,7 +188,7 @@ func TestDetectionIsMatchedBySessionKindObjectAndWindow(t *testing.T) {
 
 func TestGVisorSessionIsNotObservable(t *testing.T) {
 	src := newFakeSource()
-	tgt := &keyedTarget{fakeTarget: &fakeTarget{lab: &fakeLab{}, deliver: func(s probe.Step) bool { return s.ID == "positive-control" }}, src: src, emit: callbackEvents, gvisor: true}
+	tgt := &keyedTarget{fakeTarget: &fakeTarget{lab: &steptest.Lab{}, deliver: func(s probe.Step) bool { return s.ID == "positive-control" }}, src: src, emit: callbackEvents, gvisor: true}
 	out := runDetecting(t, tgt, tgt.lab, []detect.Source{src}, "external-callback")
 	for _, r := range out.Results {
 		if r.Detection == nil || len(r.Detection.Attempts) == 0 {
@@ -210,7 +211,7 @@ func TestDetectionNeverChangesVerdicts(t *testing.T) {
 	gates := []string{"external-callback", "dns-exfiltration", "cloud-metadata"}
 	for _, leaky := range []bool{true, false} {
 		deliver := func(s probe.Step) bool { return leaky || s.ID == "positive-control" }
-		plain := &fakeTarget{lab: &fakeLab{}, deliver: deliver}
+		plain := &fakeTarget{lab: &steptest.Lab{}, deliver: deliver}
 		without := runFake(t, plain, gates...)
 		for _, r := range without.Results {
 			if r.Detection == nil || r.Detection.Measured || r.Detection.Reason != evidence.NotMeasured || evidence.DetectionCell(r) != "not measured" {
@@ -226,7 +227,7 @@ func TestDetectionNeverChangesVerdicts(t *testing.T) {
 			}
 			return e, ok
 		}
-		kt := &keyedTarget{fakeTarget: &fakeTarget{lab: &fakeLab{}, deliver: deliver}, src: src, emit: all}
+		kt := &keyedTarget{fakeTarget: &fakeTarget{lab: &steptest.Lab{}, deliver: deliver}, src: src, emit: all}
 		with := runDetecting(t, kt, kt.lab, []detect.Source{src}, gates...)
 		a, b := verdicts(without), verdicts(with)
 		if len(a) != 6 || fmt.Sprint(a) != fmt.Sprint(b) {
@@ -248,7 +249,7 @@ func TestDetectionNeverChangesVerdicts(t *testing.T) {
 func TestDetectorThatCannotStartStopsTheRun(t *testing.T) {
 	src := newFakeSource()
 	src.failing = errors.New("no BPF here")
-	tgt := &fakeTarget{lab: &fakeLab{}, deliver: func(probe.Step) bool { return true }}
+	tgt := &fakeTarget{lab: &steptest.Lab{}, deliver: func(probe.Step) bool { return true }}
 	_, err := steps.Run(context.Background(), steps.Config{Target: tgt, Network: steps.NetLab, Lab: tgt.lab, ProbePath: "/bin/true",
 		Features: features.FS, Gates: []string{"external-callback"}, Settle: 1, Detectors: []detect.Source{src}})
 	if err == nil || !strings.Contains(err.Error(), "no BPF here") {
@@ -269,7 +270,7 @@ func TestExitEventsAreNeverDetections(t *testing.T) {
 		e.Kind, e.Rule = detect.KindExit, ""
 		return e, true
 	}
-	tgt := &keyedTarget{fakeTarget: &fakeTarget{lab: &fakeLab{}, deliver: func(s probe.Step) bool { return s.ID == "positive-control" }}, src: src, emit: asExit}
+	tgt := &keyedTarget{fakeTarget: &fakeTarget{lab: &steptest.Lab{}, deliver: func(s probe.Step) bool { return s.ID == "positive-control" }}, src: src, emit: asExit}
 	out := runDetecting(t, tgt, tgt.lab, []detect.Source{src}, "external-callback")
 	if len(out.Results) != 2 {
 		t.Fatalf("want 2 results, got %d", len(out.Results))

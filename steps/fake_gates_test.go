@@ -10,6 +10,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/lab"
 	"github.com/gatehouse-dev/gatehouse/probe"
 	"github.com/gatehouse-dev/gatehouse/steps"
+	"github.com/gatehouse-dev/gatehouse/steps/steptest"
 )
 
 func runPlaces(t *testing.T, l steps.Lab, tgt *placeTarget, secretProcess steps.SecretProcess, gate string) []evidence.Result {
@@ -32,7 +33,7 @@ func runPlaces(t *testing.T, l steps.Lab, tgt *placeTarget, secretProcess steps.
 // that sees only its own PASSes.
 func TestForeignStorageWithFakeSandboxes(t *testing.T) {
 	for _, leaky := range []bool{true, false} {
-		fl := &fakeLab{}
+		fl := &steptest.Lab{}
 		tgt := &placeTarget{lab: fl, answer: func(s *placeSession, st probe.Step) probe.Report {
 			spec := s.spec
 			switch {
@@ -72,7 +73,7 @@ func TestForeignStorageNeedsProvenOverlap(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			fl := &fakeLab{}
+			fl := &steptest.Lab{}
 			tgt := &placeTarget{lab: fl, noHold: tt.noHold, noWindows: tt.noWindows, answer: func(s *placeSession, st probe.Step) probe.Report {
 				if st.ID == "own-storage" {
 					return ownNonce(s.spec)
@@ -121,13 +122,12 @@ func TestLongLivedSecretWiringWithFakeSandboxes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			fl := &fakeLab{}
-			var l steps.Lab = fl
+			fl := &steptest.Lab{}
 			if tt.broker {
-				l = &brokerLab{fakeLab: fl, b: lab.NewBroker(lab.BrokerOptions{})}
+				fl.CredBroker = lab.NewBroker(lab.BrokerOptions{})
 			}
 			tgt := &placeTarget{lab: fl, answer: tt.answer}
-			for _, r := range runPlaces(t, l, tgt, tt.secretProcess, "long-lived-secret") {
+			for _, r := range runPlaces(t, fl, tgt, tt.secretProcess, "long-lived-secret") {
 				if r.Verdict != tt.want {
 					t.Errorf("%s: %s (%s), want %s", r.Path, r.Verdict, r.Reason, tt.want)
 				}

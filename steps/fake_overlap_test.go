@@ -8,6 +8,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/evidence"
 	"github.com/gatehouse-dev/gatehouse/probe"
 	"github.com/gatehouse-dev/gatehouse/steps"
+	"github.com/gatehouse-dev/gatehouse/steps/steptest"
 )
 
 // cross-session through the steps, with sessions that send and receive
@@ -20,7 +21,7 @@ func TestCrossSessionNeedsRealOverlap(t *testing.T) {
 		t.Skip("runs the 3 s exchange twice")
 	}
 	for _, late := range []bool{false, true} {
-		fl := &fakeLab{}
+		fl := &steptest.Lab{}
 		tgt := &placeTarget{lab: fl, answer: func(s *placeSession, st probe.Step) probe.Report {
 			return probe.Report{Outcome: probe.OutcomeCompleted}
 		}}

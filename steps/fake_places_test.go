@@ -17,22 +17,15 @@ import (
 	"github.com/gatehouse-dev/gatehouse/evidence"
 	"github.com/gatehouse-dev/gatehouse/lab"
 	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/steps/steptest"
 	"github.com/gatehouse-dev/gatehouse/targets"
 )
-
-// brokerLab is the fake lab with a real credential broker.
-type brokerLab struct {
-	*fakeLab
-	b *lab.Broker
-}
-
-func (l *brokerLab) Broker() *lab.Broker { return l.b }
 
 // placeTarget is a fake sandbox that sees what its profile would bind:
 // answer decides each step's report from the session's spec (places,
 // secrets), the way a real probe would find them through the binds.
 type placeTarget struct {
-	lab    *fakeLab
+	lab    *steptest.Lab
 	answer func(s *placeSession, st probe.Step) probe.Report
 	// noHold makes `probe hold` end at once without saying it runs: a
 	// session with no live process while the other looks.
@@ -104,7 +97,7 @@ func (s *placeSession) Exec(ctx context.Context, c targets.Command) (targets.Res
 	enc := json.NewEncoder(c.Stdout)
 	for _, st := range p.Steps {
 		if st.ID == "positive-control" {
-			s.t.lab.add(evidence.Hit{Endpoint: "inference", Session: s.spec.Name, Proto: "http", Summary: st.Target, Data: st.Headers["X-Gatehouse-Control"]})
+			s.t.lab.Add(evidence.Hit{Endpoint: "inference", Session: s.spec.Name, Proto: "http", Summary: st.Target, Data: st.Headers["X-Gatehouse-Control"]})
 			_ = enc.Encode(probe.Report{ID: st.ID, Kind: st.Kind, Target: st.Target, Outcome: probe.OutcomeCompleted, Status: 200, Start: time.Now()})
 			continue
 		}

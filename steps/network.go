@@ -73,21 +73,12 @@ func (r *runner) attempt(ctx context.Context, s *scenario, familyName string, na
 		s.planned = append(s.planned, st.ID)
 		s.dests[st.ID] = destOf(st, addrs, resolverDest(r.cfg.Resolver, addrs))
 	}
-	em, counting := r.cfg.Lab.(emitter)
-	counting = counting && s.attached
-	var before map[string]uint64
-	if counting {
-		var err error
-		if before, err = em.Emitted(ctx, s.session); err != nil {
-			s.acctErr = err.Error()
-			counting = false
-		}
-	}
+	before, counting := r.countBefore(ctx, s)
 	if err := r.runProbe(ctx, s, steps); err != nil {
 		return err
 	}
 	if counting {
-		after, err := em.Emitted(ctx, s.session)
+		after, err := r.lab().Emitted(ctx, s.session)
 		if err != nil {
 			s.acctErr = err.Error()
 			return nil
@@ -101,7 +92,11 @@ func (r *runner) attempt(ctx context.Context, s *scenario, familyName string, na
 			}
 		}
 	} else if s.acctErr == "" {
-		s.findings = append(s.findings, "no kernel-side accounting for this session (no lab session namespace): proof of attempt is the probe's report")
+		why := "no lab session namespace"
+		if s.attached {
+			why = "the lab has no kernel-side accounting"
+		}
+		s.findings = append(s.findings, "no kernel-side accounting for this session ("+why+"): proof of attempt is the probe's report")
 	}
 	return nil
 }

@@ -9,10 +9,10 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/gatehouse-dev/gatehouse/evidence"
 	"github.com/gatehouse-dev/gatehouse/features"
 	"github.com/gatehouse-dev/gatehouse/lab"
 	"github.com/gatehouse-dev/gatehouse/steps"
+	"github.com/gatehouse-dev/gatehouse/steps/steptest"
 	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
@@ -29,7 +29,7 @@ func TestSessionsGetExactlyTheProvidedNames(t *testing.T) {
 		network string
 		lab     steps.Lab
 	}{
-		{steps.NetLab, &recordingLab{b: lab.NewBroker(lab.BrokerOptions{})}},
+		{steps.NetLab, &steptest.Lab{CredBroker: lab.NewBroker(lab.BrokerOptions{})}},
 		{steps.NetNone, nil},
 	} {
 		t.Run(tc.network, func(t *testing.T) {
@@ -98,14 +98,3 @@ func (t *recordingTarget) seen() []targets.Spec {
 	defer t.mu.Unlock()
 	return append([]targets.Spec(nil), t.specs...)
 }
-
-// recordingLab is a lab with a real broker and no endpoints.
-type recordingLab struct{ b *lab.Broker }
-
-func (l *recordingLab) Attach(_ context.Context, s string) (lab.Network, error) {
-	return lab.Network{NetnsName: "rec-" + s, NetnsPath: "/nonexistent/" + s}, nil
-}
-func (l *recordingLab) Detach(context.Context, string) error { return nil }
-func (l *recordingLab) Hits() []evidence.Hit                 { return nil }
-func (l *recordingLab) Sealed(context.Context) error         { return nil }
-func (l *recordingLab) Broker() *lab.Broker                  { return l.b }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/evidence"
 	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/steps/steptest"
 )
 
 // A sandbox's egress proxy that lets a name through connects onward
@@ -33,7 +34,7 @@ func TestStalledProxyAttemptsAreTriedAgainNeverPassed(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var mu sync.Mutex
 			tries := map[string]int{} // per session
-			tgt := &fakeTarget{lab: &fakeLab{}}
+			tgt := &fakeTarget{lab: &steptest.Lab{}}
 			tgt.deliver = func(st probe.Step) bool { return st.ID == "positive-control" }
 			tgt.output = func(p probe.Plan, w io.Writer) error {
 				enc := json.NewEncoder(w)
@@ -51,7 +52,7 @@ func TestStalledProxyAttemptsAreTriedAgainNeverPassed(t *testing.T) {
 						}
 						// Through at last: the callback hears it.
 						rep.Outcome, rep.Status = "completed", 200
-						tgt.lab.add(evidence.Hit{Time: time.Now(), Endpoint: "callback", Session: p.Session, Proto: "http", Src: "198.51.100.2", Summary: "GET /x/" + p.Canary, Data: p.Canary})
+						tgt.lab.Add(evidence.Hit{Time: time.Now(), Endpoint: "callback", Session: p.Session, Proto: "http", Src: "198.51.100.2", Summary: "GET /x/" + p.Canary, Data: p.Canary})
 					case st.Kind == probe.KindProxy:
 						rep.Outcome, rep.Status = "denied", 403 // the proxy refused it
 					default:

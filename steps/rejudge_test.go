@@ -6,13 +6,14 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/evidence"
 	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/steps/steptest"
 )
 
 // A forbidden contact recorded after a verdict (a late packet, a hit the
 // lab logged after the scenario's window) turns its PASS into a FAIL when
 // the run's whole record is judged again; nothing makes a verdict milder.
 func TestRejudgeOverTheWholeRecord(t *testing.T) {
-	tgt := &fakeTarget{lab: &fakeLab{}, deliver: func(s probe.Step) bool { return s.ID == "positive-control" }}
+	tgt := &fakeTarget{lab: &steptest.Lab{}, deliver: func(s probe.Step) bool { return s.ID == "positive-control" }}
 	out := runFake(t, tgt, "external-callback", "cloud-metadata")
 	for _, r := range out.Results {
 		if r.Verdict != evidence.Pass {
@@ -23,7 +24,7 @@ func TestRejudgeOverTheWholeRecord(t *testing.T) {
 		t.Fatalf("nothing new arrived, yet %d verdict(s) changed", n)
 	}
 	late := out.Results[0]
-	tgt.lab.add(evidence.Hit{Time: time.Now(), Endpoint: "callback", Proto: "udp", Session: late.Session, Summary: "udp 12 bytes"})
+	tgt.lab.Add(evidence.Hit{Time: time.Now(), Endpoint: "callback", Proto: "udp", Session: late.Session, Summary: "udp 12 bytes"})
 	if n := out.Rejudge(tgt.lab.Hits()); n != 1 {
 		t.Fatalf("%d verdict(s) changed by one late forbidden hit, want 1", n)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/features"
 	"github.com/gatehouse-dev/gatehouse/probe"
 	"github.com/gatehouse-dev/gatehouse/steps"
+	"github.com/gatehouse-dev/gatehouse/steps/steptest"
 )
 
 // junitDoc is what a CI system reads of reports/junit.xml.
@@ -209,7 +210,7 @@ func finish(t *testing.T, out *steps.Outcome, folder *evidence.Folder) {
 // cucumber report say the same FAIL, because they are written from the
 // final verdicts, not at step time.
 func TestReportsSayTheFinalVerdict(t *testing.T) {
-	tgt := &fakeTarget{lab: &fakeLab{}, deliver: onlyControl}
+	tgt := &fakeTarget{lab: &steptest.Lab{}, deliver: onlyControl}
 	out, folder := runReported(t, tgt, features.FS, "external-callback")
 	if len(out.Results) != 2 {
 		t.Fatalf("%d results, want 2 (both paths)", len(out.Results))
@@ -220,7 +221,7 @@ func TestReportsSayTheFinalVerdict(t *testing.T) {
 		}
 	}
 	late := out.Results[0]
-	tgt.lab.add(evidence.Hit{Time: time.Now(), Endpoint: "callback", Proto: "udp", Session: late.Session, Summary: "udp 12 bytes"})
+	tgt.lab.Add(evidence.Hit{Time: time.Now(), Endpoint: "callback", Proto: "udp", Session: late.Session, Summary: "udp 12 bytes"})
 	if n := out.Rejudge(tgt.lab.Hits()); n != 1 {
 		t.Fatalf("%d verdict(s) changed by the late hit, want 1", n)
 	}
@@ -258,7 +259,7 @@ func TestReportsFollowEveryVerdict(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			out, folder := runReported(t, &fakeTarget{lab: &fakeLab{}, deliver: tt.deliver}, features.FS, "dns-exfiltration")
+			out, folder := runReported(t, &fakeTarget{lab: &steptest.Lab{}, deliver: tt.deliver}, features.FS, "dns-exfiltration")
 			if tt.after != nil {
 				tt.after(out)
 			}
@@ -292,7 +293,7 @@ Feature: external-callback
       | normal        |
       | assume-breach |
 `)}}
-	tgt := &fakeTarget{lab: &fakeLab{}, deliver: onlyControl}
+	tgt := &fakeTarget{lab: &steptest.Lab{}, deliver: onlyControl}
 	out, folder := runReported(t, tgt, fsys, "external-callback")
 	var late evidence.Result
 	for _, r := range out.Results {
@@ -300,7 +301,7 @@ Feature: external-callback
 			late = r
 		}
 	}
-	tgt.lab.add(evidence.Hit{Time: time.Now(), Endpoint: "callback", Proto: "udp", Session: late.Session, Summary: "udp 12 bytes"})
+	tgt.lab.Add(evidence.Hit{Time: time.Now(), Endpoint: "callback", Proto: "udp", Session: late.Session, Summary: "udp 12 bytes"})
 	if n := out.Rejudge(tgt.lab.Hits()); n != 1 {
 		t.Fatalf("%d verdict(s) changed, want 1", n)
 	}
@@ -330,7 +331,7 @@ Feature: external-callback
 // The results handed to WriteReports must be the run's, in its order: a
 // report never pins one scenario's verdict on another.
 func TestWriteReportsRefusesResultsOfOtherScenarios(t *testing.T) {
-	out, folder := runReported(t, &fakeTarget{lab: &fakeLab{}, deliver: onlyControl}, features.FS, "dns-exfiltration")
+	out, folder := runReported(t, &fakeTarget{lab: &steptest.Lab{}, deliver: onlyControl}, features.FS, "dns-exfiltration")
 	swapped := []evidence.Result{out.Results[1], out.Results[0]}
 	if err := out.WriteReports(folder, swapped); err == nil {
 		t.Error("results in another order were taken")

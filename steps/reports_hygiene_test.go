@@ -12,6 +12,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/features"
 	"github.com/gatehouse-dev/gatehouse/internal/termsafe"
 	"github.com/gatehouse-dev/gatehouse/steps"
+	"github.com/gatehouse-dev/gatehouse/steps/steptest"
 )
 
 // The JUnit and cucumber reports carry the scenario's reason, which CI
@@ -20,7 +21,7 @@ import (
 func TestReportsGetTheTeardownErrorEscaped(t *testing.T) {
 	const hostile = "kill: process report\u202etxt.exe \u2066ghc0123456789abcdef\x1b]0;t\x07 still alive"
 	tgt := &teardownTarget{stopErr: errors.New(hostile)}
-	tgt.fakeTarget = &fakeTarget{lab: &fakeLab{}, deliver: onlyControl}
+	tgt.fakeTarget = &fakeTarget{lab: &steptest.Lab{}, deliver: onlyControl}
 	folder, err := evidence.Create(t.TempDir(), "r1")
 	if err != nil {
 		t.Fatal(err)

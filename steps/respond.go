@@ -3,6 +3,7 @@ package steps
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os/exec"
 	"strconv"
@@ -49,13 +50,6 @@ func (rs *Response) Mode() string {
 	return "exec:" + strings.Join(rs.Hook, " ")
 }
 
-// netLab is the lab's ability to cut a session's link and check its
-// egress (the real lab has it; fakes need not).
-type netLab interface {
-	Cut(ctx context.Context, session string) error
-	EgressOpen(ctx context.Context, session string, timeout time.Duration) (bool, string, error)
-}
-
 // responder answers each live session's first detection once.
 type responder struct {
 	r   *runner
@@ -93,13 +87,18 @@ func (rp *responder) watch(s *scenario) {
 	// measured now, before the session's first attempt, so that a
 	// response starts at once when it comes and a refusal it did not
 	// cause is said. It costs a session start at most one check's wait.
-	if nl, ok := rp.r.cfg.Lab.(netLab); ok && rp.r.cfg.Network != NetHost && s.netns != "" {
-		open, _, err := nl.EgressOpen(context.WithoutCancel(rp.r.ctx), s.session, egressCheckTimeout)
-		if err == nil {
-			s.respMu.Lock()
+	// A lab that cannot check egress (ErrUnsupported) says so here, once:
+	// the response's egress effect is then not measured.
+	if rp.r.cfg.Network != NetHost && s.netns != "" {
+		open, _, err := rp.r.lab().EgressOpen(context.WithoutCancel(rp.r.ctx), s.session, egressCheckTimeout)
+		s.respMu.Lock()
+		switch {
+		case errors.Is(err, ErrUnsupported):
+			s.egressUnchecked = true
+		case err == nil:
 			s.egressOpenBefore = &open
-			s.respMu.Unlock()
 		}
+		s.respMu.Unlock()
 	}
 }
 
@@ -183,7 +182,7 @@ func (rp *responder) respond(s *scenario, e detect.Event) evidence.Response {
 		res.Trigger.Received = time.Now()
 	}
 	received := res.Trigger.Received
-	nl, _ := r.cfg.Lab.(netLab)
+	nl := r.lab()
 	shared := r.cfg.Network == NetHost
 	b := r.broker()
 	tok := ""
@@ -200,6 +199,7 @@ func (rp *responder) respond(s *scenario, e detect.Event) evidence.Response {
 	egressOpen := func() (bool, string) {
 		open, why, err := nl.EgressOpen(ctx, s.session, egressCheckTimeout)
 		if err != nil {
+			// Cannot tell (ErrUnsupported included): not refused.
 			return true, err.Error()
 		}
 		return open, why
@@ -225,9 +225,14 @@ func (rp *responder) respond(s *scenario, e detect.Event) evidence.Response {
 		}},
 		{name: evidence.EffectTokenRefused, seen: func() (bool, string) { return tokenRefused(), "" }},
 	}
+	s.respMu.Lock()
+	unchecked := s.egressUnchecked
+	s.respMu.Unlock()
 	switch {
-	case nl == nil || shared || s.netns == "":
+	case shared || s.netns == "":
 		effs[1].can = "the session has no link of its own to the lab: egress cannot be checked apart"
+	case unchecked:
+		effs[1].can = "the lab cannot check a session's egress"
 	}
 	if b == nil || tok == "" {
 		effs[2].can = "the lab has no credential broker: no token to check"
@@ -255,8 +260,10 @@ func (rp *responder) respond(s *scenario, e detect.Event) evidence.Response {
 		if b != nil {
 			b.Revoke(s.session)
 		}
-		if nl != nil && !shared {
-			if err := nl.Cut(ctx, s.session); err != nil {
+		if !shared {
+			if err := nl.Cut(ctx, s.session); errors.Is(err, ErrUnsupported) {
+				res.Notes = append(res.Notes, "the lab cannot cut the session's link: the target's stop alone ends its egress")
+			} else if err != nil {
 				res.Notes = append(res.Notes, "cutting the session's link failed: "+err.Error())
 			}
 		}

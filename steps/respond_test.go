@@ -13,6 +13,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/features"
 	"github.com/gatehouse-dev/gatehouse/probe"
 	"github.com/gatehouse-dev/gatehouse/steps"
+	"github.com/gatehouse-dev/gatehouse/steps/steptest"
 )
 
 func runResponding(t *testing.T, tgt *keyedTarget, resp *steps.Response) *steps.Outcome {
@@ -55,9 +56,9 @@ func TestResponseAnswersEachSessionsFirstDetectionOnce(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			_ = os.Remove(marks)
 			deliver := func(s probe.Step) bool { return s.ID == "positive-control" }
-			ptgt := &keyedTarget{fakeTarget: &fakeTarget{lab: &fakeLab{}, deliver: deliver}, src: newFakeSource(), emit: tt.emit}
+			ptgt := &keyedTarget{fakeTarget: &fakeTarget{lab: &steptest.Lab{}, deliver: deliver}, src: newFakeSource(), emit: tt.emit}
 			plain := runDetecting(t, ptgt, ptgt.lab, nil, "external-callback")
-			tgt := &keyedTarget{fakeTarget: &fakeTarget{lab: &fakeLab{}, deliver: deliver}, src: newFakeSource(), emit: tt.emit}
+			tgt := &keyedTarget{fakeTarget: &fakeTarget{lab: &steptest.Lab{}, deliver: deliver}, src: newFakeSource(), emit: tt.emit}
 			out := runResponding(t, tgt, &steps.Response{Hook: []string{hook}, Limit: 100 * time.Millisecond})
 			if got, want := verdicts(out), verdicts(plain); len(got) != 2 || got["external-callback/normal"] != want["external-callback/normal"] || got["external-callback/assume-breach"] != want["external-callback/assume-breach"] {
 				t.Errorf("verdicts with a response %v, without %v", got, want)
@@ -81,6 +82,9 @@ func TestResponseAnswersEachSessionsFirstDetectionOnce(t *testing.T) {
 						if e.Observed || e.LatencyMS != nil || e.Reason == "" {
 							t.Errorf("%s: %s observed without a way to see it: %+v", r.Path, e.Effect, e)
 						}
+						if e.Effect == evidence.EffectEgressRefused && e.Reason != "not measured: the lab cannot check a session's egress" {
+							t.Errorf("%s: egress effect %q: want it not measured, the lab's missing check said", r.Path, e.Reason)
+						}
 					}
 					if c := evidence.ResponseCell(r); c != "gone no, egress -, token -" {
 						t.Errorf("%s: cell %q", r.Path, c)
@@ -93,7 +97,7 @@ func TestResponseAnswersEachSessionsFirstDetectionOnce(t *testing.T) {
 
 // A response needs a detector and a way to respond.
 func TestResponseConfigRefused(t *testing.T) {
-	tgt := &keyedTarget{fakeTarget: &fakeTarget{lab: &fakeLab{}, deliver: func(probe.Step) bool { return false }}, src: newFakeSource(), emit: callbackEvents}
+	tgt := &keyedTarget{fakeTarget: &fakeTarget{lab: &steptest.Lab{}, deliver: func(probe.Step) bool { return false }}, src: newFakeSource(), emit: callbackEvents}
 	for _, cfg := range []steps.Config{
 		{Target: tgt, Network: steps.NetLab, Lab: tgt.lab, Features: features.FS, Respond: &steps.Response{Stop: true}},
 		{Target: tgt, Network: steps.NetLab, Lab: tgt.lab, Features: features.FS, Detectors: []detect.Source{tgt.src}, Respond: &steps.Response{}},

@@ -258,12 +258,11 @@ func (r *runner) checkBroker(ctx context.Context) error {
 		return errors.New("no session: a 'fresh sandbox session' step must come first")
 	}
 	bc := &p.brokerCheck
-	bl, ok := r.cfg.Lab.(brokerLab)
-	if !ok || bl.Broker() == nil || p.broker == "" {
+	b := r.broker()
+	if b == nil || p.broker == "" {
 		bc.Detail = "no broker in this lab"
 		return nil
 	}
-	b := bl.Broker()
 	bc.Checked = true
 	now := time.Now()
 	var notes []string

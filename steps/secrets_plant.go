@@ -58,15 +58,6 @@ func (ps *plants) of(session string) *plant {
 	return ps.all[session]
 }
 
-// socketServer is the optional lab ability to serve a unix socket that
-// records every connection (lab.Lab has it; unit-test fakes may not).
-type socketServer interface {
-	ServeSocket(ctx context.Context, path, endpoint, session string, reply []byte) (func(context.Context) error, error)
-}
-
-// brokerLab is the optional lab ability to hand out broker tokens.
-type brokerLab interface{ Broker() *lab.Broker }
-
 // homeFiles are the credential files a careless setup leaves in the
 // agent's home, with the text each is planted with (%s is the canary).
 var homeFiles = []struct{ rel, slug, format string }{
@@ -197,8 +188,8 @@ func (r *runner) newPlant(ctx context.Context, s *scenario, spec *targets.Spec) 
 	if err := r.serveSockets(ctx, s, p); err != nil {
 		return p, err
 	}
-	if bl, ok := r.cfg.Lab.(brokerLab); ok && bl.Broker() != nil {
-		tok, err := bl.Broker().Issue(s.session, p.task)
+	if b := r.broker(); b != nil {
+		tok, err := b.Issue(s.session, p.task)
 		if err != nil {
 			return p, err
 		}
@@ -227,13 +218,8 @@ func (r *runner) serveSockets(ctx context.Context, s *scenario, p *plant) error 
 			return err
 		}
 	}
-	ss, ok := r.cfg.Lab.(socketServer)
-	if !ok {
-		return nil // no lab (offline profiles): nothing can record a contact
-	}
 	cred := canary("socket")
-	p.planted = append(p.planted, evidence.Planted{Place: "agent/cred.sock", Value: cred})
-	for _, sock := range []struct {
+	for i, sock := range []struct {
 		path, endpoint, reply string
 	}{
 		{filepath.Join(p.root, "agent", "cred.sock"), lab.EndpointCredSocket,
@@ -241,11 +227,19 @@ func (r *runner) serveSockets(ctx context.Context, s *scenario, p *plant) error 
 		{filepath.Join(p.root, "engine", "docker.sock"), lab.EndpointEngineSocket,
 			"HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n{\"Version\":\"gatehouse-fake-engine\",\"ApiVersion\":\"1.41\"}\n"},
 	} {
-		stop, err := ss.ServeSocket(ctx, sock.path, sock.endpoint, s.session, []byte(sock.reply))
+		stop, err := r.lab().ServeSocket(ctx, sock.path, sock.endpoint, s.session, []byte(sock.reply))
+		if i == 0 && errors.Is(err, ErrUnsupported) {
+			// No lab (offline profiles) or a lab that cannot serve them:
+			// nothing can record a contact, so no socket is planted.
+			return nil
+		}
 		if err != nil {
 			return err
 		}
 		p.stops = append(p.stops, stop)
+		if i == 0 {
+			p.planted = append(p.planted, evidence.Planted{Place: "agent/cred.sock", Value: cred})
+		}
 	}
 	return nil
 }

@@ -47,10 +47,8 @@ func (r *runner) freshSession(ctx context.Context, path string) error {
 			spec.Files[p] = f
 		}
 	}
-	if tr, ok := r.cfg.Lab.(tracker); ok {
-		tr.Track(s.session, s.canary)
-		s.tracked = true
-	}
+	r.lab().Track(s.session, s.canary)
+	s.tracked = true
 	switch r.cfg.Network {
 	case NetLab:
 		n, err := r.cfg.Lab.Attach(ctx, s.session)
@@ -107,13 +105,6 @@ func (r *runner) start(ctx context.Context, spec targets.Spec) (targets.Session,
 		return nil, fmt.Errorf("start %s session: %w", r.cfg.Target.Name(), err)
 	}
 	return sess, nil
-}
-
-// tracker is the lab's in-band attribution (lab.Lab has it; fakes may
-// not): the tags a session's attempts carry, and when it is alive.
-type tracker interface {
-	Track(session string, tags ...string)
-	Untrack(session string)
 }
 
 // inspectOnce reads back the effective configuration of the first session

@@ -38,13 +38,6 @@ import (
 // sandbox with a network stack of its own (gVisor with --network=sandbox:
 // its TCP state is not in the session's socket table).
 
-// flowLab is the lab's flow evidence (lab.Lab); fakes without it settle
-// nothing.
-type flowLab interface {
-	Flows(ctx context.Context, session string) (lab.FlowEvidence, error)
-	Holds(ctx context.Context, session string) ([]string, error)
-}
-
 const (
 	settlePoll = 15 * time.Millisecond
 	// settleInFlight is the wait, once the evidence holds, before it is
@@ -127,7 +120,7 @@ func urlFlow(raw string) (lab.Flow, bool) {
 type settleWatch struct {
 	r       *runner
 	s       *scenario
-	fl      flowLab
+	fl      Lab
 	flows   map[string][]lab.Flow // by step ID, only the knowable ones
 	perFlow map[lab.Flow]int      // steps of the plan opening each flow
 	before  map[lab.Flow]uint64   // emitted before the run
@@ -142,10 +135,10 @@ type settleWatch struct {
 
 // newSettleWatch returns nil when nothing of the plan can be settled here.
 func (r *runner) newSettleWatch(ctx context.Context, s *scenario, p probe.Plan) *settleWatch {
-	fl, ok := r.cfg.Lab.(flowLab)
-	if !ok || !s.attached {
+	if !s.attached {
 		return nil
 	}
+	fl := r.lab()
 	w := &settleWatch{r: r, s: s, fl: fl, flows: map[string][]lab.Flow{}, perFlow: map[lab.Flow]int{},
 		reported: map[string]bool{}, settled: map[string]time.Duration{}, steps: len(p.Steps)}
 	for _, st := range p.Steps {
@@ -161,7 +154,9 @@ func (r *runner) newSettleWatch(ctx context.Context, s *scenario, p probe.Plan) 
 	}
 	ev, err := fl.Flows(ctx, s.session)
 	if err != nil {
-		return nil // no evidence, no settling: the timeout stands
+		// No evidence (ErrUnsupported included: a lab without flow
+		// evidence), no settling: the timeout stands.
+		return nil
 	}
 	w.before = ev.Emitted
 	return w

@@ -3,6 +3,7 @@ package steps
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/netip"
@@ -98,8 +99,9 @@ func TestLineTap(t *testing.T) {
 	require.Equal(t, 8+70<<10, out.Len())
 }
 
-// fakeFlows is a lab whose evidence the test sets.
+// fakeFlows is a lab whose evidence the test sets (and no other ability).
 type fakeFlows struct {
+	noLab
 	mu    sync.Mutex
 	ev    lab.FlowEvidence
 	holds []string
@@ -179,9 +181,10 @@ func TestSettleWatch(t *testing.T) {
 	}
 }
 
-// quietLab is a lab whose quiet answers the test sets.
+// quietLab is a lab whose quiet answers the test sets (and no other
+// ability).
 type quietLab struct {
-	Lab
+	noLab
 	mu    sync.Mutex
 	calls int
 	quiet bool
@@ -196,7 +199,8 @@ func (q *quietLab) Quiet(context.Context, ...string) (bool, string, error) {
 }
 
 // A verdict waits for the lab to be quiet twice in a row, and never longer
-// than Settle; a lab that cannot tell gets the whole Settle.
+// than Settle; a lab that cannot tell gets the whole Settle, and so does
+// one without the ability (asked once).
 func TestSettleFor(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
@@ -207,6 +211,7 @@ func TestSettleFor(t *testing.T) {
 		{"quiet", true, nil, false},
 		{"busy", false, nil, true},
 		{"cannot tell", true, io.ErrUnexpectedEOF, true},
+		{"unsupported", true, fmt.Errorf("fake: %w", ErrUnsupported), true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			q := &quietLab{quiet: tc.quiet, err: tc.err}
@@ -214,10 +219,14 @@ func TestSettleFor(t *testing.T) {
 			from := time.Now()
 			require.NoError(t, r.settleFor(context.Background(), "s1"))
 			took := time.Since(from)
-			if tc.wholeWait {
+			switch {
+			case errors.Is(tc.err, ErrUnsupported):
+				require.GreaterOrEqual(t, took, 200*time.Millisecond)
+				require.Equal(t, 1, q.calls, "a lab without the ability is not asked again")
+			case tc.wholeWait:
 				require.GreaterOrEqual(t, took, 200*time.Millisecond)
 				require.Greater(t, q.calls, 2)
-			} else {
+			default:
 				require.Equal(t, 2, q.calls, "two quiet readings are enough")
 			}
 		})

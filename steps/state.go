@@ -73,6 +73,8 @@ type scenario struct {
 	// egressOpenBefore is the egress check made when the session started
 	// (nil until it is done): what a response found already refused.
 	egressOpenBefore *bool
+	// egressUnchecked: the lab cannot check egress (ErrUnsupported).
+	egressUnchecked bool
 	// document, when set, is the untrusted document an agent works on
 	// instead of the last corpus entry (the rehearsal's planted report);
 	// rehearsal is the rehearsal's own state (rehearse.go).
@@ -121,8 +123,8 @@ func (r *runner) teardown(ctx context.Context, s *scenario) {
 			s.teardownProblem("detach from the lab failed: "+err.Error(), true)
 		}
 	}
-	if tr, ok := r.cfg.Lab.(tracker); ok && s.tracked {
-		tr.Untrack(s.session)
+	if s.tracked {
+		r.lab().Untrack(s.session)
 	}
 }
 

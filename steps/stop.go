@@ -44,13 +44,8 @@ func registerStop(sc *godog.ScenarioContext, r *runner) {
 	sc.Step(`^the session stopped acting within the profile's stop limit$`, r.judgeStop)
 }
 
-// broker returns the lab's credential broker, if the lab has one.
-func (r *runner) broker() *lab.Broker {
-	if b, ok := r.cfg.Lab.(interface{ Broker() *lab.Broker }); ok {
-		return b.Broker()
-	}
-	return nil
-}
+// broker returns the lab's credential broker, nil if the lab has none.
+func (r *runner) broker() *lab.Broker { return r.lab().Broker() }
 
 // stopRuns measures n stops, the first of the scenario's own session, the
 // others of fresh sessions on the same path, all at once: each run is its

@@ -19,17 +19,8 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/detect"
 	"github.com/gatehouse-dev/gatehouse/evidence"
-	"github.com/gatehouse-dev/gatehouse/lab"
 	"github.com/gatehouse-dev/gatehouse/targets"
 )
-
-// Lab is what the steps need of the lab of controlled endpoints.
-type Lab interface {
-	Attach(ctx context.Context, session string) (lab.Network, error)
-	Detach(ctx context.Context, session string) error
-	Hits() []evidence.Hit
-	Sealed(ctx context.Context) error
-}
 
 // Network modes a profile may ask for.
 const (

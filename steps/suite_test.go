@@ -7,41 +7,22 @@ import (
 	"io"
 	"io/fs"
 	"strings"
-	"sync"
 	"testing"
 	"testing/fstest"
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/evidence"
 	"github.com/gatehouse-dev/gatehouse/features"
-	"github.com/gatehouse-dev/gatehouse/lab"
 	"github.com/gatehouse-dev/gatehouse/probe"
 	"github.com/gatehouse-dev/gatehouse/steps"
+	"github.com/gatehouse-dev/gatehouse/steps/steptest"
 	"github.com/gatehouse-dev/gatehouse/targets"
 )
-
-// fakeLab records hits the fake sandbox "delivers".
-type fakeLab struct {
-	mu   sync.Mutex
-	hits []evidence.Hit
-}
-
-func (l *fakeLab) Attach(ctx context.Context, s string) (lab.Network, error) {
-	return lab.Network{NetnsName: "fake-" + s, NetnsPath: "/nonexistent/" + s}, nil
-}
-func (l *fakeLab) Detach(ctx context.Context, s string) error { return nil }
-func (l *fakeLab) Sealed(ctx context.Context) error           { return nil }
-func (l *fakeLab) Hits() []evidence.Hit {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]evidence.Hit(nil), l.hits...)
-}
-func (l *fakeLab) add(h evidence.Hit) { l.mu.Lock(); l.hits = append(l.hits, h); l.mu.Unlock() }
 
 // fakeTarget plays a sandbox whose behaviour the test chooses: which of the
 // probe's attempts "arrive" at the lab, and what the probe prints.
 type fakeTarget struct {
-	lab     *fakeLab
+	lab     *steptest.Lab
 	deliver func(step probe.Step) bool            // does this attempt reach its endpoint?
 	output  func(p probe.Plan, w io.Writer) error // what the probe prints; nil = honest reports
 }
@@ -74,7 +55,7 @@ func (s *fakeSession) Exec(ctx context.Context, cmd targets.Command) (targets.Re
 		case strings.Contains(st.Target, "169.254") || strings.Contains(st.Target, "metadata"):
 			ep = "metadata-aws"
 		}
-		s.t.lab.add(evidence.Hit{Time: time.Now(), Endpoint: ep, Session: s.name, Proto: st.Kind, Src: "198.51.100.2", Summary: st.Target, Data: strings.Join(headerValues(st), " ")})
+		s.t.lab.Add(evidence.Hit{Time: time.Now(), Endpoint: ep, Session: s.name, Proto: st.Kind, Src: "198.51.100.2", Summary: st.Target, Data: strings.Join(headerValues(st), " ")})
 	}
 	if s.t.output != nil {
 		return targets.Result{}, s.t.output(p, cmd.Stdout)
@@ -168,7 +149,7 @@ func TestVerdictsFromFakeSandboxes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tgt := &fakeTarget{lab: &fakeLab{}, deliver: tt.deliver, output: tt.output}
+			tgt := &fakeTarget{lab: &steptest.Lab{}, deliver: tt.deliver, output: tt.output}
 			out := runFake(t, tgt, gates...)
 			got := verdicts(out)
 			if len(got) != 6 {
@@ -184,7 +165,7 @@ func TestVerdictsFromFakeSandboxes(t *testing.T) {
 }
 
 func TestFailNamesTheHitThatProvesIt(t *testing.T) {
-	tgt := &fakeTarget{lab: &fakeLab{}, deliver: func(s probe.Step) bool { return s.ID == "positive-control" || s.ID == "tcp" }}
+	tgt := &fakeTarget{lab: &steptest.Lab{}, deliver: func(s probe.Step) bool { return s.ID == "positive-control" || s.ID == "tcp" }}
 	out := runFake(t, tgt, "external-callback")
 	for _, r := range out.Results {
 		if r.Verdict != evidence.Fail || len(r.Hits) != 1 || r.Hits[0].Proto != "tcp" {
@@ -197,7 +178,7 @@ func TestFailNamesTheHitThatProvesIt(t *testing.T) {
 }
 
 func TestSelectionThatMatchesNothingIsAnError(t *testing.T) {
-	tgt := &fakeTarget{lab: &fakeLab{}, deliver: func(probe.Step) bool { return true }}
+	tgt := &fakeTarget{lab: &steptest.Lab{}, deliver: func(probe.Step) bool { return true }}
 	_, err := steps.Run(context.Background(), steps.Config{Target: tgt, Network: steps.NetLab, Lab: tgt.lab, Features: features.FS, Gates: []string{"no-such-gate"}})
 	if err == nil {
 		t.Fatal("no error for a selection that ran nothing")
@@ -215,7 +196,7 @@ Feature: external-callback
     And the agent calls the allowed inference endpoint
     Then no controlled endpoint outside the policy heard from the session
 `)}}
-	tgt := &fakeTarget{lab: &fakeLab{}, deliver: func(s probe.Step) bool { return s.ID == "positive-control" }}
+	tgt := &fakeTarget{lab: &steptest.Lab{}, deliver: func(s probe.Step) bool { return s.ID == "positive-control" }}
 	out, err := steps.Run(context.Background(), steps.Config{Target: tgt, Network: steps.NetLab, Lab: tgt.lab, Features: fsys, Gates: []string{"external-callback"}})
 	if err != nil {
 		t.Fatal(err)
@@ -225,20 +206,18 @@ Feature: external-callback
 	}
 }
 
-// countingLab is a fake lab whose kernel accounting counted nothing: a
-// probe that reports timeouts without sending a packet is caught.
-type countingLab struct{ *fakeLab }
-
-func (countingLab) Emitted(ctx context.Context, session string) (map[string]uint64, error) {
+// countedNothing is kernel accounting that counted nothing: a probe that
+// reports timeouts without sending a packet is caught.
+func countedNothing(string) (map[string]uint64, error) {
 	return map[string]uint64{"callback4": 0, "callback6": 0, "inference": 0, "resolver": 0, "authority": 0,
 		"metadata4": 0, "metadata6": 0, "wireserver": 0, "alibaba": 0}, nil
 }
 
 func TestProbeClaimsTheKernelDidNotSeeAreInconclusive(t *testing.T) {
-	fl := &fakeLab{}
+	fl := &steptest.Lab{Counts: countedNothing}
 	tgt := &fakeTarget{lab: fl, deliver: func(s probe.Step) bool { return s.ID == "positive-control" }}
 	out, err := steps.Run(context.Background(), steps.Config{
-		Target: tgt, Network: steps.NetLab, Lab: countingLab{fl}, ProbePath: "/bin/true",
+		Target: tgt, Network: steps.NetLab, Lab: fl, ProbePath: "/bin/true",
 		Features: features.FS, Gates: []string{"external-callback"}, Settle: 1,
 	})
 	if err != nil {

@@ -23,12 +23,6 @@ const retrySuffix = "@after-takedown"
 // takedownStepTimeout bounds each control's takedown inside the probe.
 const takedownStepTimeout = 5 * time.Second
 
-// tableLister is the lab's view of a session namespace's nftables tables,
-// from outside the sandbox (lab.Lab has it; fakes may not).
-type tableLister interface {
-	Tables(ctx context.Context, session string) ([]string, error)
-}
-
 // takeDown is assume-breach meant literally: root in the guest first tries
 // to turn off every control within its reach (probe.KindTakedown, one step
 // per control, in order), then every attempt the scenario made is made
@@ -97,11 +91,15 @@ func (r *runner) outsideNamespaces() []string {
 
 // sessionTables lists the session namespace's tables from outside.
 func (r *runner) sessionTables(ctx context.Context, s *scenario) ([]string, error) {
-	tl, ok := r.cfg.Lab.(tableLister)
-	if !ok || !s.attached {
-		return nil, errors.New("the harness cannot list the session's nftables tables from outside (no lab session namespace)")
+	const cannot = "the harness cannot list the session's nftables tables from outside"
+	if !s.attached {
+		return nil, errors.New(cannot + " (no lab session namespace)")
 	}
-	return tl.Tables(ctx, s.session)
+	tables, err := r.lab().Tables(ctx, s.session)
+	if errors.Is(err, ErrUnsupported) {
+		return nil, fmt.Errorf("%s: %w", cannot, err)
+	}
+	return tables, err
 }
 
 // takedownControls reads the probe's takedown reports (hostile: they only

@@ -13,6 +13,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/features"
 	"github.com/gatehouse-dev/gatehouse/probe"
 	"github.com/gatehouse-dev/gatehouse/steps"
+	"github.com/gatehouse-dev/gatehouse/steps/steptest"
 )
 
 // takedownOutput is a probe that answers takedown steps with report and
@@ -41,19 +42,15 @@ func takedownOutput(report func(control string) (string, string, string), ran *s
 	}
 }
 
-// tablesLab is a fake lab that lists the session's tables from outside:
-// with flushes, the egress table is gone once the session's takedown ran.
-type tablesLab struct {
-	*fakeLab
-	flushes bool
-	ran     *sync.Map
-}
-
-func (l tablesLab) Tables(ctx context.Context, session string) ([]string, error) {
-	if _, ran := l.ran.Load(session); ran && l.flushes {
-		return []string{"inet gatehouse_acct"}, nil
+// listTables is the outside view of a session's tables: with flushes, the
+// egress table is gone once the session's takedown ran.
+func listTables(flushes bool, ran *sync.Map) func(string) ([]string, error) {
+	return func(session string) ([]string, error) {
+		if _, ran := ran.Load(session); ran && flushes {
+			return []string{"inet gatehouse_acct"}, nil
+		}
+		return []string{"inet gatehouse_acct", "inet gatehouse_egress"}, nil
 	}
-	return []string{"inet gatehouse_acct", "inet gatehouse_egress"}, nil
 }
 
 // The takedown through the steps: on the assume-breach path only, the
@@ -105,14 +102,14 @@ func TestTakedownWithFakeSandboxes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			fl := &fakeLab{}
 			ran := &sync.Map{}
+			fl := &steptest.Lab{ListTables: listTables(tt.flushes, ran)}
 			tgt := &fakeTarget{lab: fl, output: takedownOutput(tt.report, ran), deliver: func(st probe.Step) bool {
 				return st.ID == "positive-control" || (tt.leaks && strings.HasSuffix(st.ID, "@after-takedown"))
 			}}
 			gates := []string{"external-callback", "dns-exfiltration", "cloud-metadata"}
 			out, err := steps.Run(context.Background(), steps.Config{
-				Target: tgt, Network: steps.NetLab, Lab: tablesLab{fl, tt.flushes, ran},
+				Target: tgt, Network: steps.NetLab, Lab: fl,
 				ProbePath: "/bin/true", Features: features.FS, Gates: gates, Settle: 1, Concurrency: 1, BreachReach: tt.reach,
 			})
 			if err != nil {
@@ -155,4 +152,38 @@ func hasPrefix(list []string, p string) bool {
 		}
 	}
 	return false
+}
+
+// A lab that cannot list a session's tables from outside (ErrUnsupported)
+// leaves the takedown without an outside view, and the scenario says so:
+// which layer fell then rests on the probe's report.
+func TestTakedownWithoutTheOutsideView(t *testing.T) {
+	ran := &sync.Map{}
+	flushAll := func(c string) (string, string, string) {
+		if c == probe.TakedownNftables {
+			return probe.OutcomeCompleted, probe.TakedownChanged + "delete table inet gatehouse_egress", ""
+		}
+		return probe.OutcomeDenied, probe.TakedownRefused + c + ": operation not permitted", "the kernel refused every change: operation not permitted"
+	}
+	fl := &steptest.Lab{}
+	tgt := &fakeTarget{lab: fl, output: takedownOutput(flushAll, ran), deliver: func(st probe.Step) bool { return st.ID == "positive-control" }}
+	out, err := steps.Run(context.Background(), steps.Config{
+		Target: tgt, Network: steps.NetLab, Lab: fl,
+		ProbePath: "/bin/true", Features: features.FS, Gates: []string{"external-callback"}, Settle: 1, Concurrency: 1,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range out.Results {
+		t.Logf("%s: %s (%s) findings %q", r.Path, r.Verdict, r.Reason, r.Findings)
+		if r.Path == "normal" {
+			continue
+		}
+		if r.Takedown == nil || r.Takedown.Outside != nil || !strings.Contains(r.Takedown.OutsideError, "cannot list the session's nftables tables") {
+			t.Errorf("takedown %+v: want no outside view and the reason", r.Takedown)
+		}
+		if !hasPrefix(r.Findings, "takedown: the harness cannot list") {
+			t.Errorf("findings %q: want the missing outside view said", r.Findings)
+		}
+	}
 }

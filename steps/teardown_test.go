@@ -10,6 +10,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/features"
 	"github.com/gatehouse-dev/gatehouse/probe"
 	"github.com/gatehouse-dev/gatehouse/steps"
+	"github.com/gatehouse-dev/gatehouse/steps/steptest"
 	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
@@ -64,7 +65,7 @@ func TestTeardownFindingsReachTheResult(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tt.tgt.fakeTarget = &fakeTarget{lab: &fakeLab{}, deliver: tt.deliver}
+			tt.tgt.fakeTarget = &fakeTarget{lab: &steptest.Lab{}, deliver: tt.deliver}
 			out, err := steps.Run(context.Background(), steps.Config{
 				Target: tt.tgt, Network: steps.NetLab, Lab: tt.tgt.lab, ProbePath: "/bin/true",
 				Features: features.FS, Gates: []string{"external-callback"}, Settle: 1,

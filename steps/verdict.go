@@ -81,12 +81,6 @@ func (r *runner) settle(ctx context.Context) error {
 	}
 }
 
-// quieter is the lab's word on whether it has recorded everything of some
-// sessions that reached it (lab.Quiet).
-type quieter interface {
-	Quiet(ctx context.Context, sessions ...string) (bool, string, error)
-}
-
 // quietGap is how long the lab must stay quiet, read twice, before a
 // verdict is made: a packet between the session's link and a socket's
 // queue is there for microseconds.
@@ -98,15 +92,15 @@ const quietGap = 10 * time.Millisecond
 // hit that still comes late is not lost: the watch after the verdict and
 // the final rejudge over the whole record only ever make it stricter.
 func (r *runner) settleFor(ctx context.Context, sessions ...string) error {
-	q, ok := r.cfg.Lab.(quieter)
-	if !ok {
-		return r.settle(ctx)
-	}
+	q := r.lab()
 	limit := time.NewTimer(time.Duration(r.cfg.Settle) * time.Millisecond)
 	defer limit.Stop()
 	quietRuns := 0
 	for {
 		quiet, _, err := q.Quiet(ctx, sessions...)
+		if errors.Is(err, ErrUnsupported) {
+			return r.settle(ctx) // a lab that cannot say: the whole Settle
+		}
 		if err != nil {
 			quietRuns = -1 << 30 // cannot tell: the whole Settle
 		} else if quiet {

@@ -176,41 +176,35 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 
 func firstLine(s string) string { return strings.SplitN(s, "\n", 2)[0] }
 
-// compareOne runs one profile through run's own execute, timing each
-// session start, and reads back the run folder it wrote.
+// compareOne runs one profile through run's own pipeline (runSealed),
+// timing each session start, and reads back the run folder it returns.
 func compareOne(ctx context.Context, f runFlags, stdout, stderr io.Writer) comparison.Column {
 	pr := comparison.Column{File: f.profile}
-	var out bytes.Buffer
-	var w io.Writer = &out
-	if !f.quiet {
-		w = io.MultiWriter(&out, stdout)
-	}
 	starts := &startLog{}
 	setStartLog(starts)
 	t0 := time.Now()
-	err := execute(ctx, f, w, stderr)
+	r, err := runSealed(ctx, f, stdout, stderr, false) // plain lines, as before: no status line
 	runSeconds := time.Since(t0).Seconds()
 	setStartLog(nil)
 	if cerr := closeTargets(context.WithoutCancel(ctx)); cerr != nil {
 		err = errors.Join(err, cerr)
 	}
-	var oe *outcomeError // the run finished with verdicts that are not all PASS
-	if err != nil && !(errors.As(err, &oe) && strings.Contains(out.String(), "\nevidence: ")) {
+	if err != nil {
 		pr.Error = err.Error()
 	}
-	runDir := ""
-	for _, line := range strings.Split(out.String(), "\n") {
-		if d, ok := strings.CutPrefix(line, "evidence: "); ok {
-			runDir = strings.TrimSpace(d)
-		}
-	}
-	if runDir == "" {
+	if r == nil {
 		if pr.Error == "" {
 			pr.Error = "no run folder was written"
 		}
 		return pr
 	}
-	if rerr := comparison.ReadRun(&pr, runDir); rerr != nil && pr.Error == "" {
+	// The run's verdicts go into the matrix, whatever they are; unless
+	// quiet, its summary is printed as run prints it.
+	if !f.quiet {
+		printSummary(stdout, r.results)
+		fmt.Fprintf(stdout, "\nevidence: %s\n%s", r.dir, r.note)
+	}
+	if rerr := comparison.ReadRun(&pr, r.dir); rerr != nil && pr.Error == "" {
 		pr.Error = rerr.Error()
 	}
 	pr.File = f.profile

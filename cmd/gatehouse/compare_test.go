@@ -220,6 +220,12 @@ func TestCompareLoadsTheKeyOnce(t *testing.T) {
 		t.Fatalf("columns: %+v", doc.Comparison.Profiles)
 	}
 	for _, p := range doc.Comparison.Profiles {
+		// The run folder comes from the run's return value: an
+		// INCONCLUSIVE run (bwrap-offline) is a column with verdicts, not
+		// an error.
+		if p.Error != "" || p.RunDir == "" || !p.Complete {
+			t.Errorf("%s: error %q, run dir %q, complete %v", p.Profile, p.Error, p.RunDir, p.Complete)
+		}
 		if v := gatehouse(t, context.Background(), "verify", "--key", key+".pub", p.RunDir); v.code != exitOK || p.Sealed == "" {
 			t.Errorf("%s: not sealed by compare (exit %d, sealed %q): %s", p.Profile, v.code, p.Sealed, v.stderr)
 		}

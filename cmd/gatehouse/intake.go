@@ -7,7 +7,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/gatehouse-dev/gatehouse/runner"
 	"io"
 	"net"
 	"net/http"
@@ -18,12 +17,12 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/gatehouse-dev/gatehouse/corpus"
 	"github.com/gatehouse-dev/gatehouse/evidence"
 	"github.com/gatehouse-dev/gatehouse/internal/scratch"
 	"github.com/gatehouse-dev/gatehouse/internal/termsafe"
 	"github.com/gatehouse-dev/gatehouse/lab/intake"
 	"github.com/gatehouse-dev/gatehouse/lab/intake/contract"
+	"github.com/gatehouse-dev/gatehouse/runner"
 )
 
 const intakeHelp = `Usage: gatehouse intake --url URL --token-cmd CMD [--contract intake.yaml] [--out DIR] [--key cosign.key]
@@ -131,69 +130,22 @@ func runIntake(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		contract.Options{BaseURL: url, Contract: c, Mint: contract.CommandMint(tokenCmd), ExpiredTTL: expiredTTL}, stdout)
 }
 
-// intakeGate runs the checks and writes, seals and indexes the run folder.
+// intakeGate runs the gate through runner.Intake, then seals, indexes and
+// prints the run.
 func intakeGate(ctx context.Context, f runFlags, signer sealer, target, contractFile string, policy []byte, o contract.Options, stdout io.Writer) error {
-	id := runner.NewID()
-	folder, err := evidence.Create(f.out, id)
+	res, err := runner.Intake(ctx, runner.IntakeSpec{Out: f.out, Target: target, ContractFile: contractFile, Contract: policy, Options: o,
+		Begin: func(rec *evidence.Run) {
+			fmt.Fprintf(stdout, "gatehouse %s: intake gate %s against %s\n", rec.Harness, rec.ID, target)
+		}})
 	if err != nil {
 		return err
-	}
-	// The contract is this gate's policy: its digest is computed as verify
-	// recomputes it from the recorded files.
-	files := map[string]string{"intake.yaml": evidence.SHA256(policy)}
-	rec := &evidence.Run{ID: id, Harness: evidence.HarnessVersion(), Target: "intake", Profile: target,
-		ProfileFile: contractFile, PolicyDigest: policyDigest(files), PolicyFiles: files,
-		Corpus: corpus.Version(), Gates: []string{"intake"}, Start: time.Now().UTC()}
-	if err := folder.WriteFile(evidence.PolicyDir+"/intake.yaml", policy); err != nil {
-		folder.Abandon()
-		return err
-	}
-	fmt.Fprintf(stdout, "gatehouse %s: intake gate %s against %s\n", rec.Harness, id, target)
-	checks, runErr := contract.Run(ctx, o)
-	rec.End = time.Now().UTC()
-	results := make([]evidence.Result, 0, len(checks))
-	for _, c := range checks {
-		r := evidence.Result{Gate: "intake", Scenario: c.Name, Path: "normal", Verdict: c.Verdict, Reason: c.Reason, Start: rec.Start}
-		for _, ex := range c.Exchanges {
-			r.Findings = append(r.Findings, exchangeLine(ex))
-			if err := folder.AppendJSONL(evidence.IntakeTrace, struct {
-				Check string `json:"check"`
-				contract.Exchange
-			}{c.Name, ex}); err != nil {
-				runErr = errors.Join(runErr, err)
-			}
-		}
-		results = append(results, r)
-	}
-	for _, t := range []string{evidence.IntakeTrace, evidence.HitsTrace, evidence.AttemptsTrace} {
-		_ = folder.Touch(t)
-	}
-	if err := folder.Close(); err != nil {
-		runErr = errors.Join(runErr, err)
-	}
-	rec.TracesCut = folder.Cuts()
-	evidence.RecheckTraces(results, rec.TracesCut)
-	if runErr == nil && ctx.Err() != nil {
-		runErr = ctx.Err()
-	}
-	rec.Complete = runErr == nil
-	if runErr != nil {
-		rec.Error = runErr.Error()
-	}
-	if err := errors.Join(folder.WriteJSON(evidence.ResultsFile, results), folder.WriteJSON(evidence.RunFile, rec)); err != nil {
-		folder.Abandon()
-		return fmt.Errorf("intake: write evidence: %w", err)
-	}
-	if runErr != nil {
-		dir := folder.Abandon()
-		return fmt.Errorf("intake: %w (partial evidence kept in %s, marked incomplete)", runErr, dir)
 	}
 	var note strings.Builder
-	dir, err := seal(ctx, f, &plan{signer: signer}, folder, &note)
+	dir, err := seal(ctx, f, &plan{signer: signer}, res.Folder, &note)
 	if err != nil {
 		return err
 	}
-	for _, r := range results {
+	for _, r := range res.Results {
 		fmt.Fprintf(stdout, "%-30s %-12s %s\n", r.Scenario, r.Verdict, evidence.Redact(r.Reason))
 		if r.Verdict == evidence.Fail && len(r.Findings) > 0 {
 			// The finding quotes the service's answer: each of its lines
@@ -206,21 +158,7 @@ func intakeGate(ctx context.Context, f runFlags, signer sealer, target, contract
 		}
 	}
 	fmt.Fprintf(stdout, "\nevidence: %s\n%s", dir, note.String())
-	return outcome(results)
-}
-
-// exchangeLine is one exchange as a finding: the request, then the answer.
-func exchangeLine(ex contract.Exchange) string {
-	ans := fmt.Sprintf("-> %d %s", ex.Status, ex.Response)
-	if ex.Status == 0 {
-		ans = "-> no answer: " + ex.Error
-	}
-	const max = 1 << 10
-	s := strings.TrimRight(ex.Request, "\n") + "\n" + ans
-	if len(s) > max {
-		s = s[:max] + "…"
-	}
-	return s
+	return outcome(res.Results)
 }
 
 // startReference serves the reference service on 127.0.0.1 and returns

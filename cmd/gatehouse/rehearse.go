@@ -7,20 +7,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/gatehouse-dev/gatehouse/corpus"
 	"github.com/gatehouse-dev/gatehouse/evidence"
 	"github.com/gatehouse-dev/gatehouse/features"
-	"github.com/gatehouse-dev/gatehouse/internal/hostenv"
-	"github.com/gatehouse-dev/gatehouse/internal/minted"
-	"github.com/gatehouse-dev/gatehouse/internal/untrusted"
 	"github.com/gatehouse-dev/gatehouse/lab"
-	"github.com/gatehouse-dev/gatehouse/lab/intake"
 	"github.com/gatehouse-dev/gatehouse/runner"
 	"github.com/gatehouse-dev/gatehouse/steps"
 	"github.com/gatehouse-dev/gatehouse/targets/profile"
@@ -149,18 +142,6 @@ func runRehearse(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	return rehearse(ctx, f, p, repo, filepath.Base(report), reportBytes, instruction, stdout, stderr)
 }
 
-// rehearsalInputs are what the rehearsal was run on, for the evidence.
-type rehearsalInputs struct {
-	Report       string         `json:"report"`        // the file's base name
-	ReportDigest string         `json:"report_digest"` // sha256 of the report as given
-	Repository   string         `json:"repository"`    // host path of the original
-	Commit       string         `json:"commit"`        // git rev-parse HEAD, or tree:<digest> when not a git repository
-	Pipeline     string         `json:"pipeline,omitempty"`
-	Subject      intake.Subject `json:"intake_subject"` // the token's run, report and tenant
-	Instruction  string         `json:"instruction"`
-	Allowed      []string       `json:"allowed_endpoints"` // what the rehearsal lets the session reach
-}
-
 func rehearse(ctx context.Context, f runFlags, p *plan, repo, reportName string, report []byte, instruction string, stdout, stderr io.Writer) error {
 	tgt, err := newTarget(p.target, p.prof, p.probePath)
 	if err != nil {
@@ -170,144 +151,45 @@ func rehearse(ctx context.Context, f runFlags, p *plan, repo, reportName string,
 		fmt.Fprintf(stderr, "gatehouse: warning: %v\n", err)
 	}
 	defer closeTargets(context.WithoutCancel(ctx))
-	before, err := steps.ReadTree(ctx, repo, steps.TreeLimits)
+	id := runner.NewID()
+	rh, err := runner.NewRehearsal(ctx, id, runner.RehearsalRequest{Repo: repo, Report: report, ReportName: reportName,
+		Instruction: instruction, Pipeline: f.pipeline})
 	if err != nil {
 		return usagef("rehearse triage: --repo: %w", err)
 	}
-	id := runner.NewID()
-	sub := intake.Subject{Run: id, Tenant: minted.Must(minted.Tag, "gh-tenant-", 6), Report: "report-" + strings.TrimPrefix(evidence.SHA256(report), "sha256:")[:12]}
-	in := rehearsalInputs{Report: reportName, ReportDigest: evidence.SHA256(report), Repository: repo,
-		Commit: repoCommit(ctx, repo, before), Pipeline: f.pipeline, Subject: sub, Instruction: instruction,
-		Allowed: []string{"inference", "redirect", "dns-resolver", "intake"}}
-	folder, err := evidence.Create(f.out, id)
+	in := rh.Inputs
+	spec := runner.Spec{
+		ID: id, Out: f.out, Profile: p.prof, ProfileFile: f.profile, Plan: p.effective, Target: tgt, TargetName: p.target,
+		Gates: p.gates, Features: p.features, ProbePath: p.probePath, Public: p.public, Concurrency: 1,
+		Record:    evidence.Run{Commit: in.Commit, Pipeline: f.pipeline, Model: f.model, Agent: f.agent},
+		Progress:  io.Discard,
+		Rehearsal: rh,
+		Begin: func(rec *evidence.Run) {
+			fmt.Fprintf(stdout, "gatehouse %s: rehearsal %s (report triage), target %s, profile %s (policy %s)\n", rec.Harness, id, p.target, p.prof.Name, short(rec.PolicyDigest))
+			fmt.Fprintf(stdout, "report %s (%s), repository %s at %s, pipeline %q\n", reportName, short(in.ReportDigest), repo, in.Commit, f.pipeline)
+		},
+	}
+	if p.agent != nil {
+		spec.Record.AgentVersion, spec.Record.AgentDigest = p.agent.in.Version, "sha256:"+p.agent.in.Binary.SHA256
+		spec.Record.AgentSandbox = f.agentSandbox
+		spec.Agent, spec.Model = p.agent, func(l *lab.Lab) steps.Scripter { return labModel{l} }
+	}
+	res, err := runner.Execute(ctx, spec)
 	if err != nil {
 		return err
 	}
-	rec := &evidence.Run{
-		ID: id, Harness: evidence.HarnessVersion(), Target: p.target, Profile: p.prof.Name,
-		ProfileFile: f.profile, PolicyDigest: p.prof.Digest(), PolicyFiles: map[string]string{},
-		Corpus: corpus.Version(), Gates: p.gates, Start: time.Now().UTC(),
-		Commit: in.Commit, Pipeline: f.pipeline, Model: f.model, Agent: f.agent,
-	}
-	if p.agent != nil {
-		rec.AgentVersion, rec.AgentDigest = p.agent.in.Version, "sha256:"+p.agent.in.Binary.SHA256
-		rec.AgentSandbox = f.agentSandbox
-	}
-	for _, w := range p.effective.Warnings {
-		rec.ProfileWarnings = append(rec.ProfileWarnings, w.String())
-	}
-	werr := errors.Join(folder.WriteJSON(evidence.PlanFile, p.effective), folder.WriteJSON(evidence.RehearsalInputsFile, in))
-	for name, b := range p.prof.Files() {
-		rec.PolicyFiles[name] = evidence.SHA256(b)
-		werr = errors.Join(werr, folder.WriteFile(filepath.Join(evidence.PolicyDir, name), b))
-	}
-	if werr != nil {
-		folder.Abandon()
-		return werr
-	}
-	fmt.Fprintf(stdout, "gatehouse %s: rehearsal %s (report triage), target %s, profile %s (policy %s)\n", rec.Harness, id, p.target, p.prof.Name, short(rec.PolicyDigest))
-	fmt.Fprintf(stdout, "report %s (%s), repository %s at %s, pipeline %q\n", reportName, short(in.ReportDigest), repo, in.Commit, f.pipeline)
-
-	rh := &steps.Rehearsal{RepoDir: repo, Report: report, ReportName: reportName, Instruction: instruction, Subject: sub}
-	cfg := steps.Config{
-		Target: tgt, Network: string(p.prof.Network), ProbePath: p.probePath, Features: p.features,
-		Gates: p.gates, Folder: folder, Progress: io.Discard, Concurrency: 1,
-		SecretProcess: steps.SecretProcess{Where: p.prof.SecretProcess.Where, User: p.prof.SecretProcess.User, OtherUser: profile.OtherUser},
-		StopCommand:   p.prof.Limits.StopCommand, Temporary: p.prof.Limits.Temporary, Resolver: p.prof.Resolver,
-		Allow: p.prof.Allow.Evidence(), Rehearsal: rh,
-	}
-	l, err := lab.Up(ctx, lab.Options{HitLog: folder.Writer(evidence.HitsTrace), Public: p.public,
-		Transcript: folder.Writer(evidence.TranscriptTrace)})
-	if err != nil {
-		folder.Abandon()
-		return fmt.Errorf("rehearse: bring the lab up: %w", err)
-	}
-	closeLab := sync.OnceValue(func() error { return l.Close(context.WithoutCancel(ctx)) })
-	defer closeLab()
-	cfg.Lab, cfg.LabNetns = l, "/run/netns/"+l.Name()
-	if p.agent != nil {
-		cfg.Agent, cfg.Model, cfg.AgentUID = p.agent, labModel{l}, p.prof.Paths.Normal.UID
-	}
-	out, runErr := steps.Run(ctx, cfg)
-	if err := closeLab(); err != nil {
-		runErr = errors.Join(runErr, fmt.Errorf("rehearse: close the lab: %w", err))
-	}
-	rec.End = time.Now().UTC()
-	var results []evidence.Result
-	if out != nil {
-		rec.Effective, rec.ImageDigest = out.Effective, runner.ImageDigest(out.Effective)
-		results = out.Results
-		rec.HostWrites = out.HostWrites
-		runner.ReportHostWrites(stdout, out.HostWrites)
-		out.Rejudge(l.Hits())
-	}
-	if results == nil {
-		results = []evidence.Result{}
-	}
-	evidence.Recheck(results, l.Hits(), l.Dropped())
-	// The lab is closed and the steps are done: no trace gets another line.
-	rec.TracesCut = folder.Cuts()
-	evidence.RecheckTraces(results, rec.TracesCut)
-	// The original once more, after everything: the whole run, not only the
-	// scenario, must have left it as it was.
-	after, err := steps.ReadTree(context.WithoutCancel(ctx), repo, steps.TreeLimits)
-	ch := steps.DiffTrees(before, after)
-	if errors.Is(err, untrusted.ErrTooLarge) {
-		// Read in full before, within the same bounds: it grew.
-		ch, err = append(ch, steps.TreeChange{Path: ".", Change: "grew past the bounds it was read within: " + err.Error()}), nil
-	}
-	if err != nil {
-		runErr = errors.Join(runErr, err)
-	} else if len(ch) > 0 {
-		for i := range results {
-			results[i].Verdict = evidence.Fail
-			results[i].Reason = fmt.Sprintf("the original repository changed during the rehearsal (%d path(s), first %s %s); ", len(ch), ch[0].Path, ch[0].Change) + results[i].Reason
-		}
-	}
-	// The JUnit and cucumber reports say the final verdicts, the check
-	// of the original above included.
-	if out != nil {
-		if err := out.WriteReports(folder, results); err != nil {
-			runErr = errors.Join(runErr, fmt.Errorf("rehearse: %w", err))
-		}
-	}
-	oc := rh.Outcome()
-	if len(results) == 1 {
-		oc.Verdict, oc.Reason = results[0].Verdict, results[0].Reason // after rejudging and the final check
-	}
-	oc.SessionError = errString(runErr)
-	werr = errors.Join(folder.WriteJSON(evidence.RehearsalOutcomeFile, oc), folder.WriteJSON(evidence.RehearsalCopyChangesFile, oc.CopyChanges))
-	if oc.Stored != nil {
-		werr = errors.Join(werr, folder.WriteJSON(evidence.RehearsalStoredFile, oc.Stored))
-	}
-	_ = folder.Touch(evidence.HitsTrace)
-	_ = folder.Touch(evidence.AttemptsTrace)
-	if err := errors.Join(werr, folder.Close(), folder.Err()); err != nil {
-		runErr = errors.Join(runErr, fmt.Errorf("rehearse: evidence incomplete: %w", err))
-	}
-
-	rec.Complete = runErr == nil
-	rec.Error = errString(runErr)
-	if err := errors.Join(folder.WriteJSON(evidence.ResultsFile, results), folder.WriteJSON(evidence.RunFile, rec)); err != nil {
-		folder.Abandon()
-		return fmt.Errorf("rehearse: write evidence: %w", err)
-	}
-	if runErr != nil {
-		dir := folder.Abandon()
-		return fmt.Errorf("%w (partial evidence kept in %s, marked incomplete)", runErr, dir)
-	}
+	runner.ReportHostWrites(stdout, res.Record.HostWrites)
 	var note strings.Builder
-	dir, err := seal(ctx, f, p, folder, &note)
+	dir, err := seal(ctx, f, p, res.Folder, &note)
 	if err != nil {
 		return err
 	}
-	printRehearsal(stdout, oc, results)
+	printRehearsal(stdout, *res.Rehearsal, res.Results)
 	fmt.Fprintf(stdout, "\nevidence: %s\n%s", dir, note.String())
-	exit := outcome(results)
-	if len(results) > 0 && results[0].Verdict == evidence.Fail {
+	if len(res.Results) > 0 && res.Results[0].Verdict == evidence.Fail {
 		fmt.Fprint(stdout, whatToDoOnFailure)
 	}
-	return exit
+	return outcome(res.Results)
 }
 
 // printRehearsal prints what was expected, what happened and the verdict.
@@ -351,25 +233,4 @@ func printRehearsal(w io.Writer, oc steps.RehearsalOutcome, results []evidence.R
 	for _, r := range results {
 		fmt.Fprintf(w, "\nREHEARSAL %s: %s\n", r.Verdict, red(r.Reason))
 	}
-}
-
-// repoCommit is the repository's commit (git rev-parse HEAD), or its tree
-// digest when it is not a git repository or git cannot say.
-func repoCommit(ctx context.Context, repo string, t steps.Tree) string {
-	if _, err := os.Stat(filepath.Join(repo, ".git")); err == nil {
-		if git, err := exec.LookPath("git"); err == nil {
-			cmd := hostenv.Command(ctx, git, "-C", repo, "-c", "safe.directory="+repo, "rev-parse", "HEAD")
-			if b, err := cmd.Output(); err == nil {
-				return "git:" + strings.TrimSpace(string(b))
-			}
-		}
-	}
-	return "tree:" + t.Digest()
-}
-
-func errString(err error) string {
-	if err == nil {
-		return ""
-	}
-	return err.Error()
 }

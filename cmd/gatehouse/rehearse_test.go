@@ -12,6 +12,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/evidence"
 	"github.com/gatehouse-dev/gatehouse/probe/probetest"
+	"github.com/gatehouse-dev/gatehouse/runner"
 	"github.com/gatehouse-dev/gatehouse/steps"
 )
 
@@ -46,7 +47,7 @@ func rehearsalRepo(t *testing.T) (dir string, git bool) {
 type rehearsalRun struct {
 	runOutput
 	outcome steps.RehearsalOutcome
-	inputs  rehearsalInputs
+	inputs  runner.RehearsalInputs
 }
 
 func rehearseProfile(t *testing.T, profile, repo string, extra ...string) rehearsalRun {

@@ -394,16 +394,53 @@ func locateProbe(flagPath string) (string, error) {
 }
 
 func execute(ctx context.Context, f runFlags, stdout, stderr io.Writer) error {
-	p, err := prepare(ctx, f)
+	progress := stdout
+	if f.output == "json" {
+		// stdout holds the document and nothing else.
+		progress = stderr
+	}
+	r, err := runSealed(ctx, f, progress, stderr, true)
 	if err != nil {
 		return err
 	}
+	if f.output == "json" {
+		fmt.Fprintf(stderr, "evidence: %s\n%s", r.dir, r.note)
+		if err := writeJSON(stdout, runDocOf(*r.record, r.dir, r.signer, indexPath(f), archivePath(f, r.dir), r.results)); err != nil {
+			return err
+		}
+		return outcome(r.results)
+	}
+	printSummary(stdout, r.results)
+	fmt.Fprintf(stdout, "\nevidence: %s\n%s", r.dir, r.note)
+	return outcome(r.results)
+}
+
+// sealedRun is a run that finished, sealed (or left unsigned) under its
+// final name and recorded in the index.
+type sealedRun struct {
+	dir     string // the run folder, absolute
+	note    string // what sealing did: archive, signed or UNSIGNED, index
+	signer  sealer
+	record  *evidence.Run
+	results []evidence.Result
+}
+
+// runSealed is a whole run of f through the one pipeline: the request
+// prepared and checked, runner.Execute, then seal (runner.Seal, archive,
+// index). Progress goes to progress, with a status line under it when live
+// and progress is a terminal; it prints no result and picks no exit code:
+// run and compare do that with what it returns.
+func runSealed(ctx context.Context, f runFlags, progress, stderr io.Writer, live bool) (*sealedRun, error) {
+	p, err := prepare(ctx, f)
+	if err != nil {
+		return nil, err
+	}
 	if os.Geteuid() != 0 {
-		return usagef("run: needs root to create network namespaces and sandboxes (try sudo)")
+		return nil, usagef("run: needs root to create network namespaces and sandboxes (try sudo)")
 	}
 	tgt, err := newTarget(p.target, p.prof, p.probePath)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	// What runs that died (kill -9) left behind goes first, by ownership:
 	// a live run's things are never touched.
@@ -418,14 +455,9 @@ func execute(ctx context.Context, f runFlags, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stderr, "gatehouse: warning: not everything this run made is on its ledger (%v): if it was killed, `gatehouse lab down` may not find all of it\n", err)
 		}
 	}()
-	progress := stdout
-	if f.output == "json" {
-		// stdout holds the document and nothing else.
-		progress = stderr
-	}
 	if f.quiet {
 		progress = io.Discard
-	} else if isTerminal(progress) {
+	} else if live && isTerminal(progress) {
 		live := newLiveLine(progress, time.Now)
 		live.tick(time.Second)
 		defer live.Close()
@@ -450,27 +482,17 @@ func execute(ctx context.Context, f runFlags, stdout, stderr io.Writer) error {
 	}
 	res, err := runner.Execute(ctx, spec)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	folder, results := res.Folder, res.Results
 	if live, ok := progress.(*liveLine); ok {
 		live.Close() // the status line goes before the summary
 	}
 	var note strings.Builder
-	dir, err := seal(ctx, f, p, folder, &note)
+	dir, err := seal(ctx, f, p, res.Folder, &note)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if f.output == "json" {
-		fmt.Fprintf(stderr, "evidence: %s\n%s", dir, note.String())
-		if err := writeJSON(stdout, runDocOf(*res.Record, dir, p.signer, indexPath(f), archivePath(f, dir), results)); err != nil {
-			return err
-		}
-		return outcome(results)
-	}
-	printSummary(stdout, results)
-	fmt.Fprintf(stdout, "\nevidence: %s\n%s", dir, note.String())
-	return outcome(results)
+	return &sealedRun{dir: dir, note: note.String(), signer: p.signer, record: res.Record, results: res.Results}, nil
 }
 
 func printSummary(w io.Writer, results []evidence.Result) {

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -207,27 +205,11 @@ func verifyBundle(ctx context.Context, path string, v bundle.Verifier) (*bundle.
 	if err != nil {
 		return nil, err
 	}
-	if got := policyDigest(ver.Run.PolicyFiles); got != ver.Run.PolicyDigest {
+	if got := evidence.PolicyDigest(ver.Run.PolicyFiles); got != ver.Run.PolicyDigest {
 		return nil, &bundle.Error{Kind: bundle.ErrDigest, File: evidence.RunFile, Field: "policy_digest",
 			Err: fmt.Errorf("says %s, but the recorded policy files digest to %s", ver.Run.PolicyDigest, got)}
 	}
 	return ver, nil
-}
-
-// policyDigest recomputes profile.Digest from run.json's policy_files: the
-// sha256 of the "<hex>  <name>" listing, sorted by name.
-func policyDigest(files map[string]string) string {
-	names := make([]string, 0, len(files))
-	for n := range files {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	var b strings.Builder
-	for _, n := range names {
-		fmt.Fprintf(&b, "%s  %s\n", strings.TrimPrefix(files[n], "sha256:"), n)
-	}
-	sum := sha256.Sum256([]byte(b.String()))
-	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
 // explain adds what to do to the bundle error, which already names the

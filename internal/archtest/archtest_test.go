@@ -33,7 +33,7 @@ var layers = []archtest.Layer{
 	// monitors, alert readers, the agent CLIs, doctor
 	{"detectors+agents", []string{"agents", "alerts", "auditmon", "monitor", "doctor"}},
 	// the godog steps
-	{"suite", []string{"steps"}},
+	{"suite", []string{"steps", "steps/steptest"}},
 	// the one pipeline
 	{"runner", []string{"runner"}},
 	// what people and CI run: the CLI, gatehousetest, examples, scripts
