@@ -22,6 +22,9 @@ import (
 // attempts time out, so attempts run in parallel and this stays short.
 const attemptTimeout = 1200 * time.Millisecond
 
+// agentPlanLimit is the least time a plan an agent runs is given.
+const agentPlanLimit = 2 * time.Minute
+
 // proxyAttemptTimeout is the per-attempt timeout of a plan with attempts
 // through the sandbox's own egress proxy: a proxy answers what it blocks
 // (403, a reset), but one that lets a name through connects onward first,
@@ -186,12 +189,19 @@ func (r *runner) runPlan(ctx context.Context, s *scenario, p probe.Plan, limit t
 	// Where the plan writes, noted before it is sent (hostwrites.go).
 	sent := r.hw.before(ctx, r, s, p)
 	lim := probe.DefaultLimits()
+	agent := r.cfg.Agent != nil && s.path == targets.PathNormal
+	if agent {
+		// An agent CLI boots its runtime (Node) and takes several turns
+		// before the probe runs: on a loaded machine qwen-code's took over
+		// 30 s and the scenario stopped INCONCLUSIVE (issue 22).
+		limit = max(limit, agentPlanLimit)
+	}
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	var out planOutput
 	var err error
 	from := time.Now()
-	if r.cfg.Agent != nil && s.path == targets.PathNormal {
+	if agent {
 		out, err = r.agentPlan(ctx, s, p, lim)
 	} else {
 		out, err = r.probePlan(ctx, s, p, lim)
