@@ -19,9 +19,7 @@ package gatehousetest
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -32,12 +30,9 @@ import (
 	"github.com/gatehouse-dev/gatehouse/doctor"
 	"github.com/gatehouse-dev/gatehouse/evidence"
 	"github.com/gatehouse-dev/gatehouse/evidence/index"
-	"github.com/gatehouse-dev/gatehouse/features"
 	"github.com/gatehouse-dev/gatehouse/internal/scratch"
-	"github.com/gatehouse-dev/gatehouse/lab"
 	"github.com/gatehouse-dev/gatehouse/probe/probetest"
 	"github.com/gatehouse-dev/gatehouse/runner"
-	"github.com/gatehouse-dev/gatehouse/steps"
 	"github.com/gatehouse-dev/gatehouse/targets/profile"
 )
 
@@ -110,10 +105,7 @@ func Run(t *testing.T, opts Options) *Result {
 		t.Skipf("gatehousetest: this machine cannot run the %s target: %s", prof.Target, reason)
 	}
 	ctx := t.Context()
-	if err := prof.Check(ctx); err != nil {
-		t.Fatalf("gatehousetest: %v", err)
-	}
-	spec, err := request(prof, opts)
+	spec, err := request(ctx, prof, opts)
 	if err != nil {
 		t.Fatalf("gatehousetest: %v", err)
 	}
@@ -169,17 +161,15 @@ func Run(t *testing.T, opts Options) *Result {
 			_ = os.RemoveAll(spec.Out)
 		})
 	}
-	out, err := runner.Execute(ctx, spec)
+	out, err := runner.Execute(ctx, *spec)
 	if err != nil {
 		t.Fatalf("gatehousetest: the run could not finish: %v", err)
 	}
-	dir, err := runner.Seal(ctx, out.Folder, sealer)
+	kept, err := runner.Finish(ctx, out.Folder, runner.Keeping{Sealer: sealer, Index: index.DefaultPath(spec.Out)})
 	if err != nil {
 		t.Fatalf("gatehousetest: %v", err)
 	}
-	if err := runner.Index(ctx, index.DefaultPath(spec.Out), dir, sealer); err != nil {
-		t.Fatalf("gatehousetest: %v", err)
-	}
+	dir := kept.Dir
 	t.Logf("gatehousetest: evidence in %s", dir)
 	res := &Result{Dir: dir, Signed: sealer != nil, Run: *out.Record, Results: out.Results}
 	report(t, spec.Gates, res.Results, opts.InconclusiveSkips, dir)
@@ -215,41 +205,25 @@ func loadKey(path string) (runner.KeySealer, error) {
 	return k, nil
 }
 
-// request builds the runner's request as `gatehouse run` does from its
-// flags: gates chosen from the features, the plan, the lab's addresses.
-func request(prof *profile.Profile, opts Options) (runner.Spec, error) {
-	var fsys fs.FS = features.FS
-	if opts.Features != "" {
-		fsys = os.DirFS(opts.Features)
-	}
-	known, err := features.Gates(fsys)
-	if err != nil {
-		return runner.Spec{}, err
-	}
-	gates := known
-	if opts.Gates != nil {
-		gates = nil
-		for _, g := range opts.Gates {
-			if !contains(known, g) {
-				return runner.Spec{}, fmt.Errorf("unknown gate %q; known gates: %s", g, strings.Join(known, ", "))
-			}
-			gates = append(gates, g)
-		}
-	}
-	pub, err := lab.PublicFromEnv(os.Getenv)
-	if err != nil {
-		return runner.Spec{}, err
-	}
+// request is the runner's request from opts, checked and made into a
+// Spec by runner.NewSpec as `gatehouse run`'s flags are: the profile
+// checked, the gates chosen from the features, the plan, the lab's
+// addresses. What the evidence records of a go test: the probe, pipeline
+// "go test", $GATEHOUSE_COMMIT.
+func request(ctx context.Context, prof *profile.Profile, opts Options) (*runner.Spec, error) {
 	abs, err := filepath.Abs(opts.Profile)
 	if err != nil {
-		return runner.Spec{}, err
+		return nil, err
 	}
-	return runner.Spec{
-		Out: opts.Out, Profile: prof, ProfileFile: abs, Plan: profile.NewPlan(prof, gates, true),
-		TargetName: prof.Target, Gates: gates, Features: fsys, Public: pub,
-		Concurrency: opts.Concurrency, Seed: opts.Seed, MaxStop: steps.DefaultMaxStop,
-		Record: evidence.Run{Agent: "probe", Pipeline: "go test", Commit: os.Getenv("GATEHOUSE_COMMIT")},
-	}, nil
+	req := runner.Request{
+		Profile: prof, ProfileFile: abs, Gates: opts.Gates, Out: opts.Out, Concurrency: opts.Concurrency, Seed: opts.Seed,
+		Signed: opts.Key != "", SignKey: opts.Key,
+		Agent: "probe", Pipeline: "go test", Commit: os.Getenv("GATEHOUSE_COMMIT"),
+	}
+	if opts.Features != "" {
+		req.Features = os.DirFS(opts.Features)
+	}
+	return runner.NewSpec(ctx, req)
 }
 
 // machineReason is why this machine cannot run target, from the doctor's
@@ -264,13 +238,4 @@ func machineReason(ctx context.Context, target string) string {
 		}
 	}
 	return strings.Join(why, "; ")
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

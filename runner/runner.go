@@ -6,8 +6,10 @@
 //
 // `gatehouse run`, `gatehouse rehearse` (Spec.Rehearsal, rehearsal.go) and
 // gatehousetest all go through it, so a team's go test and the CLI earn
-// their verdicts the same way. Sealing and indexing are in seal.go; flags,
-// printing and exit codes stay in cmd/gatehouse.
+// their verdicts the same way: each face makes a Request of its flags or
+// options and NewSpec checks it and decides its defaults (request.go); the
+// run ends in Finish (seal.go: sealed, verified again, archived, indexed).
+// Flags, printing and exit codes stay in cmd/gatehouse.
 package runner
 
 import (

@@ -73,22 +73,73 @@ func Seal(ctx context.Context, folder *evidence.Folder, s Sealer) (string, error
 	return dir, nil
 }
 
-// Index records a sealed (or unsigned) run folder in the SQLite index at db.
-// A signed bundle is verified again as its signer first.
-func Index(ctx context.Context, db, dir string, s Sealer) error {
-	row, err := IndexRow(ctx, dir, s)
-	if err != nil {
-		return err
+// Keeping says where a run folder under its final name is kept besides:
+// the index that records it and, optionally, an archive of it.
+type Keeping struct {
+	Sealer Sealer // what sealed it; nil: unsigned
+	Index  string // the SQLite index (index.DefaultPath(out) by default)
+	// ArchiveDir, when set, receives <ArchiveDir>/<folder name>.tar.gz.
+	ArchiveDir string
+}
+
+// Kept is where a finished run is.
+type Kept struct {
+	Dir     string // the run folder, absolute, under its final name
+	Archive string // its .tar.gz; "" when none was asked for
+	Index   string // the index that records it
+}
+
+// ArchivePath is where Keep writes the archive of the run folder dir when
+// asked to write it in archiveDir ("" for none).
+func ArchivePath(archiveDir, dir string) string {
+	if archiveDir == "" {
+		return ""
 	}
-	ix, err := index.Open(ctx, db)
+	return filepath.Join(archiveDir, filepath.Base(dir)+".tar.gz")
+}
+
+// Finish is the tail of every run: Seal, then Keep. Kept.Dir is set
+// whenever the folder got its final name, also when keeping it failed.
+func Finish(ctx context.Context, folder *evidence.Folder, k Keeping) (Kept, error) {
+	dir, err := Seal(ctx, folder, k.Sealer)
 	if err != nil {
-		return fmt.Errorf("run: evidence is in %s but could not be indexed: %w", dir, err)
+		return Kept{Dir: dir}, err
+	}
+	return Keep(ctx, dir, k)
+}
+
+// Keep records a sealed (or unsigned) run folder: a signed bundle is
+// verified again as its signer first (IndexRow), then the archive is
+// written, then the row goes into the index.
+func Keep(ctx context.Context, dir string, k Keeping) (Kept, error) {
+	kept := Kept{Dir: dir}
+	row, err := IndexRow(ctx, dir, k.Sealer)
+	if err != nil {
+		return kept, err
+	}
+	if tgz := ArchivePath(k.ArchiveDir, dir); tgz != "" {
+		if err := WriteArchive(dir, tgz); err != nil {
+			return kept, err
+		}
+		kept.Archive = tgz
+	}
+	ix, err := index.Open(ctx, k.Index)
+	if err != nil {
+		return kept, fmt.Errorf("run: evidence is in %s but could not be indexed: %w", dir, err)
 	}
 	defer ix.Close()
 	if err := ix.Record(ctx, row); err != nil {
-		return fmt.Errorf("run: evidence is in %s but could not be indexed: %w", dir, err)
+		return kept, fmt.Errorf("run: evidence is in %s but could not be indexed: %w", dir, err)
 	}
-	return nil
+	kept.Index = k.Index
+	return kept, nil
+}
+
+// Index records a sealed (or unsigned) run folder in the SQLite index at
+// db, as Keep does without an archive.
+func Index(ctx context.Context, db, dir string, s Sealer) error {
+	_, err := Keep(ctx, dir, Keeping{Sealer: s, Index: db})
+	return err
 }
 
 // IndexRow re-verifies a signed bundle as its signer (the key's public half,

@@ -21,17 +21,17 @@ func runCheck(ctx context.Context, f runFlags, stdout io.Writer) error {
 		return err
 	}
 	if f.output == "json" {
-		b, err := json.MarshalIndent(p.effective, "", "  ")
+		b, err := json.MarshalIndent(p.spec.Plan, "", "  ")
 		if err != nil {
 			return err
 		}
 		_, err = fmt.Fprintf(stdout, "%s\n", b)
 		return err
 	}
-	if err := p.effective.WriteText(stdout); err != nil {
+	if err := p.spec.Plan.WriteText(stdout); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "\nprofile %s: OK (%d warning(s)); nothing was run\n", f.profile, len(p.effective.Warnings))
+	fmt.Fprintf(stdout, "\nprofile %s: OK (%d warning(s)); nothing was run\n", f.profile, len(p.spec.Plan.Warnings))
 	return nil
 }
 

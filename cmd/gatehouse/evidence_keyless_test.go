@@ -78,7 +78,7 @@ func keylessRun(t *testing.T) (dir, db, trustedRoot string) {
 		t.Fatal(err)
 	}
 	var note bytes.Buffer
-	dir, err = seal(ctx, runFlags{out: out}, &plan{signer: keylessSealer{s}}, folder, &note)
+	dir, err = seal(ctx, runFlags{out: out}, keylessSealer{s}, folder, &note)
 	if err != nil {
 		t.Fatalf("keyless seal: %v", err)
 	}

@@ -141,7 +141,7 @@ func intakeGate(ctx context.Context, f runFlags, signer sealer, target, contract
 		return err
 	}
 	var note strings.Builder
-	dir, err := seal(ctx, f, &plan{signer: signer}, res.Folder, &note)
+	dir, err := seal(ctx, f, signer, res.Folder, &note)
 	if err != nil {
 		return err
 	}

@@ -13,7 +13,6 @@ import (
 	"github.com/gatehouse-dev/gatehouse/corpus"
 	"github.com/gatehouse-dev/gatehouse/evidence"
 	"github.com/gatehouse-dev/gatehouse/features"
-	"github.com/gatehouse-dev/gatehouse/lab"
 	"github.com/gatehouse-dev/gatehouse/runner"
 	"github.com/gatehouse-dev/gatehouse/steps"
 	"github.com/gatehouse-dev/gatehouse/targets/profile"
@@ -118,15 +117,14 @@ func runRehearse(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if e, _, err := corpus.Get(instruction); err != nil || e.Gate != "rehearsal" {
 		return usagef("rehearse triage: --instruction %q is not a rehearsal document of the corpus", instruction)
 	}
+	f.suite, f.gates = features.Rehearsal(), "rehearsal"
 	p, err := prepare(ctx, f)
 	if err != nil {
 		return err
 	}
-	if p.prof.Network == profile.NetworkNone {
-		return usagef("rehearse triage: profile %s has network none: the agent could neither use inference nor submit a result", p.prof.Name)
+	if p.spec.Profile.Network == profile.NetworkNone {
+		return usagef("rehearse triage: profile %s has network none: the agent could neither use inference nor submit a result", p.spec.Profile.Name)
 	}
-	p.features, p.gates = features.Rehearsal(), []string{"rehearsal"}
-	p.effective = profile.NewPlan(p.prof, p.gates, true)
 	if os.Geteuid() != 0 {
 		return usagef("rehearse triage: needs root to create network namespaces and sandboxes (try sudo)")
 	}
@@ -143,44 +141,35 @@ func runRehearse(ctx context.Context, args []string, stdout, stderr io.Writer) e
 }
 
 func rehearse(ctx context.Context, f runFlags, p *plan, repo, reportName string, report []byte, instruction string, stdout, stderr io.Writer) error {
-	tgt, err := newTarget(p.target, p.prof, p.probePath)
-	if err != nil {
+	spec := p.spec
+	var err error
+	if spec.Target, err = newTarget(spec.TargetName, spec.Profile, spec.ProbePath); err != nil {
 		return err
 	}
 	if err := sweepLeftovers(ctx, stderr); err != nil {
 		fmt.Fprintf(stderr, "gatehouse: warning: %v\n", err)
 	}
 	defer closeTargets(context.WithoutCancel(ctx))
-	id := runner.NewID()
-	rh, err := runner.NewRehearsal(ctx, id, runner.RehearsalRequest{Repo: repo, Report: report, ReportName: reportName,
+	spec.ID = runner.NewID()
+	rh, err := runner.NewRehearsal(ctx, spec.ID, runner.RehearsalRequest{Repo: repo, Report: report, ReportName: reportName,
 		Instruction: instruction, Pipeline: f.pipeline})
 	if err != nil {
 		return usagef("rehearse triage: --repo: %w", err)
 	}
 	in := rh.Inputs
-	spec := runner.Spec{
-		ID: id, Out: f.out, Profile: p.prof, ProfileFile: f.profile, Plan: p.effective, Target: tgt, TargetName: p.target,
-		Gates: p.gates, Features: p.features, ProbePath: p.probePath, Public: p.public, Concurrency: 1,
-		Record:    evidence.Run{Commit: in.Commit, Pipeline: f.pipeline, Model: f.model, Agent: f.agent},
-		Progress:  io.Discard,
-		Rehearsal: rh,
-		Begin: func(rec *evidence.Run) {
-			fmt.Fprintf(stdout, "gatehouse %s: rehearsal %s (report triage), target %s, profile %s (policy %s)\n", rec.Harness, id, p.target, p.prof.Name, short(rec.PolicyDigest))
-			fmt.Fprintf(stdout, "report %s (%s), repository %s at %s, pipeline %q\n", reportName, short(in.ReportDigest), repo, in.Commit, f.pipeline)
-		},
+	// The rehearsal is one scenario, its evidence the repository's commit.
+	spec.Concurrency, spec.Record.Commit, spec.Progress, spec.Rehearsal = 1, in.Commit, io.Discard, rh
+	spec.Begin = func(rec *evidence.Run) {
+		fmt.Fprintf(stdout, "gatehouse %s: rehearsal %s (report triage), target %s, profile %s (policy %s)\n", rec.Harness, rec.ID, spec.TargetName, spec.Profile.Name, short(rec.PolicyDigest))
+		fmt.Fprintf(stdout, "report %s (%s), repository %s at %s, pipeline %q\n", reportName, short(in.ReportDigest), repo, in.Commit, f.pipeline)
 	}
-	if p.agent != nil {
-		spec.Record.AgentVersion, spec.Record.AgentDigest = p.agent.in.Version, "sha256:"+p.agent.in.Binary.SHA256
-		spec.Record.AgentSandbox = f.agentSandbox
-		spec.Agent, spec.Model = p.agent, func(l *lab.Lab) steps.Scripter { return labModel{l} }
-	}
-	res, err := runner.Execute(ctx, spec)
+	res, err := runner.Execute(ctx, *spec)
 	if err != nil {
 		return err
 	}
 	runner.ReportHostWrites(stdout, res.Record.HostWrites)
 	var note strings.Builder
-	dir, err := seal(ctx, f, p, res.Folder, &note)
+	dir, err := seal(ctx, f, p.signer, res.Folder, &note)
 	if err != nil {
 		return err
 	}

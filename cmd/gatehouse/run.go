@@ -13,14 +13,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gatehouse-dev/gatehouse/detect"
 	"github.com/gatehouse-dev/gatehouse/evidence"
 	"github.com/gatehouse-dev/gatehouse/evidence/index"
 	"github.com/gatehouse-dev/gatehouse/evidence/keyless"
 	"github.com/gatehouse-dev/gatehouse/evidence/keys"
 	"github.com/gatehouse-dev/gatehouse/features"
 	"github.com/gatehouse-dev/gatehouse/internal/termsafe"
-	"github.com/gatehouse-dev/gatehouse/lab"
 	"github.com/gatehouse-dev/gatehouse/ledger"
 	"github.com/gatehouse-dev/gatehouse/runner"
 	"github.com/gatehouse-dev/gatehouse/steps"
@@ -146,6 +144,7 @@ Flags:
 
 type runFlags struct {
 	target, profile, gates, out, probe, features string
+	suite                                        fs.FS  // a built-in suite instead of --features (rehearse)
 	dockerHost                                   string // field mode: refused, see fieldRefusal
 	model, agent, commit, pipeline               string // what the evidence says was tested
 	agentSandbox                                 string
@@ -215,21 +214,11 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	return execute(ctx, f, stdout, stderr)
 }
 
-// plan is a validated run request.
+// plan is a validated run request: the runner's Spec (runner.NewSpec)
+// and what the run will be sealed with.
 type plan struct {
-	prof      *profile.Profile
-	effective profile.Plan // what the run will do, printed first and recorded
-	target    string
-	gates     []string
-	features  fs.FS
-	probePath string
-	signer    sealer          // nil: the run stays unsigned
-	public    lab.Public      // the lab's public-looking addresses ($GATEHOUSE_LAB_PUBLIC_*)
-	agent     *agentBridge    // a real agent on the normal path; nil: the probe
-	detectors []detect.Source // detection sources; none: not measured
-	respond   *steps.Response // --respond; nil: no response
-	shard     features.Shard  // zero: the whole run
-	group     string          // run group ("" for none)
+	spec   *runner.Spec
+	signer sealer // nil: the run stays unsigned
 }
 
 // shardOf reads --shard and --group. A shard needs a group, so that gate
@@ -255,16 +244,17 @@ func shardOf(f runFlags) (features.Shard, string, error) {
 }
 
 // prepare validates a run request before anything is started: the
-// profile is loaded and checked (profile.Check: the egress ruleset by nft in
-// a scratch namespace, bwrap namespaces, stop_command), so a broken profile
-// is exit 2 with its file and line, never a run of INCONCLUSIVE scenarios.
-// With f.check it stops short of what only a real run needs (probe, key).
+// profile is loaded, the flags become a runner.Request and runner.NewSpec
+// checks it (profile.Check: the egress ruleset by nft in a scratch
+// namespace, bwrap namespaces, stop_command; gates, shard, signing, agent),
+// so a broken profile is exit 2 with its file and line, never a run of
+// INCONCLUSIVE scenarios. With f.check it stops short of what only a real
+// run needs (agent, probe, key).
 func prepare(ctx context.Context, f runFlags) (*plan, error) {
 	prof, err := profile.Load(f.profile)
 	if err != nil {
 		return nil, &usageError{err}
 	}
-	p := &plan{prof: prof, target: prof.Target}
 	if f.target != "" && f.target != prof.Target {
 		return nil, usagef("run: --target %s but profile %s is for target %q", f.target, f.profile, prof.Target)
 	}
@@ -272,54 +262,28 @@ func prepare(ctx context.Context, f runFlags) (*plan, error) {
 		// Before anything is started or dialled: the daemon is not contacted.
 		return nil, fieldRefusal(f.dockerHost, prof.Target)
 	}
-	if err := prof.Check(ctx); err != nil {
-		return nil, &usageError{err}
+	req := runner.Request{
+		Profile: prof, ProfileFile: f.profile, Out: f.out, Concurrency: f.concurrency, Seed: f.seed, MaxStop: f.maxStop,
+		Signed: f.key != "" || f.signing.keyless, SignKey: f.key, Agent: f.agent, AgentSandbox: f.agentSandbox,
+		Commit: f.commit, Pipeline: f.pipeline, Model: f.model, PlanOnly: f.check,
 	}
-	p.features = features.FS
 	if f.features != "" {
-		p.features = os.DirFS(f.features)
+		req.Features = os.DirFS(f.features)
 	}
-	known, err := features.Gates(p.features)
-	if err != nil {
-		return nil, &usageError{err}
+	if f.suite != nil {
+		req.Features = f.suite
 	}
-	p.gates = known
 	if f.gates != "" {
-		p.gates = nil
 		for _, g := range strings.Split(f.gates, ",") {
-			g = strings.TrimSpace(g)
-			if !contains(known, g) {
-				return nil, usagef("run: unknown gate %q; known gates: %s", g, strings.Join(known, ", "))
-			}
-			p.gates = append(p.gates, g)
+			req.Gates = append(req.Gates, strings.TrimSpace(g))
 		}
 	}
-	planGates := p.gates
-	if p.shard, p.group, err = shardOf(f); err != nil {
+	if req.Shard, req.Group, err = shardOf(f); err != nil {
 		return nil, err
 	}
-	if p.shard.N > 0 {
-		// Refused here, not after the lab is up: a shard of nothing.
-		sel, err := runner.ShardScenarios(p.features, p.gates, p.shard)
-		if err != nil {
-			return nil, usagef("run: --shard %s: %v", p.shard, err)
-		}
-		// The plan shows the shard's gates; the runner gets them all and
-		// takes the same shard of them.
-		planGates = nil
-		for _, s := range sel {
-			if !contains(planGates, s.Gate) {
-				planGates = append(planGates, s.Gate)
-			}
-		}
-	}
-	p.effective = profile.NewPlan(prof, planGates, true)
-	if f.key != "" || f.signing.keyless {
-		// Before the key is read and before anything starts: a guest that
-		// reaches the host reads the key of the process that runs it.
-		if err := runner.CheckSigning(prof, f.key); err != nil {
-			return nil, usagef("run: %w", err)
-		}
+	p := &plan{}
+	if p.spec, err = runner.NewSpec(ctx, req); err != nil {
+		return nil, err
 	}
 	if err := f.detect.validate(); err != nil {
 		return nil, err
@@ -327,32 +291,14 @@ func prepare(ctx context.Context, f runFlags) (*plan, error) {
 	if f.check {
 		return p, nil
 	}
-	if p.respond, err = f.detect.response(); err != nil {
+	if p.spec.Respond, err = f.detect.response(); err != nil {
 		return nil, err
 	}
-	if p.detectors, err = detectors(f.detect); err != nil {
+	if p.spec.Detectors, err = detectors(f.detect); err != nil {
 		return nil, err
 	}
-	p.probePath, err = locateProbe(f.probe)
-	if err != nil {
+	if p.spec.ProbePath, err = locateProbe(f.probe); err != nil {
 		return nil, &usageError{err}
-	}
-	if f.agentSandbox == "" {
-		f.agentSandbox = "off" // callers that build flags themselves (compare)
-	}
-	if f.agentSandbox != "on" && f.agentSandbox != "off" {
-		return nil, usagef("run: --agent-sandbox %q: say on or off", f.agentSandbox)
-	}
-	if f.agent != "" && f.agent != "probe" {
-		if prof.Network == profile.NetworkNone {
-			return nil, usagef("run: --agent %s needs the lab's scripted model, and profile %s has network none", f.agent, prof.Name)
-		}
-		if p.agent, err = openAgent(f.agent, f.agentSandbox, prof.Paths.Normal.UID, prof.Target); err != nil {
-			return nil, err
-		}
-	}
-	if p.public, err = lab.PublicFromEnv(os.Getenv); err != nil {
-		return nil, &usageError{fmt.Errorf("run: %w", err)}
 	}
 	// Before the run, not after: a wrong password or a missing token must
 	// not cost a whole run.
@@ -438,8 +384,8 @@ func runSealed(ctx context.Context, f runFlags, progress, stderr io.Writer, live
 	if os.Geteuid() != 0 {
 		return nil, usagef("run: needs root to create network namespaces and sandboxes (try sudo)")
 	}
-	tgt, err := newTarget(p.target, p.prof, p.probePath)
-	if err != nil {
+	spec := p.spec
+	if spec.Target, err = newTarget(spec.TargetName, spec.Profile, spec.ProbePath); err != nil {
 		return nil, err
 	}
 	// What runs that died (kill -9) left behind goes first, by ownership:
@@ -463,24 +409,13 @@ func runSealed(ctx context.Context, f runFlags, progress, stderr io.Writer, live
 		defer live.Close()
 		progress = live
 	}
-	spec := runner.Spec{
-		Out: f.out, Profile: p.prof, ProfileFile: f.profile, Plan: p.effective, Target: tgt, TargetName: p.target,
-		Gates: p.gates, Shard: p.shard, Features: p.features, ProbePath: p.probePath, Public: p.public,
-		Concurrency: f.concurrency, Seed: f.seed, MaxStop: f.maxStop, Detectors: p.detectors, Respond: p.respond,
-		Record:   evidence.Run{Commit: f.commit, Pipeline: f.pipeline, Model: f.model, Agent: f.agent, Group: p.group},
-		Progress: progress,
-		Begin: func(rec *evidence.Run) {
-			fmt.Fprintf(progress, "gatehouse %s: run %s, target %s, profile %s (policy %s)\n", rec.Harness, rec.ID, p.target, p.prof.Name, short(rec.PolicyDigest))
-			printPlan(progress, stderr, f.quiet, p.effective)
-			fmt.Fprintln(progress, detectionNote(p.detectors))
-		},
+	spec.Progress = progress
+	spec.Begin = func(rec *evidence.Run) {
+		fmt.Fprintf(progress, "gatehouse %s: run %s, target %s, profile %s (policy %s)\n", rec.Harness, rec.ID, spec.TargetName, spec.Profile.Name, short(rec.PolicyDigest))
+		printPlan(progress, stderr, f.quiet, spec.Plan)
+		fmt.Fprintln(progress, detectionNote(spec.Detectors))
 	}
-	if p.agent != nil {
-		spec.Record.AgentVersion, spec.Record.AgentDigest = p.agent.in.Version, "sha256:"+p.agent.in.Binary.SHA256
-		spec.Record.AgentSandbox = f.agentSandbox
-		spec.Agent, spec.Model = p.agent, func(l *lab.Lab) steps.Scripter { return labModel{l} }
-	}
-	res, err := runner.Execute(ctx, spec)
+	res, err := runner.Execute(ctx, *spec)
 	if err != nil {
 		return nil, err
 	}
@@ -488,7 +423,7 @@ func runSealed(ctx context.Context, f runFlags, progress, stderr io.Writer, live
 		live.Close() // the status line goes before the summary
 	}
 	var note strings.Builder
-	dir, err := seal(ctx, f, p, res.Folder, &note)
+	dir, err := seal(ctx, f, p.signer, res.Folder, &note)
 	if err != nil {
 		return nil, err
 	}

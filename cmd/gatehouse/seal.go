@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"path/filepath"
 
 	"github.com/gatehouse-dev/gatehouse/evidence"
 	"github.com/gatehouse-dev/gatehouse/evidence/bundle"
@@ -14,40 +13,34 @@ import (
 	"github.com/gatehouse-dev/gatehouse/runner"
 )
 
-// seal finishes a complete run folder (runner.Seal: report.html, then
-// with a key or keyless SHA256SUMS and the signed attestations, then the
-// rename), then writes the optional archive and the index record.
-func seal(ctx context.Context, f runFlags, p *plan, folder *evidence.Folder, note io.Writer) (string, error) {
-	dir, err := runner.Seal(ctx, folder, p.signer)
+// seal finishes a complete run folder through runner.Finish (report.html,
+// with a signer SHA256SUMS and the signed attestations, the rename, the
+// signed bundle verified again, the optional archive, the index record)
+// and says on note what that did.
+func seal(ctx context.Context, f runFlags, signer sealer, folder *evidence.Folder, note io.Writer) (string, error) {
+	kept, err := runner.Finish(ctx, folder, keeping(f, signer))
 	if err != nil {
-		return dir, err
+		return kept.Dir, err
 	}
-	row, err := runner.IndexRow(ctx, dir, p.signer)
-	if err != nil {
-		return dir, err
+	if kept.Archive != "" {
+		fmt.Fprintf(note, "archive:  %s\n", kept.Archive)
 	}
-	if tgz := archivePath(f, dir); tgz != "" {
-		if err := runner.WriteArchive(dir, tgz); err != nil {
-			return dir, err
-		}
-		fmt.Fprintf(note, "archive:  %s\n", tgz)
-	}
-	db := indexPath(f)
-	ix, err := index.Open(ctx, db)
-	if err != nil {
-		return dir, fmt.Errorf("run: evidence is in %s but could not be indexed: %w", dir, err)
-	}
-	defer ix.Close()
-	if err := ix.Record(ctx, row); err != nil {
-		return dir, fmt.Errorf("run: evidence is in %s but could not be indexed: %w", dir, err)
-	}
-	if p.signer == nil {
-		fmt.Fprintf(note, "UNSIGNED: no --key or --keyless, so verify and gate will refuse it; recorded in %s\n", db)
-		fmt.Fprintf(note, "          seal it in a job that runs no sandbox: gatehouse seal --key cosign.key %s\n", dir)
+	if signer == nil {
+		fmt.Fprintf(note, "UNSIGNED: no --key or --keyless, so verify and gate will refuse it; recorded in %s\n", kept.Index)
+		fmt.Fprintf(note, "          seal it in a job that runs no sandbox: gatehouse seal --key cosign.key %s\n", kept.Dir)
 	} else {
-		fmt.Fprintf(note, "signed:   %s; recorded in %s\n", p.signer.Identity(), db)
+		fmt.Fprintf(note, "signed:   %s; recorded in %s\n", signer.Identity(), kept.Index)
 	}
-	return dir, nil
+	return kept.Dir, nil
+}
+
+// keeping is where --out, --db and --archive say a sealed run is kept.
+func keeping(f runFlags, signer sealer) runner.Keeping {
+	k := runner.Keeping{Sealer: signer, Index: indexPath(f)}
+	if f.archive {
+		k.ArchiveDir = f.out
+	}
+	return k
 }
 
 // indexPath is the SQLite index a run is recorded in.
@@ -60,10 +53,7 @@ func indexPath(f runFlags) string {
 
 // archivePath is where --archive writes the run's tar.gz ("" without it).
 func archivePath(f runFlags, dir string) string {
-	if !f.archive {
-		return ""
-	}
-	return filepath.Join(f.out, filepath.Base(dir)+".tar.gz")
+	return runner.ArchivePath(keeping(f, nil).ArchiveDir, dir)
 }
 
 // sealer is what a run seals with: a cosign key or a keyless identity.

@@ -119,7 +119,8 @@ func checkSealIndex(f runFlags, dirs []string) error {
 	return nil
 }
 
-// sealOne seals one folder, then archives and indexes it.
+// sealOne seals one folder, then keeps it as a run's is (runner.Keep:
+// verified again, archived, indexed).
 func sealOne(ctx context.Context, f runFlags, src string, s sealer, stdout io.Writer) error {
 	out := f.out
 	if out == "" {
@@ -138,16 +139,13 @@ func sealOne(ctx context.Context, f runFlags, src string, s sealer, stdout io.Wr
 	fmt.Fprintf(stdout, "sealed:   %s\n", dir)
 	g := f
 	g.out = out
-	if tgz := archivePath(g, dir); tgz != "" {
-		if err := runner.WriteArchive(dir, tgz); err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "archive:  %s\n", tgz)
+	kept, err := runner.Keep(ctx, dir, keeping(g, s))
+	if kept.Archive != "" {
+		fmt.Fprintf(stdout, "archive:  %s\n", kept.Archive)
 	}
-	db := indexPath(g)
-	if err := runner.Index(ctx, db, dir, s); err != nil {
+	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "signed:   %s; recorded in %s\n", s.Identity(), db)
+	fmt.Fprintf(stdout, "signed:   %s; recorded in %s\n", s.Identity(), kept.Index)
 	return nil
 }

@@ -1,4 +1,4 @@
-package main
+package runner
 
 import (
 	"bytes"
@@ -33,14 +33,14 @@ type agentBridge struct {
 func openAgent(name, sandbox string, normalUID int, target string) (*agentBridge, error) {
 	a, err := agents.Lookup(name)
 	if err != nil {
-		return nil, &usageError{err}
+		return nil, &ConfigError{err}
 	}
 	in, err := agents.DefaultCache(os.Getenv).Open(a)
 	if err != nil {
 		if errors.Is(err, agents.ErrNotInstalled) {
-			return nil, usagef("run: agent %s is not installed (%v): run 'gatehouse agents install %s' (it fetches %s@%s from the npm registry into the cache); a run never fetches and never falls back to the probe", name, err, name, a.Package, a.Version)
+			return nil, &ConfigError{fmt.Errorf("run: agent %s is not installed (%v): run 'gatehouse agents install %s' (it fetches %s@%s from the npm registry into the cache); a run never fetches and never falls back to the probe", name, err, name, a.Package, a.Version)}
 		}
-		return nil, &usageError{fmt.Errorf("run: agent %s: %w", name, err)}
+		return nil, &ConfigError{fmt.Errorf("run: agent %s: %w", name, err)}
 	}
 	b := &agentBridge{a: a, in: in, ownSandbox: sandbox == "on", root: normalUID == 0,
 		libc: target == profile.TargetDocker || target == profile.TargetGVisor}
@@ -48,7 +48,7 @@ func openAgent(name, sandbox string, normalUID int, target string) (*agentBridge
 	l, err := b.launch(steps.AgentInvocation{ModelURL: "http://" + lab.InferenceV4, ModelKey: "gh.probe", Task: "x",
 		Home: "/gatehouse/work/gh-home-0", WorkDir: "/gatehouse/work/gh-run-0"})
 	if err != nil {
-		return nil, &usageError{fmt.Errorf("run: agent %s: %w", name, err)}
+		return nil, &ConfigError{fmt.Errorf("run: agent %s: %w", name, err)}
 	}
 	b.binds = l.binds
 	return b, nil
