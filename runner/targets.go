@@ -43,7 +43,11 @@ func NewTarget(name string, prof *profile.Profile, probe string, shim []string) 
 		opts := docker.Options{Spec: prof.Docker, Resolver: prof.Resolver, Env: prof.Env, Shim: shim}
 		if prof.Egress != "" {
 			opts.EgressName = prof.Egress
-			opts.EgressRules, _ = prof.File(prof.Egress)
+			rules, err := prof.EgressRules()
+			if err != nil {
+				return nil, &ConfigError{err}
+			}
+			opts.EgressRules = rules
 		}
 		t, err := docker.Open(opts)
 		if err != nil {

@@ -11,6 +11,9 @@ import (
 // the shared egress package, so a policy file means the same for every
 // target; a ruleset that did not take fails Start.
 func applyEgress(ctx context.Context, netns string, p *profile.Profile) (*egress.Applied, error) {
-	data, _ := p.File(p.Egress)
+	data, err := p.EgressRules()
+	if err != nil {
+		return nil, err
+	}
 	return egress.Apply(ctx, netns, p.Egress, data)
 }

@@ -122,7 +122,10 @@ func (s *session) prepare(ctx context.Context, opts Options) error {
 		binds = append(binds, bind{host: host, inside: profile.WorkspacePath, rw: true, open: open})
 	}
 	if s.prof.Egress != "" && s.spec.Network.NetnsPath != "" {
-		data, _ := s.prof.File(s.prof.Egress)
+		data, err := s.prof.EgressRules()
+		if err != nil {
+			return err
+		}
 		if s.egress, err = egress.Apply(ctx, s.spec.Network.NetnsPath, s.prof.Egress, data); err != nil {
 			return err
 		}

@@ -206,6 +206,20 @@ func (p *Profile) File(name string) ([]byte, bool) {
 	return b, ok
 }
 
+// EgressRules is the ruleset file the profile's egress names, fetched in
+// one place for every target: a name with no loaded file is an error,
+// never an empty ruleset applied as if it were the policy.
+func (p *Profile) EgressRules() ([]byte, error) {
+	if p.Egress == "" {
+		return nil, nil
+	}
+	b, ok := p.files[p.Egress]
+	if !ok {
+		return nil, fmt.Errorf("profile %s: egress ruleset %q was not loaded with the profile", p.Name, p.Egress)
+	}
+	return b, nil
+}
+
 // ArgFile reports whether Bwrap.Args[i] names a profile file, and its key.
 func (p *Profile) ArgFile(i int) (string, bool) {
 	k, ok := p.refs[i]
