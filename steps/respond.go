@@ -39,8 +39,23 @@ const (
 	// egressCheckTimeout bounds one egress check: a check that times out
 	// is a refusal seen that much late.
 	egressCheckTimeout = 150 * time.Millisecond
-	maxHookOutput      = 4 << 10
+	// egressConfirmTimeout is the second look at a check that found egress
+	// refused: on a loaded machine a connection within the session's own
+	// link took longer than egressCheckTimeout, and a leaky hook's egress
+	// was scored refused (issue 22).
+	egressConfirmTimeout = 1500 * time.Millisecond
+	maxHookOutput        = 4 << 10
 )
+
+// egressOpen checks session's egress, and looks again with more time at
+// a refusal: a refusal is claimed only when both checks found one.
+func egressOpen(ctx context.Context, l Lab, session string) (bool, string, error) {
+	open, why, err := l.EgressOpen(ctx, session, egressCheckTimeout)
+	if err != nil || open {
+		return open, why, err
+	}
+	return l.EgressOpen(ctx, session, egressConfirmTimeout)
+}
 
 // Mode is how results name the response.
 func (rs *Response) Mode() string {
@@ -90,7 +105,7 @@ func (rp *responder) watch(s *scenario) {
 	// A lab that cannot check egress (ErrUnsupported) says so here, once:
 	// the response's egress effect is then not measured.
 	if rp.r.cfg.Network != NetHost && s.netns != "" {
-		open, _, err := rp.r.lab().EgressOpen(context.WithoutCancel(rp.r.ctx), s.session, egressCheckTimeout)
+		open, _, err := egressOpen(context.WithoutCancel(rp.r.ctx), rp.r.lab(), s.session)
 		s.respMu.Lock()
 		switch {
 		case errors.Is(err, ErrUnsupported):
@@ -197,7 +212,7 @@ func (rp *responder) respond(s *scenario, e detect.Event) evidence.Response {
 		return err != nil
 	}
 	egressOpen := func() (bool, string) {
-		open, why, err := nl.EgressOpen(ctx, s.session, egressCheckTimeout)
+		open, why, err := egressOpen(ctx, nl, s.session)
 		if err != nil {
 			// Cannot tell (ErrUnsupported included): not refused.
 			return true, err.Error()
