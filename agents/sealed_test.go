@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/gatehouse-dev/gatehouse/ledger"
 	"net"
 	"net/http"
 	"os"
@@ -75,7 +76,7 @@ func TestMain(m *testing.M) {
 	if cfg := os.Getenv(sealedEnv); cfg != "" {
 		os.Exit(sealedMain(cfg))
 	}
-	os.Exit(m.Run())
+	os.Exit(ledger.RunTests(m))
 }
 
 // runSealed runs cfg's agent in a fresh loopback-only namespace.

@@ -144,3 +144,16 @@ func Close() {
 	own.lock.Close()
 	own.dir, own.lock = "", nil
 }
+
+// RunTests runs a test binary's tests, then each cleanup (which may
+// release ledger entries, as a shared probe build does), then Close, as
+// main does: a test binary that exited clean leaves no folder (and its
+// lock) in the ledger. In TestMain: os.Exit(ledger.RunTests(m)).
+func RunTests(m interface{ Run() int }, cleanups ...func()) int {
+	code := m.Run()
+	for _, c := range cleanups {
+		c()
+	}
+	Close()
+	return code
+}

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"github.com/gatehouse-dev/gatehouse/ledger"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,8 +28,7 @@ import (
 
 // TestMain removes the probe build the tests share.
 func TestMain(m *testing.M) {
-	code := m.Run()
-	probetest.Cleanup()
+	code := ledger.RunTests(m, probetest.Cleanup)
 	os.Exit(code)
 }
 

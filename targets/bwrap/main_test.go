@@ -4,12 +4,12 @@ import (
 	"os"
 	"testing"
 
+	"github.com/gatehouse-dev/gatehouse/ledger"
 	"github.com/gatehouse-dev/gatehouse/probe/probetest"
 )
 
 // TestMain removes the probe build the tests and benchmarks share.
 func TestMain(m *testing.M) {
-	code := m.Run()
-	probetest.Cleanup()
+	code := ledger.RunTests(m, probetest.Cleanup)
 	os.Exit(code)
 }

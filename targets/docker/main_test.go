@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"github.com/gatehouse-dev/gatehouse/ledger"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,7 +28,9 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == docker.ShimVerb {
 		os.Exit(docker.ShimMain(os.Args[2:], os.Stderr))
 	}
-	os.Exit(runMain(m))
+	code := runMain(m)
+	ledger.Close() // as main does: an empty ledger folder goes
+	os.Exit(code)
 }
 
 // shim is the argv prefix of the runtime shim a run uses: the small

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/gatehouse-dev/gatehouse/ledger"
 	"github.com/gatehouse-dev/gatehouse/probe/probetest"
 	"os"
 	osexec "os/exec"
@@ -22,8 +23,7 @@ func TestMain(m *testing.M) {
 	if ns := os.Getenv("GH_EXEC_MAIN_THREAD_IN"); ns != "" {
 		os.Exit(mainThreadMoved(ns))
 	}
-	code := m.Run()
-	probetest.Cleanup() // the probe built for the whole test binary
+	code := ledger.RunTests(m, probetest.Cleanup) // the probe built for the whole test binary
 	os.Exit(code)
 }
 
