@@ -198,8 +198,19 @@ func TestExitsOnlyWhenAsked(t *testing.T) {
 			if _, ok := x.Gone(); !ok || x.LastPID != pid {
 				t.Fatalf("LastExit %+v: want gone, last the child %d", x, pid)
 			}
+			// LastExit syncs the decoder, but the collector may not yet
+			// have taken the last exits off the channel.
+			hasChild := func(evs []detect.Event) bool {
+				return slices.ContainsFunc(evs, func(e detect.Event) bool {
+					return e.Kind == detect.KindExit && e.Object == strconv.Itoa(pid)
+				})
+			}
+			wait := 3 * time.Second
+			if !deliver {
+				wait = 200 * time.Millisecond // time for a wrongly delivered exit to show
+			}
 			var exits, described []string
-			for _, e := range c.snapshot() {
+			for _, e := range c.waitFor(wait, hasChild) {
 				if e.Kind == detect.KindExit {
 					exits = append(exits, e.Object)
 					described = append(described, monitor.Describe(e.Raw))

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gatehouse-dev/gatehouse/evidence/keys"
 )
@@ -103,7 +104,7 @@ func checkSigner(t *testing.T, mode, keyPath, pw string) {
 		who string
 		pid int
 	}{{"signing process", self}, {"its child", child}} {
-		env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", p.pid))
+		env, err := readEnviron(p.pid)
 		if err != nil {
 			t.Fatalf("%s: %v", p.who, err)
 		}
@@ -119,5 +120,20 @@ func checkSigner(t *testing.T, mode, keyPath, pw string) {
 		if target, _ := os.Readlink(fd); strings.Contains(target, filepath.Base(keyPath)) {
 			t.Errorf("the child inherited a descriptor of the key file: %s -> %s", fd, target)
 		}
+	}
+}
+
+// readEnviron reads /proc/PID/environ, waiting while it is empty: exec
+// closes the descriptor Go's Start waits on before the new image's
+// environment is set up, so a child just started can read as empty for a
+// moment (seen on a loaded CI machine).
+func readEnviron(pid int) ([]byte, error) {
+	end := time.Now().Add(5 * time.Second)
+	for {
+		env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+		if err != nil || len(env) > 0 || time.Now().After(end) {
+			return env, err
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
