@@ -12,7 +12,7 @@
 // namespaces) skips the whole test with the reason and what to install.
 //
 // The run is the one `gatehouse run` makes (package runner): the same lab,
-// suite, re-judging, run folder, seal and index, so the folder it leaves is
+// suite, final judgement, run folder, seal and index, so the folder it leaves is
 // evidence 'gatehouse verify' and 'gatehouse gate' read.
 package gatehousetest
 

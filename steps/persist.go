@@ -294,14 +294,11 @@ func (r *runner) judgePersist(ctx context.Context) error {
 	case !o.Gone:
 		o.GoneProblem = "the later session started before the earlier's teardown ended"
 	}
-	o.Hits, o.NotReady = r.labHits(ctx)
-	j, cross, cov := evidence.JudgePersistence(o)
-	s.rejudge = func(hits []evidence.Hit) (evidence.Judgement, []evidence.Crossing) {
-		o2 := o
-		o2.Hits, o2.NotReady = hits, ""
-		j2, c2, _ := evidence.JudgePersistence(o2)
-		return j2, c2
-	}
+	var hits []evidence.Hit
+	hits, o.NotReady = r.labHits(ctx)
+	x := persistObs{o: o}
+	s.observed = x
+	j, cross, cov := evidence.JudgePersistence(x.with(hits))
 	s.findings = append(s.findings, j.Findings...)
 	s.findings = append(s.findings, fmt.Sprintf("%s left its value in %d place(s), was torn down, then %s (same profile, %s path) searched them", a.session, len(ps.places), b.session, b.path))
 	if len(cov.Searched) > 0 {
