@@ -36,7 +36,7 @@ func (p *Profile) Binds() []Bind {
 	for i, m := range p.Docker.Mounts {
 		out = append(out, Bind{Type: m.Type, Source: m.Source, Target: m.Target, ReadOnly: m.ReadOnly, Field: fmt.Sprintf("docker.mounts[%d]", i)})
 	}
-	if p.Workspace != "" && p.IsWrapper() {
+	if p.Workspace != "" && owns(p.kind, "workspace") {
 		out = append(out, Bind{Type: "bind", Source: p.Workspace, Target: WorkspacePath, Field: "workspace"})
 	}
 	return out

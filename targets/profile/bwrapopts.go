@@ -38,8 +38,8 @@ var bwrapArity = map[string][]string{
 	"--symlink": {"SRC", "DEST"}, "--chmod": {"OCTAL", "PATH"},
 }
 
-// bwrapOpt is one option of a profile's bwrap.args and its operands.
-type bwrapOpt struct {
+// BwrapOption is one option of a profile's bwrap.args and its operands.
+type BwrapOption struct {
 	Index    int // of the option in bwrap.args
 	Name     string
 	Operands []string
@@ -53,8 +53,8 @@ var (
 // parseBwrap splits bwrap.args into options, checking each one's arity and
 // the values bwrap itself would reject. It returns the index of the
 // argument at fault with the error.
-func parseBwrap(args []string) ([]bwrapOpt, int, error) {
-	var out []bwrapOpt
+func parseBwrap(args []string) ([]BwrapOption, int, error) {
+	var out []BwrapOption
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		if why, ok := refusedOptions[a]; ok {
@@ -68,7 +68,7 @@ func parseBwrap(args []string) ([]bwrapOpt, int, error) {
 			}
 			return nil, i, fmt.Errorf("%s is not a bubblewrap 0.8 option%s", a, suggest(a))
 		}
-		o := bwrapOpt{Index: i, Name: a}
+		o := BwrapOption{Index: i, Name: a}
 		for k, n := range names {
 			j := i + 1 + k
 			if j >= len(args) {
@@ -90,12 +90,12 @@ func parseBwrap(args []string) ([]bwrapOpt, int, error) {
 
 // bwrapValue checks the values bwrap parses itself; next is the index of
 // the argument after o.
-func bwrapValue(o bwrapOpt, args []string, next int) error {
+func bwrapValue(o BwrapOption, args []string, next int) error {
 	switch o.Name {
 	case "--help", "--version":
 		return fmt.Errorf("%s prints and exits: it starts no sandbox", o.Name)
 	case "--cap-drop":
-		if !knownCap(o.Operands[0]) {
+		if !KnownCap(o.Operands[0]) {
 			return fmt.Errorf("--cap-drop %q is not a capability name like CAP_NET_RAW, or ALL", o.Operands[0])
 		}
 	case "--perms", "--chmod":
