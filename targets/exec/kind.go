@@ -146,6 +146,9 @@ func DescribeWrapper(p *profile.Profile, w profile.Wrapper, f WrapperFacts) prof
 			d.HostUser[path] = profile.HostIDs(profile.HostProfile, id.UID, id.GID, fmt.Sprintf("host uid %d, gid %d: the wrapper is started as the profile's uid (the harness adds no user namespace), an account of the machine if it has one", id.UID, id.GID))
 		}
 	}
+	if p.Workspace != "" {
+		d.Binds = []profile.Bind{{Type: "bind", Source: p.Workspace, Target: profile.WorkspacePath, Field: "workspace"}}
+	}
 	if f.HostTmp != "" {
 		d.HostReach = append(d.HostReach, profile.HostAccess{Field: "target", Why: f.HostTmp})
 	}

@@ -73,6 +73,3 @@ func (v *validator) namespaces() error {
 	}
 	return nil
 }
-
-// BwrapOptions are bwrap.args split into options, in order.
-func (p *Profile) BwrapOptions() []BwrapOption { return p.facts.bwrap }

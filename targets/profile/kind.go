@@ -50,6 +50,9 @@ type Description struct {
 	// HostReach are the kind's own ways the guest reaches the host (the
 	// network mode and the binds are the profile's, added by HostReach).
 	HostReach []HostAccess
+	// Binds are the profile's mounts, in the order the runtime applies
+	// them: each with the field that says it.
+	Binds []Bind
 	// WholeHost: the sandbox is made from the host's own file system, so
 	// every host path is exposed to it (Exposes).
 	WholeHost bool

@@ -11,8 +11,7 @@ import (
 
 // facts are what the loader worked out beyond the decoded fields.
 type facts struct {
-	bwrap    []BwrapOption // bwrap.args split into options
-	refs     []string      // "place:NAME" and "secret:NAME" the profile names, sorted
+	refs     []string // "place:NAME" and "secret:NAME" the profile names, sorted
 	warnings []Warning
 	// wrapFiles: exec/firejail {{file:NAME}} -> key in files
 	wrapFiles map[string]string

@@ -107,9 +107,6 @@ func (v *validator) run() error {
 	if len(p.Limits.StopCommand) > 0 && p.Limits.StopCommand[0] == "" {
 		return v.fail("limits.stop_command", errors.New("the command's first word is empty"))
 	}
-	if err := v.bwrapArgs(); err != nil {
-		return err
-	}
 	if err := v.harness(); err != nil {
 		return err
 	}

@@ -47,6 +47,9 @@ func (k Kind) Describe(p *profile.Profile) profile.Description {
 		}
 		desc.SecretInside = "under gVisor a process keeps its environment in gVisor's kernel, so the harness cannot see from the host that the planted one runs: use where: outside, or leave secret_process out (that place is then reported as not tested)"
 	}
+	for i, m := range d.Mounts {
+		desc.Binds = append(desc.Binds, profile.Bind{Type: m.Type, Source: m.Source, Target: m.Target, ReadOnly: m.ReadOnly, Field: fmt.Sprintf("docker.mounts[%d]", i)})
+	}
 	desc.HostReach = hostReach(p, desc.Caps, gv)
 	return desc
 }
