@@ -22,8 +22,8 @@ var ErrCannotCheck = egress.ErrCannotCheck
 //   - the egress ruleset is given to `nft -c` in a network namespace that
 //     exists only while nft runs (nothing to clean up, nothing committed);
 //     a refusal names the ruleset's own file and line;
-//   - bwrap's namespaces agree with `network` (the bwrap target refuses
-//     the others at every session start);
+//   - what the target's kind refuses at every session start, if it is a
+//     Checker (bwrap: namespaces that disagree with `network`);
 //   - limits.stop_command's program exists here and is executable.
 //
 // Errors are *Error; one wrapping ErrCannotCheck means the check itself

@@ -7,9 +7,8 @@ import (
 )
 
 // netAdmin: the path's root can change the session namespace's network
-// (nftables, routes, addresses). bwrap's capabilities live in a user
-// namespace of the sandbox's own, which does not own a namespace the
-// harness made; gVisor answers netfilter calls with its own kernel.
+// (nftables, routes, addresses): CAP_NET_ADMIN decides, unless the kind
+// says no root of the sandbox can (Description.NetworkOutOfReach).
 func (p *Profile) netAdmin(path targets.Path) bool {
 	if p.describe().NetworkOutOfReach != "" {
 		return false
