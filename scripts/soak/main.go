@@ -107,6 +107,8 @@ func read(r io.Reader, counts map[string]*tally) int {
 		case "fail":
 			t.fail++
 			failed++
+			// Said at once: a soak stopped early still names what failed.
+			fmt.Fprintf(os.Stderr, "soak: FAIL %s (%.1fs)\n", name, e.Elapsed)
 		case "skip":
 			t.skip++
 		}
