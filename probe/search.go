@@ -10,6 +10,8 @@ import (
 	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 )
 
 // Bounds of one search. They are generous, and reaching one is never
@@ -35,7 +37,7 @@ var errAbsent = errors.New("absent")
 // costs the deep end. visit gets every regular file and unix socket.
 type search struct {
 	ctx   context.Context
-	skip  map[FileID]string // folders never entered (notSearched)
+	skip  map[wire.FileID]string // folders never entered (notSearched)
 	visit func(p string, st *unix.Stat_t)
 	first int // roots searched completely before the rest (hints)
 	// socketsOnly: a search for sockets (the engine scan) reads no file,
@@ -69,7 +71,7 @@ func newSearch(ctx context.Context, visit func(string, *unix.Stat_t)) *search {
 // searched, a *partialError when a bound or the deadline stopped it, and
 // nil otherwise.
 func (s *search) run(roots []string) error {
-	visited := map[FileID]bool{}
+	visited := map[wire.FileID]bool{}
 	var firstErr error
 	searched := 0
 	first := min(max(s.first, 0), len(roots))
@@ -92,7 +94,7 @@ func (s *search) run(roots []string) error {
 				s.file(r, r, &st)
 				continue
 			}
-			if id := idOf(&st); !visited[id] && s.skip[id] == "" {
+			if id := wire.FileIDOf(&st); !visited[id] && s.skip[id] == "" {
 				visited[id] = true
 				queue = append(queue, queued{r, r, st.Dev, 0})
 			}
@@ -131,7 +133,7 @@ func (s *search) run(roots []string) error {
 // readDir visits one folder's files and returns its sub-folders to read.
 // A folder the kernel will not list is covered (the kernel said no); the
 // error matters only for a root.
-func (s *search) readDir(q queued, visited map[FileID]bool) ([]queued, error) {
+func (s *search) readDir(q queued, visited map[wire.FileID]bool) ([]queued, error) {
 	ents, err := os.ReadDir(q.path)
 	if err != nil && len(ents) == 0 {
 		return nil, err
@@ -149,7 +151,7 @@ func (s *search) readDir(q queued, visited map[FileID]bool) ([]queued, error) {
 		}
 		switch st.Mode & unix.S_IFMT {
 		case unix.S_IFDIR:
-			id := idOf(&st)
+			id := wire.FileIDOf(&st)
 			if visited[id] || s.skip[id] != "" || (st.Dev != q.dev && isPseudoDir(p)) {
 				continue
 			}

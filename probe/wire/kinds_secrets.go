@@ -1,6 +1,10 @@
-package probe
+package wire
 
-import "regexp"
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"regexp"
+)
 
 // Attempt kinds of the long-lived-secret and host-access gates. Like the
 // session kinds, the probe never learns what was planted: it reports every
@@ -46,4 +50,12 @@ func Canaries(b []byte) []string {
 		}
 	}
 	return out
+}
+
+// CredHash is the SHA-256 a hunt reports for a credential-shaped value v
+// ("cred TYPE SHA256 WHERE": never the value), which lets the harness
+// tell the values it planted from anything else.
+func CredHash(v string) string {
+	h := sha256.Sum256([]byte(v))
+	return hex.EncodeToString(h[:])
 }

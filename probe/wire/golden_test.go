@@ -1,4 +1,4 @@
-package probe_test
+package wire_test
 
 import (
 	"bytes"
@@ -10,36 +10,36 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files of the wire format")
 
 // goldenPlan sets every field of a plan and of a step, so that a field
 // renamed, retagged or dropped changes the encoding.
-func goldenPlan() probe.Plan {
-	return probe.Plan{
+func goldenPlan() wire.Plan {
+	return wire.Plan{
 		Session: "s1", Canary: "gh0123456789abcdef", TimeoutMS: 1500, Parallel: 4, Control: true,
-		Steps: []probe.Step{{
-			ID: "a1", Kind: probe.KindHTTP, Target: "http://192.0.2.10/x", Method: "PUT",
+		Steps: []wire.Step{{
+			ID: "a1", Kind: wire.KindHTTP, Target: "http://192.0.2.10/x", Method: "PUT",
 			Headers: map[string]string{"B": "2", "A": "1"}, Body: "b", Payload: "p",
 			Server: "192.0.2.53:53", QType: "TXT", Binary: []byte{0, 1, 2, 0xff},
-			Follow: true, UseProxy: true, Via: probe.ViaConnect, Inner: "https://x/", SNI: "x",
+			Follow: true, UseProxy: true, Via: wire.ViaConnect, Inner: "https://x/", SNI: "x",
 			Absolute: true, Again: true, Fill: 4096,
-			Then:       &probe.Chain{Target: "http://192.0.2.10/t", Method: "GET", Header: "X-T", Extra: map[string]string{"k": "v"}},
+			Then:       &wire.Chain{Target: "http://192.0.2.10/t", Method: "GET", Header: "X-T", Extra: map[string]string{"k": "v"}},
 			DurationMS: 2000, Escape: true, Path: "/tmp/beat", Use: []string{"http://u/"},
 			Hints: []string{"/etc"}, Outside: []string{"net:[1]"}, Spare: []string{"inet gh"},
 		}, {
-			ID: "a2", Kind: probe.KindDNS, Target: "x.example",
+			ID: "a2", Kind: wire.KindDNS, Target: "x.example",
 		}},
 	}
 }
 
 // goldenReport sets every field of a report, times in two zones.
-func goldenReport() probe.Report {
+func goldenReport() wire.Report {
 	at := time.Date(2026, 11, 30, 11, 19, 37, 123456789, time.UTC)
-	return probe.Report{
-		ID: "a1", Kind: probe.KindStash, Target: "/tmp/x", Outcome: probe.OutcomeCompleted,
+	return wire.Report{
+		ID: "a1", Kind: wire.KindStash, Target: "/tmp/x", Outcome: wire.OutcomeCompleted,
 		Error: "e", Status: 200, Bytes: 7, Excerpt: "gh0123456789abcdef /tmp/x\n",
 		Start: at, DurationMS: 12.5,
 		ActiveFrom: at.Add(time.Millisecond), ActiveTo: at.Add(2 * time.Millisecond).In(time.FixedZone("X", 3600)),
@@ -47,8 +47,8 @@ func goldenReport() probe.Report {
 	}
 }
 
-func goldenFacts() probe.Facts {
-	return probe.Facts{
+func goldenFacts() wire.Facts {
+	return wire.Facts{
 		UID: 1000, GID: 1000, UIDMap: "0 1000 1", GIDMap: "0 1000 1", CapEff: "0", CapBnd: "1ff",
 		Seccomp: "2", NoNewPrivs: "1", Namespaces: map[string]string{"net": "net:[4026532]", "pid": "pid:[4026531]"},
 		Mounts: []string{"/ ext4 rw"}, Hostname: "h", Kernel: "6.1", Addrs: []string{"10.0.0.2/24"},
@@ -59,21 +59,21 @@ func goldenFacts() probe.Facts {
 // goldenValues are the words of the format: kinds, outcomes, proxy ways,
 // takedown controls and the fixed strings both sides match on.
 func goldenValues() map[string]any {
-	xsName, xsContent := probe.XSFile("gh0123456789abcdef", "/tmp")
+	xsName, xsContent := wire.XSFile("gh0123456789abcdef", "/tmp")
 	return map[string]any{
-		"kinds": []string{probe.KindHTTP, probe.KindTCP, probe.KindUDP, probe.KindICMP, probe.KindDNS, probe.KindRead,
-			probe.KindWrite, probe.KindList, probe.KindProxy, probe.KindStash, probe.KindTakedown, probe.KindHunt,
-			probe.KindHostCheck, probe.KindFind, probe.KindSend, probe.KindReceive, probe.KindHeartbeat},
-		"outcomes": []string{probe.OutcomeCompleted, probe.OutcomePartial, probe.OutcomeRefused, probe.OutcomeUnreachable,
-			probe.OutcomeTimeout, probe.OutcomeDenied, probe.OutcomeError, probe.OutcomeNoProxy},
-		"vias":     []string{probe.ViaHTTP, probe.ViaConnect, probe.ViaSOCKS5},
-		"takedown": append([]string{probe.TakedownChanged, probe.TakedownRefused, probe.TakedownSkipped}, probe.TakedownControls...),
-		"strings": []string{probe.SandboxPath, probe.SessionHeader, probe.AttemptHeader, probe.ActivePrefix, probe.HoldReady,
-			probe.RefusePrefix, probe.HuntPrefix, xsName, xsContent, probe.XSSocket("gh0123456789abcdef"),
-			probe.HeartbeatName("gh0123456789abcdef"), probe.BeatLine("gh0123456789abcdef"), probe.CredHash("v"),
-			probe.HeartbeatEvery.String(), probe.MaxDuration.String()},
-		"caps": []int{probe.MaxPlanBytes, probe.MaxSteps, probe.MaxErrorLen, probe.MaxExcerptLen, probe.MaxFindingsLen,
-			probe.MaxWrote, probe.MaxWroteBytes, probe.MaxFill},
+		"kinds": []string{wire.KindHTTP, wire.KindTCP, wire.KindUDP, wire.KindICMP, wire.KindDNS, wire.KindRead,
+			wire.KindWrite, wire.KindList, wire.KindProxy, wire.KindStash, wire.KindTakedown, wire.KindHunt,
+			wire.KindHostCheck, wire.KindFind, wire.KindSend, wire.KindReceive, wire.KindHeartbeat},
+		"outcomes": []string{wire.OutcomeCompleted, wire.OutcomePartial, wire.OutcomeRefused, wire.OutcomeUnreachable,
+			wire.OutcomeTimeout, wire.OutcomeDenied, wire.OutcomeError, wire.OutcomeNoProxy},
+		"vias":     []string{wire.ViaHTTP, wire.ViaConnect, wire.ViaSOCKS5},
+		"takedown": append([]string{wire.TakedownChanged, wire.TakedownRefused, wire.TakedownSkipped}, wire.TakedownControls...),
+		"strings": []string{wire.SandboxPath, wire.SessionHeader, wire.AttemptHeader, wire.ActivePrefix, wire.HoldReady,
+			wire.RefusePrefix, wire.HuntPrefix, xsName, xsContent, wire.XSSocket("gh0123456789abcdef"),
+			wire.HeartbeatName("gh0123456789abcdef"), wire.BeatLine("gh0123456789abcdef"), wire.CredHash("v"),
+			wire.HeartbeatEvery.String(), wire.MaxDuration.String()},
+		"caps": []int{wire.MaxPlanBytes, wire.MaxSteps, wire.MaxErrorLen, wire.MaxExcerptLen, wire.MaxFindingsLen,
+			wire.MaxWrote, wire.MaxWroteBytes, wire.MaxFill},
 	}
 }
 
@@ -88,7 +88,7 @@ func TestWireFormatIsUnchanged(t *testing.T) {
 			t.Fatal(err)
 		}
 		got = append(got, '\n')
-		file := filepath.Join("testdata", "wire", name)
+		file := filepath.Join("testdata", name)
 		if *update {
 			if err := os.WriteFile(file, got, 0o644); err != nil {
 				t.Fatal(err)
@@ -102,12 +102,12 @@ func TestWireFormatIsUnchanged(t *testing.T) {
 			t.Errorf("%s changed:\n got %s\nwant %s", name, got, want)
 		}
 	}
-	line, err := os.ReadFile(filepath.Join("testdata", "wire", "report.json"))
+	line, err := os.ReadFile(filepath.Join("testdata", "report.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan := probe.Plan{Steps: []probe.Step{{ID: "a1", Kind: probe.KindStash, Target: "/tmp/x"}}}
-	reps, problems, err := probe.Decode(bytes.NewReader(line), plan, probe.DefaultLimits())
+	plan := wire.Plan{Steps: []wire.Step{{ID: "a1", Kind: wire.KindStash, Target: "/tmp/x"}}}
+	reps, problems, err := wire.Decode(bytes.NewReader(line), plan, wire.DefaultLimits())
 	if err != nil || len(problems) != 0 || len(reps) != 1 {
 		t.Fatalf("decode the golden report: %v %v %v", reps, problems, err)
 	}
@@ -119,7 +119,7 @@ func TestWireFormatIsUnchanged(t *testing.T) {
 	if !reflect.DeepEqual(reps[0], want) {
 		t.Errorf("decoded %+v\nwant %+v", reps[0], want)
 	}
-	p, err := probe.ReadPlan(bytes.NewReader(mustRead(t, "plan.json")))
+	p, err := wire.ReadPlan(bytes.NewReader(mustRead(t, "plan.json")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +130,7 @@ func TestWireFormatIsUnchanged(t *testing.T) {
 
 func mustRead(t *testing.T, name string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", "wire", name))
+	b, err := os.ReadFile(filepath.Join("testdata", name))
 	if err != nil {
 		t.Fatal(err)
 	}
