@@ -14,7 +14,7 @@ const (
 	// KindHunt: Target is "env" (the probe's own environment), "proc"
 	// (every other process's environment and command line it can read),
 	// "~" (the agent's home), "@mounts" (every mount point, as KindFind),
-	// or a path: a file is read, a folder searched (see search), a unix
+	// or a path: a file is read, a folder searched (see probe/search.go), a unix
 	// socket connected to and its answer read. The canary-shaped values
 	// found are reported as "value where" lines in Excerpt, then every
 	// other credential-shaped value as "cred TYPE SHA256 WHERE" (never the
@@ -28,7 +28,7 @@ const (
 	// then lists "mnt MAJ:MIN:INO PATH" lines (every mount point and its
 	// etc, root, home, home/* folders) for the harness to compare with the
 	// host's own; "engines" lists "engine TYPE MAJ:MIN:INO DETAIL PATH" for
-	// each unix socket that answered as a container engine (see AskEngine).
+	// each unix socket that answered as a container engine (see unixsock.AskEngine).
 	KindHostCheck = "hostcheck"
 )
 

@@ -13,12 +13,12 @@ const (
 	// KindFind: Target is a folder, a glob of folders, or "@mounts" (every
 	// mount point the sandbox sees, kernel-state and system software
 	// excepted, with Step.Hints looked for under each first). Files under
-	// it are read (see search: bounded, and "partial" when a bound or the
+	// it are read (see probe/search.go: bounded, and "partial" when a bound or the
 	// deadline stops it, with what was found kept), and the token-shaped
 	// values found are reported as "value path" lines in Excerpt.
 	KindFind = "find"
 	// KindSend: Target is a channel ("tcp:HOST:PORT", "udp:HOST:PORT",
-	// "dir:FOLDER" (see dirsOf: also "dir:@writable", $HOME, $UID),
+	// "dir:FOLDER" (see probe/channels_dirs.go: also "dir:@writable", $HOME, $UID),
 	// "unix:FOLDER", "abstract:NAME", "shm:KEY", "mq:NAME" (a POSIX message
 	// queue: a send writes to NAME, a receive reads its own NAME),
 	// "proc:environ" or "proc:cmdline" (a send checks that a process of its

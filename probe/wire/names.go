@@ -11,7 +11,7 @@ import (
 // probe writes holds a value the harness minted.
 
 // XSFile is the name of the file a "dir:" send leaves in each folder
-// (see sendFiles), and what it holds.
+// (probe/channels_dirs.go), and what it holds.
 func XSFile(v, where string) (name, content string) {
 	return XSPrefix + Tag(v) + "-" + Tag(where), "GATEHOUSE " + v + "\n"
 }

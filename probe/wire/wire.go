@@ -33,7 +33,7 @@ const (
 	// (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY in any case; userinfo is sent as
 	// Proxy-Authorization Basic or SOCKS5 username/password). The probe
 	// finds and speaks to the proxy itself: NO_PROXY does not apply. Via
-	// says how (ViaHTTP, ViaConnect, ViaSOCKS5, proxy.go); Target is the
+	// says how (ViaHTTP, ViaConnect, ViaSOCKS5, probe/proxy.go); Target is the
 	// URL (http) or the host:port asked for (connect, socks5: sent byte for
 	// byte, NUL included). Inside a tunnel the probe requests Inner (TLS
 	// first for https, with SNI as server name), or sends Payload raw.
@@ -49,7 +49,7 @@ const (
 // truncates so that a later session writing its own value to the same file
 // (an AGENTS.md, a cache index) never erases what an earlier one left. The
 // Excerpt is the path written, symlinks resolved. Like every write it is
-// refused on kernel interfaces (see openForWrite).
+// refused on kernel interfaces (probe/refuse.go).
 const KindStash = "stash"
 
 // Ways a proxy attempt asks the proxy (Step.Via).
@@ -66,7 +66,7 @@ type Plan struct {
 	TimeoutMS int    `json:"timeout_ms"` // per attempt; the probe caps it at 10 s
 	Parallel  int    `json:"parallel"`   // attempts in flight at once; 0 = all
 	// Control, when set, keeps stdin open after the plan for the harness's
-	// control lines (settle.go): the harness may end attempts early once
+	// control lines (probe/settle.go): the harness may end attempts early once
 	// the kernel's evidence shows they were blocked.
 	Control bool   `json:"control,omitempty"`
 	Steps   []Step `json:"steps"`
