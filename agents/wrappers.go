@@ -5,18 +5,18 @@ import (
 	"fmt"
 	"path/filepath"
 
-	"github.com/gatehouse-dev/gatehouse/targets/profile"
+	"github.com/gatehouse-dev/gatehouse/targets/realwrap"
 )
 
 // WrapperTools returns the commands the exec target runs for a target that
-// wraps a real sandbox tool (profile.TargetSRT, profile.TargetCodex), by the
+// wraps a real sandbox tool (realwrap.KindSRT, realwrap.KindCodex), by the
 // tool's name in the profile, from the cached installs: what
 // realwrap.New's exec.Options.Tools take. Another target needs none (nil).
 // A tool the cache lacks is ErrNotInstalled, its message saying which
 // command installs it.
 func (c Cache) WrapperTools(target string) (map[string][]string, error) {
 	switch target {
-	case profile.TargetSRT:
+	case realwrap.KindSRT:
 		in, err := c.openTool("srt", SandboxRuntime())
 		if err != nil {
 			return nil, err
@@ -24,7 +24,7 @@ func (c Cache) WrapperTools(target string) (map[string][]string, error) {
 		node := filepath.Join(in.Dir, filepath.FromSlash(in.Runtime.Path))
 		cli := filepath.Join(in.Dir, filepath.FromSlash(in.Binary.Path))
 		return map[string][]string{"srt": {node, cli}}, nil
-	case profile.TargetCodex:
+	case realwrap.KindCodex:
 		in, err := c.openTool("codex", codex())
 		if err != nil {
 			return nil, err

@@ -15,8 +15,8 @@ var NeverAllowed = map[string]bool{
 }
 
 // Recheck runs once the whole run is over and the lab is closed, after
-// every scenario's judgement was made again over the lab's whole record
-// (steps.Outcome.Rejudge, which applies each gate's own rules to late
+// every scenario's verdict was made over the lab's whole record
+// (steps.Outcome.Judge, which applies each gate's own rules to late
 // hits). What no judgement can see is a hit log that overflowed: then
 // every PASS becomes INCONCLUSIVE, since no one can say nothing forbidden
 // arrived. It returns how many verdicts it changed.

@@ -20,9 +20,9 @@ func TestRecheck(t *testing.T) {
 		want    evidence.Verdict
 	}{
 		{"nothing new keeps the pass", []evidence.Hit{{Endpoint: "inference", Session: "s1"}}, 0, evidence.Pass},
-		// Late hits are each gate's own business (steps.Outcome.Rejudge): a
+		// Late hits are each gate's own business (steps.Outcome.Judge): a
 		// contact one gate forbids may be another gate's legitimate use.
-		{"a late hit is left to the gate's own re-judging", []evidence.Hit{{Endpoint: "engine-socket", Session: "s1", Time: t0.Add(time.Second)}}, 0, evidence.Pass},
+		{"a late hit is left to the gate's own judgement", []evidence.Hit{{Endpoint: "engine-socket", Session: "s1", Time: t0.Add(time.Second)}}, 0, evidence.Pass},
 		{"another session's hit does not", []evidence.Hit{{Endpoint: "callback", Session: "s2"}}, 0, evidence.Pass},
 		{"dropped hits make it inconclusive", nil, 3, evidence.Inconclusive},
 	}

@@ -12,7 +12,7 @@
 // namespaces) skips the whole test with the reason and what to install.
 //
 // The run is the one `gatehouse run` makes (package runner): the same lab,
-// suite, re-judging, run folder, seal and index, so the folder it leaves is
+// suite, final judgement, run folder, seal and index, so the folder it leaves is
 // evidence 'gatehouse verify' and 'gatehouse gate' read.
 package gatehousetest
 
@@ -33,6 +33,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/internal/scratch"
 	"github.com/gatehouse-dev/gatehouse/probe/probetest"
 	"github.com/gatehouse-dev/gatehouse/runner"
+	"github.com/gatehouse-dev/gatehouse/targets/kinds"
 	"github.com/gatehouse-dev/gatehouse/targets/profile"
 )
 
@@ -91,7 +92,7 @@ func Run(t *testing.T, opts Options) *Result {
 	if opts.Profile == "" {
 		t.Fatal("gatehousetest: Options.Profile is required")
 	}
-	prof, err := profile.Load(opts.Profile)
+	prof, err := kinds.Load(opts.Profile)
 	if err != nil {
 		t.Fatalf("gatehousetest: %v", err)
 	}

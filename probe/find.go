@@ -9,6 +9,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -41,7 +42,16 @@ func doFind(ctx context.Context, s wire.Step, rep *wire.Report) error {
 			}
 		})
 		sr.first = first
+		if len(roots) == 1 && roots[0] == plainTarget(s.Target) {
+			sr.enterNamed(roots[0])
+		}
+		if !s.ChangedSince.IsZero() {
+			sr.since = s.ChangedSince.UnixNano()
+		}
 		err = sr.run(roots)
+		if n := sr.Older(); n > 0 {
+			c.note(fmt.Sprintf("not opened: %d files last changed before %s, which cannot hold a value written since", n, s.ChangedSince.UTC().Format(time.RFC3339Nano)))
+		}
 		if cut != "" {
 			return withPartial(err, cut)
 		}
@@ -137,4 +147,16 @@ func homeDir() string {
 		return h
 	}
 	return "/root"
+}
+
+// plainTarget is the one folder a target names, or "" for "@mounts" and
+// globs.
+func plainTarget(target string) string {
+	switch {
+	case target == "@mounts", strings.ContainsAny(target, "*?["):
+		return ""
+	case target == "~" || strings.HasPrefix(target, "~/"):
+		return expandHome(target)
+	}
+	return target
 }

@@ -205,13 +205,16 @@ func skipReason(m mount, ms []mount) string {
 	case systemMount(m):
 		return "read-only system software"
 	case m.Point == probeHome || strings.HasPrefix(m.Point, probeHome+"/"):
-		return "the probe's own files"
+		return probeOwn
 	}
 	if at := systemCopy(m, ms); at != "" {
 		return "read-only system software (the same folder as " + at + ")"
 	}
 	return ""
 }
+
+// probeOwn is why the probe's folder is not searched.
+const probeOwn = "the probe's own files"
 
 // probeHome is the folder the targets put the probe in: its own files.
 const probeHome = "/gatehouse"
@@ -232,7 +235,7 @@ func notSearched(ms []mount) map[wire.FileID]string {
 		}
 	}
 	if id, err := wire.StatID(probeHome); err == nil {
-		out[id] = "the probe's own files"
+		out[id] = probeOwn
 	}
 	// An image's own /usr (docker: part of the root file system, not a
 	// mount) is the distribution's software too.
@@ -252,7 +255,7 @@ func skippedMounts(ms []mount) []string {
 	var out []string
 	for _, m := range ms {
 		why := skipReason(m, ms)
-		if why == "" || pseudoFS[m.FSType] || why == "the probe's own files" {
+		if why == "" || pseudoFS[m.FSType] || why == probeOwn {
 			continue
 		}
 		out = append(out, "not searched: "+m.Point+": "+why)

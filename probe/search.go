@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -36,19 +37,38 @@ var errAbsent = errors.New("absent")
 // (~/.aws, a mount point's top) are seen before deep ones, so a deadline
 // costs the deep end. visit gets every regular file and unix socket.
 type search struct {
-	ctx   context.Context
-	skip  map[wire.FileID]string // folders never entered (notSearched)
-	visit func(p string, st *unix.Stat_t)
-	first int // roots searched completely before the rest (hints)
+	ctx    context.Context
+	cancel context.CancelFunc     // run's end frees ctx's timer
+	skip   map[wire.FileID]string // folders never entered (notSearched)
+	visit  func(p string, st *unix.Stat_t)
+	first  int // roots searched completely before the rest (hints)
 	// socketsOnly: a search for sockets (the engine scan) reads no file,
 	// so regular files are neither visited nor counted against the bound.
 	socketsOnly bool
+	// since, when non-zero, is the ctime (ns) below which a regular file
+	// is not visited nor counted: it cannot hold what was written since.
+	since int64
 
 	mu      sync.Mutex
 	files   int
+	older   int            // regular files left unopened as older than since
 	perRoot map[string]int // files counted under each root
 	partial []string
 	absent  []string
+}
+
+// enterNamed lets a search enter the folder it was asked for by name
+// though it lies in the probe's folder: a wrapper's agent home is
+// /gatehouse/work, a mount there, and a search of "~" that skipped it was
+// blind. The probe's folder itself is never entered, nor anything else
+// skipped.
+func (s *search) enterNamed(root string) {
+	if filepath.Clean(root) == probeHome {
+		return
+	}
+	if id, err := wire.StatID(root); err == nil && s.skip[id] == probeOwn {
+		delete(s.skip, id)
+	}
 }
 
 // queued is a folder waiting to be read.
@@ -61,7 +81,20 @@ type queued struct {
 
 func newSearch(ctx context.Context, visit func(string, *unix.Stat_t)) *search {
 	ms, _ := readMounts() // without a mount table, nothing is skipped
-	return &search{ctx: ctx, skip: notSearched(ms), visit: visit}
+	ctx, cancel := beforeDeadline(ctx)
+	return &search{ctx: ctx, cancel: cancel, skip: notSearched(ms), visit: visit}
+}
+
+// beforeDeadline ends a search a little before its attempt's deadline, so
+// that the search stops itself and says where it was and which mount was
+// too big, rather than gather's "deadline reached" saying nothing of it.
+func beforeDeadline(ctx context.Context) (context.Context, context.CancelFunc) {
+	d, ok := ctx.Deadline()
+	if !ok {
+		return ctx, func() {}
+	}
+	margin := min(time.Until(d)/10, 500*time.Millisecond)
+	return context.WithDeadline(ctx, d.Add(-margin))
 }
 
 // run searches roots in order. The first s.first roots (hints: small,
@@ -71,6 +104,9 @@ func newSearch(ctx context.Context, visit func(string, *unix.Stat_t)) *search {
 // searched, a *partialError when a bound or the deadline stopped it, and
 // nil otherwise.
 func (s *search) run(roots []string) error {
+	if s.cancel != nil {
+		defer s.cancel()
+	}
 	visited := map[wire.FileID]bool{}
 	var firstErr error
 	searched := 0
@@ -185,6 +221,12 @@ func (s *search) file(root, p string, st *unix.Stat_t) {
 		if s.socketsOnly {
 			return
 		}
+		if s.since != 0 && st.Ctim.Nano() < s.since {
+			s.mu.Lock()
+			s.older++
+			s.mu.Unlock()
+			return
+		}
 		s.mu.Lock()
 		s.files++
 		if s.perRoot == nil {
@@ -240,6 +282,13 @@ func (s *search) partialErr() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return &partialError{why: append([]string(nil), s.partial...)}
+}
+
+// Older is how many regular files were left unopened as older than since.
+func (s *search) Older() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.older
 }
 
 // Files is how many regular files the search opened so far.

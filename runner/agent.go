@@ -11,7 +11,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/lab/model"
 	"github.com/gatehouse-dev/gatehouse/steps"
 	"github.com/gatehouse-dev/gatehouse/targets"
-	"github.com/gatehouse-dev/gatehouse/targets/profile"
+	"github.com/gatehouse-dev/gatehouse/targets/docker/dockerkind"
 )
 
 // agentBridge is an installed agent CLI as the steps run it on the normal
@@ -43,7 +43,7 @@ func openAgent(name, sandbox string, normalUID int, target string) (*agentBridge
 		return nil, &ConfigError{fmt.Errorf("run: agent %s: %w", name, err)}
 	}
 	b := &agentBridge{a: a, in: in, ownSandbox: sandbox == "on", root: normalUID == 0,
-		libc: target == profile.TargetDocker || target == profile.TargetGVisor}
+		libc: target == dockerkind.Docker || target == dockerkind.GVisor}
 	// The binds do not depend on the invocation: read them off a launch.
 	l, err := b.launch(steps.AgentInvocation{ModelURL: "http://" + lab.InferenceV4, ModelKey: "gh.probe", Task: "x",
 		Home: "/gatehouse/work/gh-home-0", WorkDir: "/gatehouse/work/gh-run-0"})

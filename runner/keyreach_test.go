@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/gatehouse-dev/gatehouse/runner"
-	"github.com/gatehouse-dev/gatehouse/targets/profile"
+	"github.com/gatehouse-dev/gatehouse/targets/kinds"
 	"github.com/gatehouse-dev/gatehouse/targets/profiles"
 )
 
@@ -32,7 +32,7 @@ func TestCheckSigning(t *testing.T) {
 		{"srt-default.yaml", "uid 0"},
 		{"codex-workspace-write.yaml", "uid 0"},
 	} {
-		p, err := profile.LoadFS(profiles.FS, tc.file)
+		p, err := kinds.LoadFS(profiles.FS, tc.file)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -87,7 +87,7 @@ func TestCheckSigningRefusesAKeyTheSandboxSees(t *testing.T) {
 	if err := os.WriteFile(file, []byte(y), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p, err := profile.Load(file)
+	p, err := kinds.Load(file)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -92,8 +92,9 @@ func (rh *Rehearsal) checkOriginal(ctx context.Context, results []evidence.Resul
 	return nil
 }
 
-// outcome is what the rehearsal found, with the final verdict (after every
-// re-judge and the check of the original) and the run's error.
+// outcome is what the rehearsal found, with the final verdict (made over
+// the whole record, and after the check of the original) and the run's
+// error.
 func (rh *Rehearsal) outcome(results []evidence.Result, runErr error) steps.RehearsalOutcome {
 	oc := rh.Steps.Outcome()
 	if len(results) == 1 {

@@ -16,12 +16,13 @@ import (
 	"github.com/gatehouse-dev/gatehouse/lab"
 	"github.com/gatehouse-dev/gatehouse/runner"
 	"github.com/gatehouse-dev/gatehouse/steps"
+	"github.com/gatehouse-dev/gatehouse/targets/kinds"
 	"github.com/gatehouse-dev/gatehouse/targets/profile"
 )
 
 func shipped(t *testing.T, name string) *profile.Profile {
 	t.Helper()
-	p, err := profile.Load(filepath.Join("..", "targets", "profiles", name))
+	p, err := kinds.Load(filepath.Join("..", "targets", "profiles", name))
 	if err != nil {
 		t.Fatal(err)
 	}

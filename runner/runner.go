@@ -1,8 +1,9 @@
 // Package runner is one run of the gates against a target, from a checked
 // profile and a made target to a run folder with its verdicts: the lab up
-// in its own namespaces, the suite, the lab closed, the verdicts re-judged
-// against what the endpoints recorded, then results.json, run.json and the
-// JUnit and cucumber reports written from the final verdicts.
+// in its own namespaces, the suite, the lab closed, each scenario's verdict
+// made once from its observation and everything the endpoints recorded,
+// then results.json, run.json and the JUnit and cucumber reports written
+// from the final verdicts.
 //
 // `gatehouse run`, `gatehouse rehearse` (Spec.Rehearsal, rehearsal.go) and
 // gatehousetest all go through it, so a team's go test and the CLI earn
@@ -191,8 +192,8 @@ func Execute(ctx context.Context, spec Spec) (*Outcome, error) {
 	}
 	fmt.Fprintf(progress, "running %s on both paths\n", strings.Join(gates, ", "))
 	out, runErr := steps.Run(ctx, cfg)
-	// The lab closes before anything is judged again or written: no hit can
-	// arrive after this point.
+	// The lab closes before any verdict is made final or written: no hit
+	// can arrive after this point.
 	if err := closeLab(); err != nil {
 		runErr = errors.Join(runErr, fmt.Errorf("run: close the lab: %w", err))
 	}
@@ -211,7 +212,9 @@ func Execute(ctx context.Context, spec Spec) (*Outcome, error) {
 	if l != nil {
 		n := 0
 		if out != nil {
-			n = out.Rejudge(l.Hits()) // results aliases out.Results
+			// Each scenario's one verdict, over the whole record; the
+			// step-time verdicts were provisional.
+			n = out.Judge(l.Hits()) // results aliases out.Results
 		}
 		if n += evidence.Recheck(results, l.Hits(), l.Dropped()); n > 0 {
 			fmt.Fprintf(progress, "%d verdict(s) changed by what the endpoints recorded after them\n", n)
@@ -236,7 +239,7 @@ func Execute(ctx context.Context, spec Spec) (*Outcome, error) {
 		}
 	}
 	// The JUnit and cucumber reports are views of these final verdicts,
-	// every re-judge above included: written now, never at step time.
+	// every check above included: written now, never at step time.
 	if out != nil {
 		if err := out.WriteReports(folder, results); err != nil {
 			runErr = errors.Join(runErr, fmt.Errorf("run: %w", err))

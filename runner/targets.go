@@ -14,6 +14,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/targets"
 	"github.com/gatehouse-dev/gatehouse/targets/bwrap"
 	"github.com/gatehouse-dev/gatehouse/targets/docker"
+	"github.com/gatehouse-dev/gatehouse/targets/docker/dockerkind"
 	"github.com/gatehouse-dev/gatehouse/targets/exec"
 	"github.com/gatehouse-dev/gatehouse/targets/profile"
 	"github.com/gatehouse-dev/gatehouse/targets/realwrap"
@@ -36,7 +37,7 @@ func NewTarget(name string, prof *profile.Profile, probe string, shim []string) 
 	switch name {
 	case "bwrap":
 		return bwrap.New(bwrap.Options{Profile: prof, Init: probe}), nil
-	case profile.TargetDocker, profile.TargetGVisor:
+	case dockerkind.Docker, dockerkind.GVisor:
 		if len(shim) == 0 {
 			return nil, &ConfigError{fmt.Errorf("%s target: needs the gatehouse binary as its lab daemon's runtime shim; use 'gatehouse run'", name)}
 		}
@@ -54,10 +55,10 @@ func NewTarget(name string, prof *profile.Profile, probe string, shim []string) 
 			return nil, &ConfigError{err}
 		}
 		return t, nil
-	case profile.TargetExec, profile.TargetFirejail:
+	case exec.KindExec, exec.KindFirejail:
 		// The wrapper runs the probe binary's "init 0" as its command.
 		return exec.New(exec.Options{Profile: prof, Init: probe}), nil
-	case profile.TargetSRT, profile.TargetCodex:
+	case realwrap.KindSRT, realwrap.KindCodex:
 		// Not installed (or srt's TMPDIR not makeable) is this machine's
 		// configuration: the error carries the install command.
 		tools, err := agents.DefaultCache(os.Getenv).WrapperTools(name)

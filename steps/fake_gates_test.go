@@ -15,6 +15,11 @@ import (
 
 func runPlaces(t *testing.T, l steps.Lab, tgt *placeTarget, secretProcess steps.SecretProcess, gate string) []evidence.Result {
 	t.Helper()
+	return runPlacesOutcome(t, l, tgt, secretProcess, gate).Results
+}
+
+func runPlacesOutcome(t *testing.T, l steps.Lab, tgt *placeTarget, secretProcess steps.SecretProcess, gate string) *steps.Outcome {
+	t.Helper()
 	out, err := steps.Run(context.Background(), steps.Config{
 		Target: tgt, Network: steps.NetLab, Lab: l, ProbePath: "/bin/true",
 		Features: features.FS, Gates: []string{gate}, Settle: 1, SecretProcess: secretProcess,
@@ -25,7 +30,7 @@ func runPlaces(t *testing.T, l steps.Lab, tgt *placeTarget, secretProcess steps.
 	if len(out.Results) != 2 {
 		t.Fatalf("want 2 results (one per path), got %+v", out.Results)
 	}
-	return out.Results
+	return out
 }
 
 // foreign-storage end to end through the steps: a sandbox whose find over

@@ -119,7 +119,8 @@ func (r *runner) judgeHost(ctx context.Context) error {
 		Host: r.hostNamespaces(), Since: s.start,
 		HostPaths: hostPaths(), HostSockets: hostSockets(ctx, s.attempts),
 	}
-	o.Hits, o.NotReady = r.labHits(ctx)
+	var hits []evidence.Hit
+	hits, o.NotReady = r.labHits(ctx)
 	// Read back from the runtime, after the attempts: what was in force.
 	if cfg, err := s.sess.Inspect(ctx); err != nil {
 		s.findings = append(s.findings, "inspect failed: "+err.Error())
@@ -135,12 +136,9 @@ func (r *runner) judgeHost(ctx context.Context) error {
 			s.findings = append(s.findings, "namespaces could not be read from outside: "+e)
 		}
 	}
-	j := evidence.JudgeHost(o)
-	s.rejudge = func(hits []evidence.Hit) (evidence.Judgement, []evidence.Crossing) {
-		o2 := o
-		o2.Hits, o2.NotReady = hits, ""
-		return evidence.JudgeHost(o2).Judgement, nil
-	}
+	x := hostObs{o: o}
+	s.observed = x
+	j := evidence.JudgeHost(x.with(hits))
 	s.findings = append(s.findings, j.Compared...)
 	s.findings = append(s.findings, j.Exposed...)
 	for _, v := range j.Visible {

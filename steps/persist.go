@@ -2,6 +2,8 @@ package steps
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"sort"
@@ -35,6 +37,30 @@ type persistState struct {
 	goneAt   time.Time
 	laterAt  time.Time
 	searched bool
+	since    time.Time // the later session's searches read files changed since
+	// tag names this scenario's files where the name means nothing to an
+	// agent (gatehouse-state-TAG): the two paths run at once and, in a
+	// shared /tmp, the first to create a file of a fixed name decided
+	// whether the other (another uid) could write there at all.
+	tag string
+}
+
+// stateTag is a fresh scenario tag: distinct across scenarios and runs,
+// and not of a value's shape, so no search reports it.
+func stateTag() string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// named gives a place's file this scenario's tag, unless its name is what
+// makes it a place (an AGENTS.md, a CLAUDE.md).
+func (ps *persistState) named(w persistWay) persistWay {
+	switch {
+	case strings.HasSuffix(w.file, "/gatehouse-state"), strings.HasSuffix(w.file, "/.gatehouse-state"), strings.HasSuffix(w.file, "/gatehouse/state"):
+		w.file += "-" + ps.tag
+	}
+	return w
 }
 
 func persistOf(ctx context.Context) *persistState {
@@ -73,7 +99,7 @@ const everywhere = "search-everywhere"
 
 func registerPersist(sc *godog.ScenarioContext, r *runner) {
 	sc.Before(func(ctx context.Context, _ *godog.Scenario) (context.Context, error) {
-		return context.WithValue(ctx, persistKey{}, &persistState{values: map[string]string{}, ways: map[string]persistWay{}}), nil
+		return context.WithValue(ctx, persistKey{}, &persistState{values: map[string]string{}, ways: map[string]persistWay{}, tag: stateTag()}), nil
 	})
 	sc.Step(`^the agent leaves its value in each of these places, and its session is stopped and torn down:$`, r.leaveState)
 	sc.Step(`^a later sandbox session of the same profile starts on the same path$`, r.laterSession)
@@ -108,7 +134,7 @@ func (r *runner) leaveState(ctx context.Context, table *godog.Table) error {
 				return fmt.Errorf("read back %s's mounts: %w", s.session, err)
 			}
 			for _, pt := range writableMounts(cfg.Mounts) {
-				ps.add("mount:"+pt, persistWay{file: strings.TrimSuffix(pt, "/") + "/gatehouse-state", root: pt})
+				ps.add("mount:"+pt, ps.named(persistWay{file: strings.TrimSuffix(pt, "/") + "/gatehouse-state", root: pt}))
 			}
 			continue
 		}
@@ -116,7 +142,7 @@ func (r *runner) leaveState(ctx context.Context, table *godog.Table) error {
 		if !ok {
 			return fmt.Errorf("unknown place %q; known: writable-mounts, %s", n, strings.Join(mapWays(persistPlaces).names(), ", "))
 		}
-		ps.add(n, w)
+		ps.add(n, ps.named(w))
 	}
 	ps.earlier = s
 	v := token("ghst")
@@ -124,9 +150,12 @@ func (r *runner) leaveState(ctx context.Context, table *godog.Table) error {
 	for _, p := range ps.places {
 		s.planned = append(s.planned, p.Stash)
 	}
-	if _, err := r.runPlan(ctx, s, ps.stashPlan(v), 30*time.Second); err != nil {
+	sent := time.Now()
+	reps, err := r.runPlan(ctx, s, ps.stashPlan(v), 30*time.Second)
+	if err != nil {
 		return err
 	}
+	ps.since = changedSince(sent, reps)
 	// Stopped and torn down as the harness does at a scenario's end, and
 	// shown to have left no process, before anything else starts.
 	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
@@ -244,11 +273,11 @@ func (r *runner) searchState(ctx context.Context) error {
 	m.mu.Unlock()
 	var steps []wire.Step
 	for _, p := range ps.places {
-		steps = append(steps, wire.Step{ID: p.Search, Kind: wire.KindFind, Target: ps.ways[p.Name].root})
+		steps = append(steps, wire.Step{ID: p.Search, Kind: wire.KindFind, Target: ps.ways[p.Name].root, ChangedSince: ps.since})
 	}
 	// Every mount point, and the scenario's host folders under each (a
 	// bind of a folder above them shows them there), as the hunts do.
-	steps = append(steps, wire.Step{ID: everywhere, Kind: wire.KindFind, Target: "@mounts", Hints: []string{root}})
+	steps = append(steps, wire.Step{ID: everywhere, Kind: wire.KindFind, Target: "@mounts", Hints: []string{root}, ChangedSince: ps.since})
 	for _, st := range steps {
 		b.planned = append(b.planned, st.ID)
 	}
@@ -294,14 +323,11 @@ func (r *runner) judgePersist(ctx context.Context) error {
 	case !o.Gone:
 		o.GoneProblem = "the later session started before the earlier's teardown ended"
 	}
-	o.Hits, o.NotReady = r.labHits(ctx)
-	j, cross, cov := evidence.JudgePersistence(o)
-	s.rejudge = func(hits []evidence.Hit) (evidence.Judgement, []evidence.Crossing) {
-		o2 := o
-		o2.Hits, o2.NotReady = hits, ""
-		j2, c2, _ := evidence.JudgePersistence(o2)
-		return j2, c2
-	}
+	var hits []evidence.Hit
+	hits, o.NotReady = r.labHits(ctx)
+	x := persistObs{o: o}
+	s.observed = x
+	j, cross, cov := evidence.JudgePersistence(x.with(hits))
 	s.findings = append(s.findings, j.Findings...)
 	s.findings = append(s.findings, fmt.Sprintf("%s left its value in %d place(s), was torn down, then %s (same profile, %s path) searched them", a.session, len(ps.places), b.session, b.path))
 	if len(cov.Searched) > 0 {
@@ -344,4 +370,23 @@ func (m *multi) takeSlot(session string) int {
 	}
 	m.slots = append(m.slots, session)
 	return len(m.slots) - 1
+}
+
+// sinceMargin covers file systems whose times are coarse (the kernel's
+// coarse clock lags by a tick; some file systems keep 1 or 2 s).
+const sinceMargin = 5 * time.Second
+
+// changedSince is the time before which no file can hold what the earlier
+// session wrote: the earlier of when the harness sent the stash plan and
+// when the sandbox says its writes began, less a margin. The sandbox's
+// word only ever makes it earlier (more files read): a sandbox whose clock
+// is behind, or lies, cannot make the later search skip a file.
+func changedSince(sent time.Time, reps []wire.Report) time.Time {
+	since := sent
+	for _, r := range reps {
+		if !r.Start.IsZero() && r.Start.Before(since) {
+			since = r.Start
+		}
+	}
+	return since.Add(-sinceMargin)
 }

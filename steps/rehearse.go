@@ -358,13 +358,11 @@ func (r *runner) judgeRehearsal(ctx context.Context) error {
 		Allowed: append(append([]string(nil), allowedEndpoints...), "intake"),
 		Emitted: s.emitted, Dests: s.dests, AcctError: s.acctErr, Since: s.start,
 	}
-	obs.Hits, obs.NotReady = r.labHits(ctx)
-	judge := func(hits []evidence.Hit) evidence.Judgement {
-		o := obs
-		o.Hits = hits
-		return rh.judge(evidence.Judge(o), intakeSvc.Store().All(), origChanges, copyCut, s, hits)
-	}
-	j := judge(obs.Hits)
+	var hits []evidence.Hit
+	hits, obs.NotReady = r.labHits(ctx)
+	x := rehearsalObs{net: obs, rh: rh, store: intakeSvc.Store(), orig: origChanges, copyCut: copyCut}
+	s.observed = x
+	j := x.judge(hits)
 	rh.update(func(o *RehearsalOutcome) {
 		o.OriginalAfter, o.CopyChanges, o.Smuggled = orig.Digest(), changes, smuggled
 		o.ChangesDropped, o.CopyCut = dropped, copyCut
@@ -380,7 +378,6 @@ func (r *runner) judgeRehearsal(ctx context.Context) error {
 		o.DeniedDest = s.dests[st.forbidden.ID]
 		o.DeniedLeft = s.emitted[o.DeniedDest]
 	})
-	s.rejudge = func(hits []evidence.Hit) (evidence.Judgement, []evidence.Crossing) { return judge(hits), nil }
 	return r.recordVerdict(s, j)
 }
 
@@ -437,7 +434,7 @@ func (r *runner) readCopy(ctx context.Context, rh *Rehearsal, s *scenario) (chan
 // judge adds the rehearsal's own checks to the network judgement and
 // records what decided them. copyCut, when set, says why the copy was not
 // read in full: the rehearsal then cannot PASS.
-func (rh *Rehearsal) judge(net evidence.Judgement, store []intake.Entry, origChanges []TreeChange, copyCut string, s *scenario, hits []evidence.Hit) evidence.Judgement {
+func (rh *Rehearsal) judge(net evidence.Judgement, store []intake.Entry, origChanges []TreeChange, copyCut string, session string, hits []evidence.Hit) evidence.Judgement {
 	j := net
 	var stored *intake.Entry
 	var outside []intake.Entry
@@ -450,7 +447,7 @@ func (rh *Rehearsal) judge(net evidence.Judgement, store []intake.Entry, origCha
 	}
 	var arrived, intakeHits []evidence.Hit
 	for _, h := range hits {
-		if h.Endpoint == "intake" && h.Session == s.session {
+		if h.Endpoint == "intake" && h.Session == session {
 			intakeHits = append(intakeHits, h)
 		}
 	}

@@ -87,7 +87,7 @@ func TestRehearsalJudgeScope(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			rh := &Rehearsal{Subject: sub}
-			j := rh.judge(tc.net, tc.store, tc.orig, tc.cut, &scenario{session: "s1"}, nil)
+			j := rh.judge(tc.net, tc.store, tc.orig, tc.cut, "s1", nil)
 			if j.Verdict != tc.want || !strings.Contains(j.Reason, tc.why) {
 				t.Errorf("%s: %s, want %s with %q", j.Verdict, j.Reason, tc.want, tc.why)
 			}

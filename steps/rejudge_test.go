@@ -11,7 +11,8 @@ import (
 
 // A forbidden contact recorded after a verdict (a late packet, a hit the
 // lab logged after the scenario's window) turns its PASS into a FAIL when
-// the run's whole record is judged again; nothing makes a verdict milder.
+// the run's whole record is judged; the other scenarios keep theirs, and
+// judging the same record again changes nothing.
 func TestRejudgeOverTheWholeRecord(t *testing.T) {
 	tgt := &fakeTarget{lab: &steptest.Lab{}, deliver: func(s wire.Step) bool { return s.ID == "positive-control" }}
 	out := runFake(t, tgt, "external-callback", "cloud-metadata")
@@ -20,12 +21,12 @@ func TestRejudgeOverTheWholeRecord(t *testing.T) {
 			t.Fatalf("%s/%s: %s before the late hit (%s), want PASS", r.Gate, r.Path, r.Verdict, r.Reason)
 		}
 	}
-	if n := out.Rejudge(tgt.lab.Hits()); n != 0 {
+	if n := out.Judge(tgt.lab.Hits()); n != 0 {
 		t.Fatalf("nothing new arrived, yet %d verdict(s) changed", n)
 	}
 	late := out.Results[0]
 	tgt.lab.Add(evidence.Hit{Time: time.Now(), Endpoint: "callback", Proto: "udp", Session: late.Session, Summary: "udp 12 bytes"})
-	if n := out.Rejudge(tgt.lab.Hits()); n != 1 {
+	if n := out.Judge(tgt.lab.Hits()); n != 1 {
 		t.Fatalf("%d verdict(s) changed by one late forbidden hit, want 1", n)
 	}
 	for _, r := range out.Results {
@@ -38,7 +39,7 @@ func TestRejudgeOverTheWholeRecord(t *testing.T) {
 		}
 	}
 	// Judging the same record again changes nothing more.
-	if n := out.Rejudge(tgt.lab.Hits()); n != 0 {
+	if n := out.Judge(tgt.lab.Hits()); n != 0 {
 		t.Fatalf("re-judging the same record again changed %d verdict(s)", n)
 	}
 }

@@ -168,11 +168,11 @@ func (l *reportLog) Summary() {}
 var _ formatters.Formatter = (*reportLog)(nil)
 
 // WriteReports writes reports/junit.xml and reports/cucumber.json into
-// folder from final, the run's results once every re-judge is done: a
+// folder from final, the run's results once every verdict is final: a
 // scenario whose final verdict is PASS passes; FAIL and INCONCLUSIVE are
 // failures (as godog showed them when the step returned them), each with
 // its final reason, redacted and escaped. final must be o.Results, in their
-// order, judged again as the caller saw fit (its verdicts and reasons may
+// order, made final as the caller saw fit (its verdicts and reasons may
 // differ; which scenario each is may not).
 func (o *Outcome) WriteReports(folder *evidence.Folder, final []evidence.Result) error {
 	if len(final) != len(o.pickles) {

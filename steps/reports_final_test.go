@@ -205,7 +205,7 @@ func finish(t *testing.T, out *steps.Outcome, folder *evidence.Folder) {
 }
 
 // A forbidden contact the lab recorded after the step-time verdict (a late
-// packet, found when the run's whole record is judged again) turns a PASS
+// packet, found when the run's whole record is judged) turns a PASS
 // into a FAIL in results.json; the JUnit file a team's CI reads and the
 // cucumber report say the same FAIL, because they are written from the
 // final verdicts, not at step time.
@@ -222,7 +222,7 @@ func TestReportsSayTheFinalVerdict(t *testing.T) {
 	}
 	late := out.Results[0]
 	tgt.lab.Add(evidence.Hit{Time: time.Now(), Endpoint: "callback", Proto: "udp", Session: late.Session, Summary: "udp 12 bytes"})
-	if n := out.Rejudge(tgt.lab.Hits()); n != 1 {
+	if n := out.Judge(tgt.lab.Hits()); n != 1 {
 		t.Fatalf("%d verdict(s) changed by the late hit, want 1", n)
 	}
 	finish(t, out, folder)
@@ -252,9 +252,13 @@ func TestReportsFollowEveryVerdict(t *testing.T) {
 			evidence.RecheckTraces(out.Results, map[string]evidence.TraceCut{"traces/endpoint-hits.jsonl": {DroppedLines: 3}})
 		}, evidence.Inconclusive},
 		{"an inconclusive made a fail by a late hit is a failure with the fail", func(wire.Step) bool { return false }, func(out *steps.Outcome) {
+			// The whole record: the sandbox delivered nothing, then one
+			// late forbidden hit from each session.
+			var late []evidence.Hit
 			for _, r := range out.Results {
-				out.Rejudge([]evidence.Hit{{Time: time.Now(), Endpoint: "callback", Proto: "udp", Session: r.Session, Summary: "udp 12 bytes"}})
+				late = append(late, evidence.Hit{Time: time.Now(), Endpoint: "callback", Proto: "udp", Session: r.Session, Summary: "udp 12 bytes"})
 			}
+			out.Judge(late)
 		}, evidence.Fail},
 	}
 	for _, tt := range tests {
@@ -302,7 +306,7 @@ Feature: external-callback
 		}
 	}
 	tgt.lab.Add(evidence.Hit{Time: time.Now(), Endpoint: "callback", Proto: "udp", Session: late.Session, Summary: "udp 12 bytes"})
-	if n := out.Rejudge(tgt.lab.Hits()); n != 1 {
+	if n := out.Judge(tgt.lab.Hits()); n != 1 {
 		t.Fatalf("%d verdict(s) changed, want 1", n)
 	}
 	finish(t, out, folder)

@@ -304,13 +304,11 @@ func (r *runner) judgeSecrets(ctx context.Context) error {
 		Attempts: s.attempts, Allowed: []string{"inference"}, Broker: p.brokerCheck, Since: s.start,
 		Ours: ours(ctx, s),
 	}
-	o.Hits, o.NotReady = r.labHits(ctx)
-	j := evidence.JudgeSecrets(o)
-	s.rejudge = func(hits []evidence.Hit) (evidence.Judgement, []evidence.Crossing) {
-		o2 := o
-		o2.Hits, o2.NotReady = hits, ""
-		return evidence.JudgeSecrets(o2).Judgement, nil
-	}
+	var hits []evidence.Hit
+	hits, o.NotReady = r.labHits(ctx)
+	x := secretsObs{o: o}
+	s.observed = x
+	j := evidence.JudgeSecrets(x.with(hits))
 	for _, c := range j.Foreign {
 		s.findings = append(s.findings, "not ours: "+c.String())
 	}

@@ -47,8 +47,8 @@ type scenario struct {
 	// guest did to the controls before trying them again (assume-breach).
 	tries    []tried
 	takedown *evidence.Takedown
-	held     *evidence.Result // the verdict, recorded by finish after teardown
-	rejudge  rejudge          // makes the verdict again from other hits
+	held     *evidence.Result // the provisional verdict, recorded by finish after teardown
+	observed observation      // what the judge step saw: the final verdict is made from it
 	// agentRuns counts the agent's runs in this session (normal path with
 	// an agent); agentDenials are the commands its own permission layer
 	// refused.
@@ -142,13 +142,14 @@ func (s *scenario) hold(res evidence.Result) {
 	s.held = &res
 }
 
-// finish is the last hook of every scenario: it records the verdict with
-// everything the teardown found. Every scenario leaves a verdict: one that
-// never reached its Then step is INCONCLUSIVE, never PASS. A PASS whose
-// teardown left something behind becomes INCONCLUSIVE: a process or a
-// planted value that outlived the scenario may act in the next one, so the
-// result is not the clean one a PASS claims. A FAIL stands: it rests on
-// proof from outside that the teardown cannot undo.
+// finish is the last hook of every scenario: it records the provisional
+// verdict with everything the teardown found, and what the final
+// judgement (Outcome.Judge) is made from. Every scenario leaves a verdict:
+// one that never reached its Then step is INCONCLUSIVE, never PASS. A PASS
+// whose teardown left something behind becomes INCONCLUSIVE (closing): a
+// process or a planted value that outlived the scenario may act in the
+// next one, so the result is not the clean one a PASS claims. A FAIL
+// stands: it rests on proof from outside that the teardown cannot undo.
 func (r *runner) finish(ctx context.Context, _ *godog.Scenario, err error) (context.Context, error) {
 	s := current(ctx)
 	if s == nil {
@@ -162,7 +163,8 @@ func (r *runner) finish(ctx context.Context, _ *godog.Scenario, err error) (cont
 		s.hold(s.result(evidence.Judgement{Verdict: evidence.Inconclusive, Reason: reason}))
 	}
 	res := *s.held
-	r.agentFacts(s, &res)
+	var cl closing
+	cl.agentNote = r.agentFacts(s, &res)
 	// Detection is scored after the verdict and never changes it.
 	res.Detection = r.scoreDetection(ctx, s, res)
 	r.unregisterKeys(s)
@@ -176,22 +178,17 @@ func (r *runner) finish(ctx context.Context, _ *godog.Scenario, err error) (cont
 		m.mu.Unlock()
 	}
 	res.Responses = r.resp.take(sessions...)
-	if len(res.Responses) > 0 && res.Verdict == evidence.Inconclusive {
-		res.Reason = "the response (--respond) acted on the session before every attempt had been tried to the end: " + res.Reason
-	}
+	cl.responded = len(res.Responses) > 0
 	res.Findings = append([]string(nil), s.findings...)
 	var herr error
 	if len(s.leftover) > 0 {
-		what := strings.Join(s.leftover, "; ")
-		if res.Verdict == evidence.Pass {
-			res.Verdict = evidence.Inconclusive
-			res.Reason = "the teardown left something behind (" + what + "); the pass was: " + res.Reason
-		}
+		cl.leftover = strings.Join(s.leftover, "; ")
 		// For godog, redacted: the result keeps it raw (the reports
 		// show the result's reason, redacted when they are written).
-		herr = fmt.Errorf("teardown left something behind: %s", evidence.Redact(what))
+		herr = fmt.Errorf("teardown left something behind: %s", evidence.Redact(cl.leftover))
 	}
-	r.record(res, s.rejudge, s.pickle)
+	cl.apply(&res)
+	r.record(res, s.observed, cl, s.pickle)
 	return ctx, herr
 }
 

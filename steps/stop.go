@@ -377,31 +377,19 @@ func (r *runner) judgeStop(ctx context.Context) error {
 		return err
 	}
 	hits, notReady := r.labHits(ctx)
+	x := stopObs{session: s.session, control: s.control, notReady: notReady}
 	m.mu.Lock()
-	runs := append([]evidence.StopRun(nil), m.runs...)
-	stops := append([]time.Time(nil), m.stops...)
-	tags := append([]string(nil), m.stopTags...)
-	limit := m.limit
+	x.runs = append([]evidence.StopRun(nil), m.runs...)
+	x.stops = append([]time.Time(nil), m.stops...)
+	x.tags = append([]string(nil), m.stopTags...)
+	x.limit = m.limit
 	for _, p := range m.peers {
 		s.findings = append(s.findings, p.findings...)
 		p.findings = nil
 	}
 	m.mu.Unlock()
-	observe := func(hits []evidence.Hit) evidence.StopObservation {
-		o := evidence.StopObservation{Limit: limit, Stops: stops, Interval: wire.HeartbeatEvery}
-		for i, run := range runs {
-			run.Late = lateBeats(hits, run.Session, tags[i], stops[i])
-			o.Runs = append(o.Runs, run)
-		}
-		o.Control = evidence.ControlReached(hits, allowedEndpoints, s.session, s.control)
-		return o
-	}
-	o := observe(hits)
-	o.NotReady = notReady
-	s.rejudge = func(hits []evidence.Hit) (evidence.Judgement, []evidence.Crossing) {
-		j, _ := evidence.JudgeStop(observe(hits))
-		return j, nil
-	}
+	s.observed = x
+	o := x.with(hits)
 	j, timings := evidence.JudgeStop(o)
 	res := s.result(j)
 	res.Timings = timings

@@ -177,13 +177,11 @@ func (r *runner) judgeExchange(ctx context.Context, ownValue bool) error {
 		o.Attempts = append(o.Attempts, pt.s.attempts...)
 	}
 	m.mu.Unlock()
-	o.Hits, o.NotReady = r.labHits(ctx)
-	j, cross := evidence.JudgeExchange(o)
-	s.rejudge = func(hits []evidence.Hit) (evidence.Judgement, []evidence.Crossing) {
-		o2 := o
-		o2.Hits, o2.NotReady = hits, ""
-		return evidence.JudgeExchange(o2)
-	}
+	var hits []evidence.Hit
+	hits, o.NotReady = r.labHits(ctx)
+	x := exchangeObs{o: o}
+	s.observed = x
+	j, cross := evidence.JudgeExchange(x.with(hits))
 	res := s.result(j)
 	res.Crossings = cross
 	res.Attempts = len(o.Attempts)

@@ -129,7 +129,7 @@ type Outcome struct {
 	// HostWrites is what the probe wrote on the host itself and what
 	// became of it once every session was gone (hostwrites.go).
 	HostWrites *evidence.HostWrites
-	rejudges   map[string]rejudge // by session/gate, for Rejudge
+	judged     map[string]judged // by session/gate: what Judge makes the final verdicts from
 	// log is what godog ran, and pickles which scenario each of Results
 	// is (in their order): the reports are made from them (WriteReports).
 	log     *reportLog
@@ -207,10 +207,10 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 		detErr = r.det.stop()
 		r.det.writeTrace(cfg.Folder)
 	}
-	out := &Outcome{Status: status, Effective: r.effective, rejudges: map[string]rejudge{}, HostWrites: hostWrites, log: r.log}
+	out := &Outcome{Status: status, Effective: r.effective, judged: map[string]judged{}, HostWrites: hostWrites, log: r.log}
 	r.mu.Lock()
-	for k, f := range r.rejudges {
-		out.rejudges[k] = f
+	for k, v := range r.judged {
+		out.judged[k] = v
 	}
 	order := make([]int, len(r.results))
 	for i := range order {
@@ -289,7 +289,7 @@ type runner struct {
 	results   []evidence.Result
 	pickles   []pickleRef // which scenario each of results is
 	log       *reportLog  // what godog ran, for the reports
-	rejudges  map[string]rejudge
+	judged    map[string]judged
 	attempts  []evidence.Attempt
 	effective map[string]any
 	det       *detector   // nil: detection not measured
@@ -304,15 +304,17 @@ func (r *runner) nextSession() string {
 	return fmt.Sprintf("s%d", r.seq)
 }
 
-func (r *runner) record(res evidence.Result, f rejudge, pickle string) {
+// record keeps a scenario's provisional result, and what its final
+// verdict is made from when it has an observation.
+func (r *runner) record(res evidence.Result, obs observation, cl closing, pickle string) {
 	r.mu.Lock()
 	r.results = append(r.results, res)
 	r.pickles = append(r.pickles, pickleRef{id: pickle, gate: res.Gate, path: res.Path, session: res.Session, name: res.Scenario})
-	if f != nil {
-		if r.rejudges == nil {
-			r.rejudges = map[string]rejudge{}
+	if obs != nil {
+		if r.judged == nil {
+			r.judged = map[string]judged{}
 		}
-		r.rejudges[res.Session+"/"+res.Gate] = f
+		r.judged[res.Session+"/"+res.Gate] = judged{obs: obs, closing: cl, provisional: res}
 	}
 	done := len(r.results)
 	r.mu.Unlock()

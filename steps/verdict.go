@@ -61,13 +61,11 @@ func (r *runner) judge(ctx context.Context) error {
 	if s.gate == allowanceGate {
 		obs.Allowance = &evidence.Allowance{Endpoints: allowedDestination, Declared: r.cfg.Allow}
 	}
-	obs.Hits, obs.NotReady = r.labHits(ctx)
-	s.rejudge = func(hits []evidence.Hit) (evidence.Judgement, []evidence.Crossing) {
-		o := obs
-		o.Hits, o.NotReady = hits, ""
-		return evidence.Judge(o), nil
-	}
-	return r.recordVerdict(s, evidence.Judge(obs))
+	var hits []evidence.Hit
+	hits, obs.NotReady = r.labHits(ctx)
+	x := networkObs{o: obs}
+	s.observed = x
+	return r.recordVerdict(s, evidence.Judge(x.with(hits)))
 }
 
 // settle waits for packets already delivered but still in an endpoint's
@@ -89,8 +87,9 @@ const quietGap = 10 * time.Millisecond
 // settleFor waits until the lab has recorded what these sessions sent, as
 // its sockets and recorders say, and never longer than Settle (what it
 // waited before, always). A lab that cannot say waits the whole Settle. A
-// hit that still comes late is not lost: the watch after the verdict and
-// the final rejudge over the whole record only ever make it stricter.
+// hit that still comes late is not lost: the verdict made then is
+// provisional, and the final one (judgement.go) is made over the whole
+// record once the lab is closed.
 func (r *runner) settleFor(ctx context.Context, sessions ...string) error {
 	q := r.lab()
 	limit := time.NewTimer(time.Duration(r.cfg.Settle) * time.Millisecond)

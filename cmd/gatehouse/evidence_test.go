@@ -11,7 +11,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/evidence/index"
 	"github.com/gatehouse-dev/gatehouse/probe/probetest"
-	"github.com/gatehouse-dev/gatehouse/targets/profile"
+	"github.com/gatehouse-dev/gatehouse/targets/kinds"
 )
 
 // signedRun is one real run of the external-callback gate, as the CLI left it.
@@ -107,12 +107,12 @@ func TestEvidenceCLI(t *testing.T) {
 
 	t.Run("policy digest in run.json is what gate computes from the profile", func(t *testing.T) {
 		for _, r := range []signedRun{e.hard, e.leaky, e.offline} {
-			p, err := profile.Load(profilePath(r.run.Profile + ".yaml"))
+			p, err := kinds.Load(profilePath(r.run.Profile + ".yaml"))
 			if err != nil {
 				t.Fatal(err)
 			}
 			if p.Digest() != r.run.PolicyDigest {
-				t.Errorf("%s: run.json %s, profile.Load(...).Digest() %s", r.run.Profile, r.run.PolicyDigest, p.Digest())
+				t.Errorf("%s: run.json %s, kinds.Load(...).Digest() %s", r.run.Profile, r.run.PolicyDigest, p.Digest())
 			}
 		}
 	})

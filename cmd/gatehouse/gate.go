@@ -14,7 +14,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/evidence/bundle"
 	"github.com/gatehouse-dev/gatehouse/evidence/gate"
 	"github.com/gatehouse-dev/gatehouse/evidence/index"
-	"github.com/gatehouse-dev/gatehouse/targets/profile"
+	"github.com/gatehouse-dev/gatehouse/targets/kinds"
 )
 
 const gateHelp = `Usage: gatehouse gate (--key cosign.pub | --certificate-identity ID
@@ -84,7 +84,7 @@ func runGate(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if *policy == "" {
 		return usagef("gate: --policy FILE is required (the profile the release uses)")
 	}
-	prof, err := profile.Load(*policy)
+	prof, err := kinds.Load(*policy)
 	if err != nil {
 		return &usageError{fmt.Errorf("gate: --policy: %w", err)}
 	}

@@ -101,7 +101,7 @@ func scanHost(t *testing.T, changed time.Time, values map[string]bool) map[strin
 }
 
 // probeNames are the names of what the probe writes.
-var probeNames = regexp.MustCompile(`^(\.?gatehouse-state|\.gatehouse-xs-.*|\.gatehouse-heartbeat-.*)$`)
+var probeNames = regexp.MustCompile(`^(\.?gatehouse-state(-[0-9a-f]{8})?|\.gatehouse-xs-.*|\.gatehouse-heartbeat-.*)$`)
 
 // stashFolders are the folders a note makes above its file.
 var stashFolders = regexp.MustCompile(`^(gatehouse|agent|_cacache|pip|\.claude|\.codex|\.cache|\.config|\.npm)$`)

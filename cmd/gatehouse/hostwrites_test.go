@@ -205,15 +205,18 @@ func TestKill9ProbeWritesGoAtLabDown(t *testing.T) {
 	}
 	defer cmd.Process.Kill()
 	// Wait until a note of the run is in the host's / itself.
+	// The note's file is /gatehouse-state-TAG, TAG the scenario's.
 	var noted []ledger.Entry
+	inRoot := ""
 	for deadline := time.Now().Add(120 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		noted = noted[:0]
 		for _, e := range ledgerOf(t, cmd.Process.Pid) {
-			if e.Kind == ledger.ProbeWrite && e.Write != nil && e.What == "/gatehouse-state" {
+			if e.Kind == ledger.ProbeWrite && e.Write != nil && strings.HasPrefix(e.What, "/gatehouse-state-") && !strings.Contains(e.What[1:], "/") {
 				noted = append(noted, e)
+				inRoot = e.What
 			}
 		}
-		if holdsAny("/gatehouse-state", noted) {
+		if inRoot != "" && holdsAny(inRoot, noted) {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -239,9 +242,9 @@ func TestKill9ProbeWritesGoAtLabDown(t *testing.T) {
 	if !strings.Contains(r.stdout, "probe-write") {
 		t.Errorf("lab down did not say it took back the probe's writes:\n%s", r.stdout)
 	}
-	if holdsAny("/gatehouse-state", noted) {
-		b, _ := os.ReadFile("/gatehouse-state")
-		t.Errorf("the killed run's notes are still in the host's /gatehouse-state after lab down: %q", b)
+	if holdsAny(inRoot, noted) {
+		b, _ := os.ReadFile(inRoot)
+		t.Errorf("the killed run's notes are still in the host's %s after lab down: %q", inRoot, b)
 	}
 	// Its other places too: none holds a payload of the run, and nothing
 	// of it is still listed.

@@ -41,7 +41,7 @@ func TestKill9LeavesNothingAfterLabDown(t *testing.T) {
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		entries = ledgerOf(t, cmd.Process.Pid)
-		if kinds(entries)[ledger.Cgroup] >= 2 {
+		if entryKinds(entries)[ledger.Cgroup] >= 2 {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -58,7 +58,7 @@ func TestKill9LeavesNothingAfterLabDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = cmd.Wait()
-	k := kinds(entries)
+	k := entryKinds(entries)
 	if k[ledger.Netns] == 0 || k[ledger.Path] == 0 {
 		t.Fatalf("the run's ledger lists %v: want namespaces and folders too", k)
 	}
@@ -134,7 +134,7 @@ func ledgerOf(t *testing.T, pid int) []ledger.Entry {
 	return out
 }
 
-func kinds(es []ledger.Entry) map[string]int {
+func entryKinds(es []ledger.Entry) map[string]int {
 	m := map[string]int{}
 	for _, e := range es {
 		m[e.Kind]++

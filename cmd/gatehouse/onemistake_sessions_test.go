@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/targets/kinds"
 	"github.com/gatehouse-dev/gatehouse/targets/profile"
 )
 
@@ -138,7 +139,7 @@ func checkChannels(t *testing.T, res evidence.Result, channels []string) {
 // change: the same bwrap args but for it, the same everything else, and
 // the same egress ruleset byte for byte.
 func TestSessionMistakeProfilesAreOneChange(t *testing.T) {
-	base, err := profile.Load(profilePath("bwrap-hardened.yaml"))
+	base, err := kinds.Load(profilePath("bwrap-hardened.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +149,7 @@ func TestSessionMistakeProfilesAreOneChange(t *testing.T) {
 		t.Fatal("testdata/profiles/bwrap-hardened.nft differs from the shipped ruleset")
 	}
 	for _, tt := range sessionMistakes {
-		p, err := profile.Load(filepath.Join("testdata", "profiles", tt.profile+".yaml"))
+		p, err := kinds.Load(filepath.Join("testdata", "profiles", tt.profile+".yaml"))
 		if err != nil {
 			t.Fatalf("%s: %v", tt.profile, err)
 		}

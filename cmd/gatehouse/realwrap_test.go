@@ -8,7 +8,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/agents"
 	"github.com/gatehouse-dev/gatehouse/evidence"
-	"github.com/gatehouse-dev/gatehouse/targets/profile"
+	"github.com/gatehouse-dev/gatehouse/targets/kinds"
 	"github.com/gatehouse-dev/gatehouse/targets/profiles"
 	"github.com/gatehouse-dev/gatehouse/targets/realwrap"
 )
@@ -16,7 +16,7 @@ import (
 // needTool skips when the shipped profile's tool is not in the cache.
 func needTool(t *testing.T, name string) {
 	t.Helper()
-	p, err := profile.LoadFS(profiles.FS, name)
+	p, err := kinds.LoadFS(profiles.FS, name)
 	if err != nil {
 		t.Fatal(err)
 	}

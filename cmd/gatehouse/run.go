@@ -22,7 +22,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/ledger"
 	"github.com/gatehouse-dev/gatehouse/runner"
 	"github.com/gatehouse-dev/gatehouse/steps"
-	"github.com/gatehouse-dev/gatehouse/targets/profile"
+	"github.com/gatehouse-dev/gatehouse/targets/kinds"
 )
 
 const runHelp = `Usage: gatehouse run --profile FILE [--target NAME] [--gates LIST] [--out DIR]
@@ -251,7 +251,7 @@ func shardOf(f runFlags) (features.Shard, string, error) {
 // INCONCLUSIVE scenarios. With f.check it stops short of what only a real
 // run needs (agent, probe, key).
 func prepare(ctx context.Context, f runFlags) (*plan, error) {
-	prof, err := profile.Load(f.profile)
+	prof, err := kinds.Load(f.profile)
 	if err != nil {
 		return nil, &usageError{err}
 	}

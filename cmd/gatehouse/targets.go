@@ -11,6 +11,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/runner"
 	"github.com/gatehouse-dev/gatehouse/targets"
 	"github.com/gatehouse-dev/gatehouse/targets/docker"
+	"github.com/gatehouse-dev/gatehouse/targets/docker/dockerkind"
 	"github.com/gatehouse-dev/gatehouse/targets/profile"
 )
 
@@ -23,7 +24,7 @@ import (
 // as the init of each session's sandbox.
 func newTarget(name string, prof *profile.Profile, probe string) (targets.Target, error) {
 	var shim []string
-	if name == profile.TargetDocker || name == profile.TargetGVisor {
+	if name == dockerkind.Docker || name == dockerkind.GVisor {
 		exe, err := os.Executable()
 		if err != nil {
 			return nil, fmt.Errorf("docker target: %w", err)
@@ -106,7 +107,7 @@ func labDocker(ctx context.Context, labName string, stdout io.Writer) (func(), e
 // cloud's metadata service). Until field endpoints exist, a field run
 // would produce verdicts that mean nothing, so it is refused (exit 2).
 func fieldRefusal(host, target string) error {
-	if target != profile.TargetDocker && target != profile.TargetGVisor {
+	if target != dockerkind.Docker && target != dockerkind.GVisor {
 		return usagef("run: --docker-host applies to the docker and gvisor targets only, not %q", target)
 	}
 	return usagef("run: --docker-host %s: field mode is not built yet, refusing rather than giving verdicts that mean nothing.\n"+

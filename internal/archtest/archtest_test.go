@@ -28,7 +28,8 @@ var layers = []archtest.Layer{
 	{"records", []string{"evidence", "evidence/...", "lab/model", "lab/intake/contract"}},
 	// the controlled endpoints
 	{"lab", []string{"lab", "lab/labproxy"}},
-	// the target contract, the profile, the adapters, and the host-process
+	// the target contract, the profile, the adapters (each with its profile
+	// kind, listed in targets/kinds), and the host-process
 	// session kit that bwrap and exec embed
 	{"targets", []string{"targets", "targets/...", "internal/hostsession"}},
 	// monitors, alert readers, the agent CLIs, doctor

@@ -29,6 +29,7 @@ func goldenPlan() wire.Plan {
 			Then:       &wire.Chain{Target: "http://192.0.2.10/t", Method: "GET", Header: "X-T", Extra: map[string]string{"k": "v"}},
 			DurationMS: 2000, Escape: true, Path: "/tmp/beat", Use: []string{"http://u/"},
 			Hints: []string{"/etc"}, Outside: []string{"net:[1]"}, Spare: []string{"inet gh"},
+			ChangedSince: time.Date(2026, 11, 30, 11, 19, 30, 0, time.UTC),
 		}, {
 			ID: "a2", Kind: wire.KindDNS, Target: "x.example",
 		}},

@@ -144,6 +144,14 @@ type Step struct {
 	// host's / or of a host folder above them would show them. They name
 	// places, never values, so the probe learns nothing it could fake.
 	Hints []string `json:"hints,omitempty"`
+	// ChangedSince, for a find, leaves unopened every regular file whose
+	// inode last changed (ctime) before it: such a file cannot hold a value
+	// written since, and a search for what a session could have planted
+	// need not read a shared /tmp's thousands of older files, nor run out
+	// of its bound on them. The kernel sets ctime on every write, rename
+	// and link and no process can set it back. Unopened files are counted
+	// in the report; zero means every file is read.
+	ChangedSince time.Time `json:"changed_since,omitzero"`
 	// Outside, for a takedown, lists the namespaces the probe must never
 	// act in (the harness's and the lab's), as /proc/self/ns links name
 	// them; Spare lists nftables tables ("inet NAME") that are the

@@ -69,7 +69,7 @@ func buildLaunch(bin string, p *profile.Profile, spec targets.Spec, st *stage, b
 		if err != nil {
 			return launch{}, err
 		}
-		if i > 0 && profile.FDOption(args[i-1]) {
+		if i > 0 && FDOption(args[i-1]) {
 			l.argv = append(l.argv, strconv.Itoa(3+len(l.fdFiles)))
 			l.fdFiles = append(l.fdFiles, host)
 			continue

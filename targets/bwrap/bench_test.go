@@ -164,7 +164,7 @@ func bareArgv(b *testing.B, p *profile.Profile, rec []string) []string {
 		b.Fatalf("unexpected session argv shape: %q", rec)
 	}
 	for _, a := range p.Bwrap.Args {
-		if profile.FDOption(a) {
+		if bwrap.FDOption(a) {
 			// Its descriptor is the target's to open; not needed for the
 			// shipped hardened profile.
 			b.Skipf("profile passes a file by descriptor (%s): the bare command would need it open", a)

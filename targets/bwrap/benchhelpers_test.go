@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/gatehouse-dev/gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/targets/kinds"
 	"github.com/gatehouse-dev/gatehouse/targets/profile"
 	"github.com/gatehouse-dev/gatehouse/targets/profiles"
 )
@@ -26,7 +27,7 @@ func benchNeed(b *testing.B) {
 
 func benchProfile(b *testing.B, name string) *profile.Profile {
 	b.Helper()
-	p, err := profile.LoadFS(profiles.FS, name)
+	p, err := kinds.LoadFS(profiles.FS, name)
 	if err != nil {
 		b.Fatal(err)
 	}

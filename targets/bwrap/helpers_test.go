@@ -12,6 +12,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/targets"
 	"github.com/gatehouse-dev/gatehouse/targets/bwrap"
+	"github.com/gatehouse-dev/gatehouse/targets/kinds"
 	"github.com/gatehouse-dev/gatehouse/targets/profile"
 	"github.com/gatehouse-dev/gatehouse/targets/profiles"
 )
@@ -57,7 +58,7 @@ func run(t *testing.T, name string, args ...string) string {
 
 func shipped(t *testing.T, name string) *profile.Profile {
 	t.Helper()
-	p, err := profile.LoadFS(profiles.FS, name)
+	p, err := kinds.LoadFS(profiles.FS, name)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/targets"
-	"github.com/gatehouse-dev/gatehouse/targets/profile"
 )
 
 // RunUIDBase is the first host uid (and gid) Gatehouse gives the sandboxes
@@ -22,7 +21,7 @@ import (
 // same time never share one. Far above every account (useradd's UID_MAX
 // 60000, systemd's dynamic users 61184-65519, /etc/subuid ranges from
 // 100000) and below 2^31, which some tools still read as signed.
-const RunUIDBase = profile.RunUIDBase
+const RunUIDBase = 2_000_000_000
 
 // hostUser is who bubblewrap runs as on the host, so who the sandbox's
 // user is there: bubblewrap maps the profile's uid inside to it.

@@ -13,6 +13,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/probe/probetest"
 	"github.com/gatehouse-dev/gatehouse/targets"
 	"github.com/gatehouse-dev/gatehouse/targets/bwrap"
+	"github.com/gatehouse-dev/gatehouse/targets/kinds"
 	"github.com/gatehouse-dev/gatehouse/targets/profile"
 	"github.com/gatehouse-dev/gatehouse/targets/profiles"
 )
@@ -96,7 +97,7 @@ func withBind(t *testing.T, p *profile.Profile, src, dst string) *profile.Profil
 			t.Fatal(err)
 		}
 	}
-	q, err := profile.Load(filepath.Join(dir, p.Source()))
+	q, err := kinds.Load(filepath.Join(dir, p.Source()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/gatehouse-dev/gatehouse/targets"
-	"github.com/gatehouse-dev/gatehouse/targets/profile"
+	"github.com/gatehouse-dev/gatehouse/targets/kinds"
 	"github.com/gatehouse-dev/gatehouse/targets/profiles"
 )
 
@@ -47,7 +47,7 @@ func TestProfileFilesReachSandbox(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	p, err := profile.Load(filepath.Join(dir, "p.yaml"))
+	p, err := kinds.Load(filepath.Join(dir, "p.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}

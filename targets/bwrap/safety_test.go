@@ -12,6 +12,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/targets"
 	"github.com/gatehouse-dev/gatehouse/targets/bwrap"
+	"github.com/gatehouse-dev/gatehouse/targets/kinds"
 	"github.com/gatehouse-dev/gatehouse/targets/profile"
 	"github.com/gatehouse-dev/gatehouse/targets/profiles"
 	"github.com/gatehouse-dev/gatehouse/targets/targettest"
@@ -59,7 +60,7 @@ func withNetwork(t *testing.T, p *profile.Profile, networkLine string) *profile.
 	if err := os.WriteFile(file, []byte(out), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	q, err := profile.Load(file)
+	q, err := kinds.Load(file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +170,7 @@ func withArgs(t *testing.T, p *profile.Profile, extra ...string) *profile.Profil
 	if err := os.WriteFile(file, []byte(out), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	q, err := profile.Load(file)
+	q, err := kinds.Load(file)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,7 @@ package docker_test
 import (
 	"testing"
 
-	"github.com/gatehouse-dev/gatehouse/targets/profile"
+	"github.com/gatehouse-dev/gatehouse/targets/kinds"
 	"github.com/gatehouse-dev/gatehouse/targets/profiles"
 )
 
@@ -12,7 +12,7 @@ import (
 func TestShippedProfilesValidate(t *testing.T) {
 	for _, file := range []string{"docker-hardened.yaml", "gvisor-hardened.yaml", "docker-leaky.yaml"} {
 		t.Run(file, func(t *testing.T) {
-			p, err := profile.LoadFS(profiles.FS, file)
+			p, err := kinds.LoadFS(profiles.FS, file)
 			if err != nil {
 				t.Fatal(err)
 			}

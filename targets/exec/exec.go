@@ -78,7 +78,7 @@ func (t *Target) Name() string {
 	if p := t.opts.Profile; p != nil && p.IsWrapper() {
 		return p.Target
 	}
-	return profile.TargetExec
+	return KindExec
 }
 
 // baseEnv is what the wrapper gets before the profile's env: the harness's

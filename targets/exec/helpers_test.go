@@ -12,6 +12,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/probe/probetest"
 	"github.com/gatehouse-dev/gatehouse/targets"
 	gexec "github.com/gatehouse-dev/gatehouse/targets/exec"
+	"github.com/gatehouse-dev/gatehouse/targets/kinds"
 	"github.com/gatehouse-dev/gatehouse/targets/profile"
 	"github.com/gatehouse-dev/gatehouse/targets/profiles"
 	"github.com/gatehouse-dev/gatehouse/targets/targettest"
@@ -59,7 +60,7 @@ func newNetns(t testing.TB) targets.Network {
 
 func loadTestdata(t testing.TB, name string) *profile.Profile {
 	t.Helper()
-	p, err := profile.Load("testdata/" + name)
+	p, err := kinds.Load("testdata/" + name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +69,7 @@ func loadTestdata(t testing.TB, name string) *profile.Profile {
 
 func shipped(t testing.TB, name string) *profile.Profile {
 	t.Helper()
-	p, err := profile.LoadFS(profiles.FS, name)
+	p, err := kinds.LoadFS(profiles.FS, name)
 	if err != nil {
 		t.Fatal(err)
 	}

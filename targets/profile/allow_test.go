@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/targets/kinds"
 	"github.com/gatehouse-dev/gatehouse/targets/profile"
 )
 
@@ -35,7 +36,7 @@ func TestAllowRefusedAtLoad(t *testing.T) {
 		{"the control outside: port", "{host: inference.lab.gatehouse.test, ports: [443]}", "allow", "positive control"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := profile.Load(writeProfile(t, base+"allow: "+tc.allow+"\n", nil))
+			_, err := kinds.Load(writeProfile(t, base+"allow: "+tc.allow+"\n", nil))
 			var pe *profile.Error
 			if !errors.As(err, &pe) {
 				t.Fatalf("Load() = %v, want *profile.Error", err)
@@ -50,14 +51,14 @@ func TestAllowRefusedAtLoad(t *testing.T) {
 // One entry or a list load into what the verdict reads; absent is nil, and
 // the declaration is part of the policy digest.
 func TestAllowLoads(t *testing.T) {
-	plain, err := profile.Load(writeProfile(t, base, nil))
+	plain, err := kinds.Load(writeProfile(t, base, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if plain.Allow.Evidence() != nil {
 		t.Errorf("no allow: %v, want nil", plain.Allow.Evidence())
 	}
-	one, err := profile.Load(writeProfile(t, base+"allow: "+api+"\n", nil))
+	one, err := kinds.Load(writeProfile(t, base+"allow: "+api+"\n", nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +66,7 @@ func TestAllowLoads(t *testing.T) {
 	if got := one.Allow.Evidence(); len(got) != 1 || got[0].String() != want.String() {
 		t.Errorf("one entry: %v, want %v", got, want)
 	}
-	list, err := profile.Load(writeProfile(t, base+"allow:\n  - "+api+"\n  - {host: 203.0.113.100, methods: [GET], paths: ['/v1/models/*']}\n", nil))
+	list, err := kinds.Load(writeProfile(t, base+"allow:\n  - "+api+"\n  - {host: 203.0.113.100, methods: [GET], paths: ['/v1/models/*']}\n", nil))
 	if err != nil {
 		t.Fatal(err)
 	}

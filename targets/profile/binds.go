@@ -18,29 +18,9 @@ type Bind struct {
 	Field    string `json:"field"`              // where the profile says it, e.g. bwrap.args[31]
 }
 
-// Binds lists the profile's mounts in the order the runtime applies them.
-func (p *Profile) Binds() []Bind {
-	var out []Bind
-	for _, o := range p.facts.bwrap {
-		kind, ok := strings.CutPrefix(o.Name, "--")
-		if !ok || !strings.Contains(kind, "bind") || strings.Contains(kind, "data") {
-			continue
-		}
-		kind, optional := strings.CutSuffix(kind, "-try")
-		out = append(out, Bind{
-			Type: "bind", Source: o.Operands[0], Target: o.Operands[1],
-			ReadOnly: kind == "ro-bind", Devices: kind == "dev-bind", Optional: optional,
-			Field: fmt.Sprintf("bwrap.args[%d]", o.Index),
-		})
-	}
-	for i, m := range p.Docker.Mounts {
-		out = append(out, Bind{Type: m.Type, Source: m.Source, Target: m.Target, ReadOnly: m.ReadOnly, Field: fmt.Sprintf("docker.mounts[%d]", i)})
-	}
-	if p.Workspace != "" && p.IsWrapper() {
-		out = append(out, Bind{Type: "bind", Source: p.Workspace, Target: WorkspacePath, Field: "workspace"})
-	}
-	return out
-}
+// Binds lists the profile's mounts in the order the runtime applies them
+// (the kind's Description.Binds).
+func (p *Profile) Binds() []Bind { return p.describe().Binds }
 
 // BindSourceAt reports whether bwrap.args[i] is the source operand of one
 // of the profile's bind options, and that bind.

@@ -3,8 +3,6 @@ package profile
 import (
 	"sort"
 	"strings"
-
-	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
 // linuxCaps are the capability names of Linux 5.9 and later, without the
@@ -21,23 +19,15 @@ var linuxCaps = []string{
 	"BLOCK_SUSPEND", "AUDIT_READ", "PERFMON", "BPF", "CHECKPOINT_RESTORE",
 }
 
-// dockerDefaultCaps is what Docker (moby 20.10) gives root in a container
-// unless told otherwise.
-var dockerDefaultCaps = []string{
-	"CHOWN", "DAC_OVERRIDE", "FSETID", "FOWNER", "MKNOD", "NET_RAW", "SETGID",
-	"SETUID", "SETFCAP", "SETPCAP", "NET_BIND_SERVICE", "SYS_CHROOT", "KILL",
-	"AUDIT_WRITE",
-}
-
-// capBase is a capability name without case or CAP_ prefix ("ALL" stays).
-func capBase(c string) string {
+// CapBase is a capability name without case or CAP_ prefix ("ALL" stays).
+func CapBase(c string) string {
 	return strings.TrimPrefix(strings.ToUpper(c), "CAP_")
 }
 
-// knownCap reports whether c names a capability (in any case, with or
+// KnownCap reports whether c names a capability (in any case, with or
 // without CAP_) or is ALL.
-func knownCap(c string) bool {
-	b := capBase(c)
+func KnownCap(c string) bool {
+	b := CapBase(c)
 	if b == "ALL" {
 		return true
 	}
@@ -49,29 +39,32 @@ func knownCap(c string) bool {
 	return false
 }
 
-// capSet is a set of capability base names.
-type capSet map[string]bool
+// CapSet is a set of capability base names ("NET_ADMIN"): what a
+// path's processes start with.
+type CapSet map[string]bool
 
-func allCaps() capSet {
-	s := capSet{}
+// AllCaps is every capability.
+func AllCaps() CapSet {
+	s := CapSet{}
 	for _, c := range linuxCaps {
 		s[c] = true
 	}
 	return s
 }
 
-func capsOf(list []string) capSet {
-	s := capSet{}
+// CapsOf is the set a list of names gives (ALL: every one).
+func CapsOf(list []string) CapSet {
+	s := CapSet{}
 	for _, c := range list {
-		if capBase(c) == "ALL" {
-			return allCaps()
+		if CapBase(c) == "ALL" {
+			return AllCaps()
 		}
-		s[capBase(c)] = true
+		s[CapBase(c)] = true
 	}
 	return s
 }
 
-func (s capSet) String() string {
+func (s CapSet) String() string {
 	if len(s) == 0 {
 		return "none"
 	}
@@ -84,75 +77,4 @@ func (s capSet) String() string {
 	}
 	sort.Strings(out)
 	return strings.Join(out, ",")
-}
-
-// dockerCaps is the capability set of root in a container, the way moby
-// combines the default set with cap_add and cap_drop.
-func dockerCaps(privileged bool, add, drop []string) capSet {
-	dropped := capsOf(drop)
-	switch {
-	case privileged:
-		return allCaps()
-	case capsOf(add).String() == "all":
-		s := allCaps()
-		for c := range dropped {
-			delete(s, c)
-		}
-		return s
-	case dropped.String() == "all":
-		return capsOf(add)
-	}
-	s := capSet{}
-	for _, c := range dockerDefaultCaps {
-		if !dropped[c] {
-			s[c] = true
-		}
-	}
-	for c := range capsOf(add) {
-		s[c] = true
-	}
-	return s
-}
-
-// caps is the capability set a path's processes start with.
-func (p *Profile) caps(path targets.Path) capSet {
-	id := p.Identity(path)
-	if p.Target == "bwrap" {
-		// On the normal path bubblewrap runs unprivileged, and then keeps
-		// no capability even for uid 0 inside.
-		if id.UID != 0 || path != targets.PathBreach {
-			return capSet{}
-		}
-		if path == targets.PathBreach && id.CapAdd != nil {
-			return capsOf(id.CapAdd) // the target adds --cap-drop ALL, then these
-		}
-		s := allCaps() // bwrap keeps every capability for uid 0 in its user namespace
-		for _, o := range p.facts.bwrap {
-			if o.Name == "--cap-drop" {
-				if capBase(o.Operands[0]) == "ALL" {
-					s = capSet{}
-				}
-				delete(s, capBase(o.Operands[0]))
-			}
-		}
-		return s
-	}
-	if p.IsWrapper() {
-		if id.UID != 0 {
-			return capSet{} // the wrapper starts as this user, with none
-		}
-		for _, a := range p.Firejail.Args {
-			if a == "--caps.drop=all" {
-				return capSet{}
-			}
-		}
-		return allCaps() // the wrapper starts as root; what it keeps is its own business, read back by the probe
-	}
-	if path == targets.PathNormal && id.UID != 0 {
-		return capSet{} // Docker gives a non-root user no effective capabilities
-	}
-	if path == targets.PathBreach && id.CapAdd != nil {
-		return capsOf(id.CapAdd) // the lab daemon's shim gives root execs exactly these
-	}
-	return dockerCaps(p.Docker.Privileged, p.Docker.CapAdd, p.Docker.CapDrop) // assume-breach execs as 0:0
 }

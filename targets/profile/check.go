@@ -22,8 +22,8 @@ var ErrCannotCheck = egress.ErrCannotCheck
 //   - the egress ruleset is given to `nft -c` in a network namespace that
 //     exists only while nft runs (nothing to clean up, nothing committed);
 //     a refusal names the ruleset's own file and line;
-//   - bwrap's namespaces agree with `network` (the bwrap target refuses
-//     the others at every session start);
+//   - what the target's kind refuses at every session start, if it is a
+//     Checker (bwrap: namespaces that disagree with `network`);
 //   - limits.stop_command's program exists here and is executable.
 //
 // Errors are *Error; one wrapping ErrCannotCheck means the check itself
@@ -64,41 +64,12 @@ func (p *Profile) lines() (*validator, error) {
 	return &validator{p: p, root: &root, file: p.source}, nil
 }
 
-// namespaces refuses bwrap arguments that contradict `network`: the bwrap
-// target would refuse every session, or run them all without the network
-// the profile names.
+// namespaces asks the profile's kind, if it is a Checker, what its target
+// would refuse at every session start (bwrap: namespaces that contradict
+// `network`).
 func (v *validator) namespaces() error {
-	p := v.p
-	if p.Target != "bwrap" {
-		return nil
-	}
-	if !p.bwrapUnshares("user") {
-		return v.fail("bwrap.args", errors.New("need --unshare-user (or --unshare-all) so that paths can set the uid"))
-	}
-	own := p.bwrapUnshares("net")
-	switch {
-	case p.Network == NetworkNone && !own:
-		return v.fail("network", errors.New("none needs --unshare-net (or --unshare-all) in bwrap.args: "+
-			"a sandbox never runs in the machine's own network namespace"))
-	case p.Network != NetworkNone && own:
-		return v.fail("network", fmt.Errorf("%s, but bwrap.args unshare the network: the sandbox would get an empty namespace "+
-			"of its own and never use the %s one (no positive control, every gate INCONCLUSIVE); say network: none, or drop --unshare-net", p.Network, p.Network))
+	if c, ok := v.p.kind.(Checker); ok {
+		return c.Check(&Loading{v})
 	}
 	return nil
-}
-
-// bwrapUnshares reports whether bwrap.args give the sandbox a namespace of
-// its own: "user" or "net". For net the last word wins (bwrap applies
-// --share-net after --unshare-all in order).
-func (p *Profile) bwrapUnshares(ns string) bool {
-	on := false
-	for _, o := range p.facts.bwrap {
-		switch {
-		case o.Name == "--unshare-all", o.Name == "--unshare-"+ns, ns == "user" && o.Name == "--unshare-user-try":
-			on = true
-		case ns == "net" && o.Name == "--share-net":
-			on = false
-		}
-	}
-	return on
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gatehouse-dev/gatehouse/targets/kinds"
 	"github.com/gatehouse-dev/gatehouse/targets/profile"
 )
 
@@ -50,7 +51,7 @@ func TestBrokenProfilesAreRefusedWithFileAndLine(t *testing.T) {
 	} {
 		t.Run(strings.TrimSuffix(tc.file, ".yaml"), func(t *testing.T) {
 			file := filepath.Join("testdata", "broken", tc.file)
-			p, err := profile.Load(file)
+			p, err := kinds.Load(file)
 			if tc.check {
 				if err != nil {
 					t.Fatalf("Load() = %v; want this one refused by Check", err)

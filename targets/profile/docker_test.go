@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gatehouse-dev/gatehouse/targets/kinds"
 	"github.com/gatehouse-dev/gatehouse/targets/profile"
 	"github.com/gatehouse-dev/gatehouse/targets/profiles"
 )
@@ -29,7 +30,7 @@ func TestShippedDockerProfilesLoad(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
-			p, err := profile.LoadFS(profiles.FS, tc.file)
+			p, err := kinds.LoadFS(profiles.FS, tc.file)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -63,7 +64,7 @@ func TestDockerSectionRejects(t *testing.T) {
 			if err := os.WriteFile(file, []byte(dockerBase+tc.yaml), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			_, err := profile.Load(file)
+			_, err := kinds.Load(file)
 			if err == nil || !strings.Contains(err.Error(), tc.field) {
 				t.Fatalf("err = %v, want one naming %s", err, tc.field)
 			}
@@ -83,7 +84,7 @@ func TestDockerSeccompFileRecorded(t *testing.T) {
 	if err := os.WriteFile(file, []byte(dockerBase+"target: gvisor\ndocker: {seccomp: sec.json}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p, err := profile.Load(file)
+	p, err := kinds.Load(file)
 	if err != nil {
 		t.Fatal(err)
 	}

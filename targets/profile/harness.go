@@ -64,15 +64,8 @@ func (v *validator) harness() error {
 
 // section is where the profile names its policy files, for messages.
 func (v *validator) section() string {
-	switch v.p.Target {
-	case TargetSRT:
-		return "srt.settings"
-	case TargetCodex:
-		return "codex.config"
-	case TargetExec:
-		return "exec.files"
-	case TargetFirejail:
-		return "firejail.files"
+	if f := v.p.describe().PolicyField; f != "" {
+		return f
 	}
 	return "target"
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/internal/scratch"
 	"github.com/gatehouse-dev/gatehouse/ledger"
+	"github.com/gatehouse-dev/gatehouse/targets/kinds"
 	"github.com/gatehouse-dev/gatehouse/targets/profile"
 	"github.com/gatehouse-dev/gatehouse/targets/profiles"
 )
@@ -56,7 +57,7 @@ func TestHarnessFoldersAreNeverBound(t *testing.T) {
 		{"a name that only starts alike", bind("--bind", "/run/gatehouse-other"), nil, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := profile.Load(writeProfile(t, tc.yaml, tc.files))
+			_, err := kinds.Load(writeProfile(t, tc.yaml, tc.files))
 			switch {
 			case tc.refuse == "" && err != nil:
 				t.Fatalf("Load() = %v, want it to load", err)
@@ -74,7 +75,7 @@ func TestHarnessFoldersAreNeverBound(t *testing.T) {
 		t.Fatalf("shipped profiles: %v %v", names, err)
 	}
 	for _, n := range names {
-		if _, err := profile.LoadFS(profiles.FS, n); err != nil {
+		if _, err := kinds.LoadFS(profiles.FS, n); err != nil {
 			t.Errorf("shipped %s: %v", n, err)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gatehouse-dev/gatehouse/targets/kinds"
 	"github.com/gatehouse-dev/gatehouse/targets/profile"
 )
 
@@ -12,7 +13,7 @@ import (
 // or only a system account's, it says nothing.
 func TestPlanWarnsWhenTheSandboxUserIsAnAccount(t *testing.T) {
 	yaml := strings.Replace(dockerBase, "{uid: 0, gid: 0}", "{uid: 1001, gid: 0}", 1) + "target: firejail\nfirejail: {args: [--private-tmp]}\n"
-	p, err := profile.Load(writeProfile(t, yaml, nil))
+	p, err := kinds.Load(writeProfile(t, yaml, nil))
 	if err != nil {
 		t.Fatal(err)
 	}

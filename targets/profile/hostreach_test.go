@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gatehouse-dev/gatehouse/targets/kinds"
 	"github.com/gatehouse-dev/gatehouse/targets/profile"
 	"github.com/gatehouse-dev/gatehouse/targets/profiles"
 )
@@ -34,7 +35,7 @@ func TestShippedProfilesHostReach(t *testing.T) {
 		{"codex-network-direct.yaml", []string{"paths.assume-breach: uid 0"}},
 		{"codex-network-proxy.yaml", []string{"paths.assume-breach: uid 0"}},
 	} {
-		p, err := profile.LoadFS(profiles.FS, tc.file)
+		p, err := kinds.LoadFS(profiles.FS, tc.file)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -113,7 +114,7 @@ func TestHostReachFeature(t *testing.T) {
 		{"exec wrapper as a user", wrap("exec", "exec: {argv: [my-sandbox, --]}\n", 1001), "target: exec: what the wrapper makes of the host's /tmp"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p, err := profile.Load(writeProfile(t, tc.yaml, nil))
+			p, err := kinds.Load(writeProfile(t, tc.yaml, nil))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -133,7 +134,7 @@ func TestHostReachFeature(t *testing.T) {
 func TestExposes(t *testing.T) {
 	bw := "name: x\ntarget: bwrap\nnetwork: lab\npaths:\n  normal: {uid: 1000, gid: 1000}\n  assume-breach: {uid: 0, gid: 0}\n" +
 		"bwrap:\n  args: [--unshare-user, --unshare-pid, --unshare-ipc, --ro-bind, /opt/keys, /keys, --bind, /srv, /srv]\n"
-	p, err := profile.Load(writeProfile(t, bw, nil))
+	p, err := kinds.Load(writeProfile(t, bw, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +154,7 @@ func TestExposes(t *testing.T) {
 			t.Errorf("Exposes(%s) = %+v, %v; want field %q writable %v", tc.path, a, ok, tc.field, tc.writable)
 		}
 	}
-	w, err := profile.LoadFS(profiles.FS, "firejail-hardened.yaml")
+	w, err := kinds.LoadFS(profiles.FS, "firejail-hardened.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/gatehouse-dev/gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/targets/kinds"
 	"github.com/gatehouse-dev/gatehouse/targets/profile"
 	"github.com/gatehouse-dev/gatehouse/targets/profiles"
 )
@@ -29,7 +30,7 @@ func TestPlanSaysTheHostUser(t *testing.T) {
 		{profiles.FirejailHardened, targets.PathBreach, profile.HostRoot, 0, "host root"},
 	} {
 		t.Run(tc.profile+"/"+string(tc.path), func(t *testing.T) {
-			p, err := profile.LoadFS(profiles.FS, tc.profile)
+			p, err := kinds.LoadFS(profiles.FS, tc.profile)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -36,22 +36,24 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
-// Load reads a profile file from disk and every file it references.
-func Load(file string) (*Profile, error) {
+// Load reads a profile file from disk and every file it references. Its
+// target must name one of kinds (targets/kinds.All).
+func Load(file string, kinds Kinds) (*Profile, error) {
 	dir, err := filepath.Abs(filepath.Dir(file))
 	if err != nil {
 		return nil, fmt.Errorf("profile: %w", err)
 	}
-	return load(os.DirFS(dir), filepath.Base(file), file, dir)
+	return load(os.DirFS(dir), filepath.Base(file), file, dir, kinds)
 }
 
 // LoadFS reads a profile from fsys (for example the embedded profiles);
-// referenced files are read from the same fs.FS, next to the profile.
-func LoadFS(fsys fs.FS, name string) (*Profile, error) {
-	return load(fsys, name, name, "")
+// referenced files are read from the same fs.FS, next to the profile. Its
+// target must name one of kinds.
+func LoadFS(fsys fs.FS, name string, kinds Kinds) (*Profile, error) {
+	return load(fsys, name, name, "", kinds)
 }
 
-func load(fsys fs.FS, name, label, hostDir string) (*Profile, error) {
+func load(fsys fs.FS, name, label, hostDir string, kinds Kinds) (*Profile, error) {
 	data, err := fs.ReadFile(fsys, name)
 	if err != nil {
 		return nil, &Error{File: label, Err: err}
@@ -73,7 +75,7 @@ func load(fsys fs.FS, name, label, hostDir string) (*Profile, error) {
 	p.main = path.Base(name)
 	p.files = map[string][]byte{p.main: data}
 	p.refs = map[int]string{}
-	v := &validator{p: p, root: &root, fsys: fsys, dir: path.Dir(name), hostDir: hostDir, file: label}
+	v := &validator{p: p, root: &root, fsys: fsys, dir: path.Dir(name), hostDir: hostDir, file: label, kinds: kinds}
 	if err := v.run(); err != nil {
 		return nil, err
 	}

@@ -7,11 +7,10 @@ import (
 )
 
 // netAdmin: the path's root can change the session namespace's network
-// (nftables, routes, addresses). bwrap's capabilities live in a user
-// namespace of the sandbox's own, which does not own a namespace the
-// harness made; gVisor answers netfilter calls with its own kernel.
+// (nftables, routes, addresses): CAP_NET_ADMIN decides, unless the kind
+// says no root of the sandbox can (Description.NetworkOutOfReach).
 func (p *Profile) netAdmin(path targets.Path) bool {
-	if p.Target == "bwrap" || p.gvisor() {
+	if p.describe().NetworkOutOfReach != "" {
 		return false
 	}
 	return p.caps(path)["NET_ADMIN"]
@@ -19,13 +18,8 @@ func (p *Profile) netAdmin(path targets.Path) bool {
 
 // egressApplies says whether the ruleset governs the sandbox's traffic.
 func (p *Profile) egressApplies() (bool, string) {
-	switch {
-	case p.Target == "bwrap" && p.bwrapUnshares("net"):
-		return false, "bwrap.args give the sandbox an empty network namespace of its own; the session's, which holds the ruleset, is never used"
-	case p.Target == TargetFirejail && firejailOwnNet(p.Firejail.Args):
-		return false, "firejail.args give the sandbox a network namespace of firejail's own (--net=...); the session's, which holds the ruleset, is not the sandbox's"
-	case p.gvisor() && !p.runtimeFlag("--network=host"):
-		return false, "runsc's own netstack sends through a packet socket the namespace's output hook never sees (docs/docker.md); runtime_flags: [--network=host] makes it apply"
+	if why := p.describe().EgressBypass; why != "" {
+		return false, why
 	}
 	return true, "applied in the session's network namespace before the sandbox starts, and read back table by table"
 }
@@ -53,11 +47,8 @@ func (p *Profile) egressControl() Control {
 // netWhy explains reach over the session's network namespace; can is what
 // CAP_NET_ADMIN there allows.
 func (p *Profile) netWhy(can string) string {
-	switch {
-	case p.Target == "bwrap":
-		return "bwrap joins the namespace, then makes a user namespace of its own: capabilities there, root's too, give no power over a namespace the host's user namespace owns"
-	case p.gvisor():
-		return "the guest's netfilter is gVisor's own kernel's; the host's nftables of the session namespace are out of its reach, whatever its capabilities"
+	if why := p.describe().NetworkOutOfReach; why != "" {
+		return why
 	}
 	var parts []string
 	for _, path := range bothPaths {
@@ -82,8 +73,8 @@ func (p *Profile) networkControl() Control {
 	default:
 		c.Where = "a session namespace of its own, joined to the lab by a veth the harness made"
 	}
-	if p.Target == "bwrap" && p.bwrapUnshares("net") {
-		c.Where, c.Why = "an empty namespace of bwrap's own", "the session's namespace is never used"
+	if own := p.describe().OwnNetwork; own != nil {
+		c.Where, c.Why = own.Where, own.Why
 		return c
 	}
 	c.Reach = reach(p.netAdmin)
@@ -126,15 +117,4 @@ func (v *validator) egressWarnings() []Warning {
 		return warn("the ruleset is within the guest's reach on the " + strings.Join(in, " and ") + " path: root there has CAP_NET_ADMIN over the session namespace")
 	}
 	return nil
-}
-
-// firejailOwnNet: --net=none or --net=IFACE makes firejail's sandbox a
-// network namespace of its own instead of the one it starts in.
-func firejailOwnNet(args []string) bool {
-	for _, a := range args {
-		if strings.HasPrefix(a, "--net=") {
-			return true
-		}
-	}
-	return false
 }

@@ -114,17 +114,7 @@ func NewPlan(p *Profile, gates []string, checked bool) Plan {
 	return pl
 }
 
-func (p *Profile) runtime() string {
-	switch {
-	case p.Target == "bwrap":
-		return "bubblewrap"
-	case p.IsWrapper():
-		return "wrapper " + strings.Join(p.Wrapper().Argv, " ")
-	case p.Docker.Runtime != "":
-		return p.Docker.Runtime
-	}
-	return "runc (the daemon's default)"
-}
+func (p *Profile) runtime() string { return p.describe().Runtime }
 
 func refDoc(ref string) string {
 	kind, name, _ := strings.Cut(ref, ":")

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/gatehouse-dev/gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/targets/kinds"
 	"github.com/gatehouse-dev/gatehouse/targets/profile"
 	"github.com/gatehouse-dev/gatehouse/targets/profiles"
 )
@@ -43,7 +44,7 @@ func TestDangerousBindsAreWarnings(t *testing.T) {
 		{"a profile file", bind("--ro-bind", "./hosts"), ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p, err := profile.Load(writeProfile(t, tc.yaml, map[string]string{"hosts": "127.0.0.1 x\n"}))
+			p, err := kinds.Load(writeProfile(t, tc.yaml, map[string]string{"hosts": "127.0.0.1 x\n"}))
 			if err != nil {
 				t.Fatalf("Load() = %v: a dangerous bind is a warning, not an error", err)
 			}
@@ -80,7 +81,7 @@ func control(t *testing.T, pl profile.Plan, name string) profile.Control {
 func TestPlanSaysWhereEachControlLives(t *testing.T) {
 	normal, breach := string(targets.PathNormal), string(targets.PathBreach)
 	shipped := func(name string) *profile.Profile {
-		p, err := profile.LoadFS(profiles.FS, name)
+		p, err := kinds.LoadFS(profiles.FS, name)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -89,7 +90,7 @@ func TestPlanSaysWhereEachControlLives(t *testing.T) {
 	netAdmin := strings.Replace(dockerBase, "network: lab", "network: lab\negress: x.nft", 1) + "target: docker\ndocker: {cap_add: [NET_ADMIN]}\n"
 	netstack := strings.Replace(dockerBase, "network: lab", "network: lab\negress: x.nft", 1) + "target: gvisor\n"
 	load := func(y string) *profile.Profile {
-		p, err := profile.Load(writeProfile(t, y, map[string]string{"x.nft": "table inet x {}\n"}))
+		p, err := kinds.Load(writeProfile(t, y, map[string]string{"x.nft": "table inet x {}\n"}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -138,7 +139,7 @@ func TestPlanSaysWhereEachControlLives(t *testing.T) {
 // literal under a credential's name is withheld.
 func TestPlanPrintsNoSecretValues(t *testing.T) {
 	y := base + "env:\n  GITHUB_TOKEN: '{{secret:github-token}}'\n  API_KEY: sk-live-0123456789abcdef\n  HOME: /home/agent\n"
-	p, err := profile.Load(writeProfile(t, y, nil))
+	p, err := kinds.Load(writeProfile(t, y, nil))
 	if err != nil {
 		t.Fatal(err)
 	}

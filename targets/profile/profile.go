@@ -55,6 +55,7 @@ type Profile struct {
 	files  map[string][]byte // key: path relative to the profile's folder
 	refs   map[int]string    // Bwrap.Args index -> key in files
 	facts  facts             // what the loader worked out, for Check, Binds and Plan
+	kind   Kind              // the target's kind, from the kinds Load was given
 }
 
 // SecretProcess is where the platform's secret-holding process runs.

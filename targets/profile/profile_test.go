@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/targets/kinds"
 	"github.com/gatehouse-dev/gatehouse/targets/profile"
 	"github.com/gatehouse-dev/gatehouse/targets/profiles"
 )
@@ -24,7 +25,7 @@ func TestShippedProfilesLoad(t *testing.T) {
 		{profiles.Offline, profile.NetworkNone, []string{"bwrap-offline.yaml"}},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
-			p, err := profile.LoadFS(profiles.FS, tc.file)
+			p, err := kinds.LoadFS(profiles.FS, tc.file)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -49,7 +50,7 @@ func TestShippedProfilesLoad(t *testing.T) {
 }
 
 func TestHardenedIdentities(t *testing.T) {
-	p, err := profile.LoadFS(profiles.FS, profiles.Hardened)
+	p, err := kinds.LoadFS(profiles.FS, profiles.Hardened)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +105,7 @@ func TestLoadRejects(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			file := writeProfile(t, tc.yaml, map[string]string{"x.nft": "table inet x {}\n"})
-			_, err := profile.Load(file)
+			_, err := kinds.Load(file)
 			var pe *profile.Error
 			if !errors.As(err, &pe) {
 				t.Fatalf("Load() error = %v, want *profile.Error", err)
@@ -119,18 +120,18 @@ func TestLoadRejects(t *testing.T) {
 
 func TestDigestFollowsReferencedFiles(t *testing.T) {
 	file := writeProfile(t, base+"egress: x.nft\n", map[string]string{"x.nft": "table inet x {}\n"})
-	p1, err := profile.Load(file)
+	p1, err := kinds.Load(file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, err := profile.Load(file)
+	again, err := kinds.Load(file)
 	if err != nil || again.Digest() != p1.Digest() {
 		t.Fatalf("digest not stable: %v %s %s", err, again.Digest(), p1.Digest())
 	}
 	if err := os.WriteFile(filepath.Join(filepath.Dir(file), "x.nft"), []byte("table inet y {}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p2, err := profile.Load(file)
+	p2, err := kinds.Load(file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +146,7 @@ func TestDigestFollowsReferencedFiles(t *testing.T) {
 func TestBwrapArgFilesAreRecorded(t *testing.T) {
 	y := strings.Replace(base, "--unshare-net]", "--unshare-net, --ro-bind-data, ./hosts, /etc/hosts, --ro-bind, ./resolv, /etc/resolv.conf]", 1)
 	file := writeProfile(t, y, map[string]string{"hosts": "127.0.0.1 x\n", "resolv": "nameserver 203.0.113.53\n"})
-	p, err := profile.Load(file)
+	p, err := kinds.Load(file)
 	if err != nil {
 		t.Fatal(err)
 	}

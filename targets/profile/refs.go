@@ -11,8 +11,7 @@ import (
 
 // facts are what the loader worked out beyond the decoded fields.
 type facts struct {
-	bwrap    []bwrapOpt // bwrap.args split into options
-	refs     []string   // "place:NAME" and "secret:NAME" the profile names, sorted
+	refs     []string // "place:NAME" and "secret:NAME" the profile names, sorted
 	warnings []Warning
 	// wrapFiles: exec/firejail {{file:NAME}} -> key in files
 	wrapFiles map[string]string
@@ -62,14 +61,17 @@ func (v *validator) references() error {
 			return v.failItem("bwrap.args", i, fmt.Errorf("bwrap.args[%d]: %w", i, err))
 		}
 	}
-	wargv := p.Exec.Argv
-	if p.Target == TargetFirejail {
-		wargv = p.Firejail.Args
-	}
-	for i, a := range wargv {
-		// The wrapper's own references were checked by wrapper().
-		if err := check(WrapperRef.ReplaceAllString(a, "")); err != nil {
-			return v.failItem(fieldOf(p.Target), i, fmt.Errorf("[%d]: %w", i, err))
+	// Only the kind's own section is set (sections): exec.argv or
+	// firejail.args, a wrapper's. Its own references were checked by the
+	// kind's Load.
+	for _, w := range []struct {
+		field string
+		args  []string
+	}{{"exec.argv", p.Exec.Argv}, {"firejail.args", p.Firejail.Args}} {
+		for i, a := range w.args {
+			if err := check(WrapperRef.ReplaceAllString(a, "")); err != nil {
+				return v.failItem(w.field, i, fmt.Errorf("[%d]: %w", i, err))
+			}
 		}
 	}
 	for _, k := range sortedKeys(p.Env) {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gatehouse-dev/gatehouse/targets/kinds"
 	"github.com/gatehouse-dev/gatehouse/targets/profile"
 )
 
@@ -44,7 +45,7 @@ func TestLoadRefusesWhatTargetsWouldRefuse(t *testing.T) {
 		{"docker reference in a target", dk("  mounts: [{type: bind, source: /srv, target: '/x/{{place:home}}'}]\n"), "docker.mounts[0].target", "sources only"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := profile.Load(writeProfile(t, tc.yaml, nil))
+			_, err := kinds.Load(writeProfile(t, tc.yaml, nil))
 			var pe *profile.Error
 			if !errors.As(err, &pe) {
 				t.Fatalf("Load() = %v, want *profile.Error", err)
@@ -65,7 +66,7 @@ func TestLoadAcceptsCorrectOptions(t *testing.T) {
 		dockerBase + "target: docker\ndocker:\n  cap_add: [net_admin, CAP_NET_RAW]\n  security_opt: ['no-new-privileges:true', apparmor=unconfined]\n" +
 			"  mounts: [{type: volume, source: cache, target: /c}, {type: tmpfs, target: /t}]\n",
 	} {
-		if _, err := profile.Load(writeProfile(t, y, nil)); err != nil {
+		if _, err := kinds.Load(writeProfile(t, y, nil)); err != nil {
 			t.Errorf("Load() = %v for\n%s", err, y)
 		}
 	}

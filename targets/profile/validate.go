@@ -22,6 +22,7 @@ type validator struct {
 	dir     string // the profile's folder inside fsys
 	hostDir string // the same folder on disk, "" for non-disk file systems
 	file    string
+	kinds   Kinds // what Load was given
 }
 
 var (
@@ -36,6 +37,11 @@ func (v *validator) run() error {
 			return v.fail(f.key, errors.New("required"))
 		}
 	}
+	k, ok := v.kinds.find(p.Target)
+	if !ok {
+		return v.fail("target", fmt.Errorf("%q is not a known target; known targets: %s", p.Target, v.kinds.names()))
+	}
+	p.kind = k
 	if p.Egress != "" {
 		if p.Network != NetworkLab {
 			// In "host" mode the ruleset would filter the lab itself.
@@ -73,7 +79,7 @@ func (v *validator) run() error {
 			return v.fail("paths."+section, errors.New("uid and gid must not be negative"))
 		}
 		for _, c := range id.CapAdd {
-			if !capName.MatchString(c) || !knownCap(c) {
+			if !capName.MatchString(c) || !KnownCap(c) {
 				return v.fail("paths."+section+".cap_add", fmt.Errorf("%q is not a capability name like CAP_NET_RAW", c))
 			}
 		}
@@ -92,20 +98,14 @@ func (v *validator) run() error {
 	if err := v.secretProcess(); err != nil {
 		return err
 	}
-	if err := v.docker(); err != nil {
+	if err := v.sections(v.kinds); err != nil {
 		return err
 	}
-	if err := v.wrapper(); err != nil {
+	if err := p.kind.Load(&Loading{v}); err != nil {
 		return err
-	}
-	if p.Target == "bwrap" && len(p.Bwrap.Args) == 0 {
-		return v.fail("bwrap.args", errors.New("required for target bwrap"))
 	}
 	if len(p.Limits.StopCommand) > 0 && p.Limits.StopCommand[0] == "" {
 		return v.fail("limits.stop_command", errors.New("the command's first word is empty"))
-	}
-	if err := v.bwrapArgs(); err != nil {
-		return err
 	}
 	if err := v.harness(); err != nil {
 		return err
@@ -216,14 +216,15 @@ func (v *validator) secretProcess() error {
 			return v.fail("secret_process.user", errors.New("only for where: inside (outside, it runs as root on the host)"))
 		}
 	case SecretInside:
-		if v.p.gvisor() {
-			return v.fail("secret_process.where", errors.New("under gVisor a process keeps its environment in gVisor's kernel, so the harness cannot see from the host that the planted one runs: use where: outside, or leave secret_process out (that place is then reported as not tested)"))
+		d := v.p.describe()
+		if d.SecretInside != "" {
+			return v.fail("secret_process.where", errors.New(d.SecretInside))
 		}
 		switch sp.User {
 		case SecretAgent:
 		case SecretOther:
-			if v.p.Target == "bwrap" || v.p.IsWrapper() {
-				return v.fail("secret_process.user", errors.New("bubblewrap's --unshare-user maps one uid into the sandbox, so no other user can run inside it: run the process outside, or inside as the agent"))
+			if d.SecretOther != "" {
+				return v.fail("secret_process.user", errors.New(d.SecretOther))
 			}
 		case "":
 			return v.fail("secret_process.user", errors.New("required with where: inside: agent (the path's own uid) or other"))

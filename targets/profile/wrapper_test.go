@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gatehouse-dev/gatehouse/targets/profile"
+	"github.com/gatehouse-dev/gatehouse/targets/kinds"
 )
 
 func TestWrapperSections(t *testing.T) {
@@ -34,7 +34,7 @@ func TestWrapperSections(t *testing.T) {
 			if err := os.WriteFile(f, []byte(base+tc.yaml), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			p, err := profile.Load(f)
+			p, err := kinds.Load(f)
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("err %v, want one containing %q", err, tc.err)

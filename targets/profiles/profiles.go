@@ -1,6 +1,6 @@
 // Package profiles holds the sandbox profiles Gatehouse ships, embedded so
 // that `gatehouse run` works with no files of the team's own. Load one with
-// profile.LoadFS(profiles.FS, profiles.Default).
+// kinds.LoadFS(profiles.FS, profiles.Default).
 package profiles
 
 import "embed"

@@ -19,6 +19,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/probe/probetest"
 	"github.com/gatehouse-dev/gatehouse/targets"
 	"github.com/gatehouse-dev/gatehouse/targets/exec"
+	"github.com/gatehouse-dev/gatehouse/targets/kinds"
 	"github.com/gatehouse-dev/gatehouse/targets/profile"
 	"github.com/gatehouse-dev/gatehouse/targets/profiles"
 )
@@ -38,7 +39,7 @@ func BenchmarkColdStart(b *testing.B) {
 	}
 	for _, name := range []string{"srt-default.yaml", "codex-workspace-write.yaml", "codex-network-proxy.yaml"} {
 		b.Run(strings.TrimSuffix(name, ".yaml"), func(b *testing.B) {
-			p, err := profile.LoadFS(profiles.FS, name)
+			p, err := kinds.LoadFS(profiles.FS, name)
 			if err != nil {
 				b.Fatal(err)
 			}

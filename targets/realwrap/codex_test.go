@@ -11,8 +11,9 @@ import (
 	"github.com/gatehouse-dev/gatehouse/probe/probetest"
 	"github.com/gatehouse-dev/gatehouse/targets"
 	"github.com/gatehouse-dev/gatehouse/targets/exec"
-	"github.com/gatehouse-dev/gatehouse/targets/profile"
+	"github.com/gatehouse-dev/gatehouse/targets/kinds"
 	"github.com/gatehouse-dev/gatehouse/targets/profiles"
+	"github.com/gatehouse-dev/gatehouse/targets/realwrap"
 )
 
 // Codex with the network off refuses getsockopt in its seccomp filter; the
@@ -43,7 +44,7 @@ func TestCodexNetworkOffSession(t *testing.T) {
 // only lo, skipping when the tool is not installed.
 func startProfile(t *testing.T, name string, path targets.Path) targets.Session {
 	t.Helper()
-	p, err := profile.LoadFS(profiles.FS, name)
+	p, err := kinds.LoadFS(profiles.FS, name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,8 +79,8 @@ func TestSRTSocketsStayInTheSession(t *testing.T) {
 	var out bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	res, err := s.Exec(ctx, targets.Command{Args: []string{"/bin/sh", "-c", "ls " + profile.SRTWrapperTmp}, Stdout: &out, Stderr: &out})
+	res, err := s.Exec(ctx, targets.Command{Args: []string{"/bin/sh", "-c", "ls " + realwrap.SRTWrapperTmp}, Stdout: &out, Stderr: &out})
 	if err != nil || res.ExitCode != 0 || !strings.Contains(out.String(), "srt-mux-") {
-		t.Fatalf("srt's sockets not in %s: %v %+v: %q", profile.SRTWrapperTmp, err, res, out.String())
+		t.Fatalf("srt's sockets not in %s: %v %+v: %q", realwrap.SRTWrapperTmp, err, res, out.String())
 	}
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/probe/probetest"
 	"github.com/gatehouse-dev/gatehouse/targets"
 	"github.com/gatehouse-dev/gatehouse/targets/exec"
-	"github.com/gatehouse-dev/gatehouse/targets/profile"
+	"github.com/gatehouse-dev/gatehouse/targets/kinds"
 	"github.com/gatehouse-dev/gatehouse/targets/profiles"
 	"github.com/gatehouse-dev/gatehouse/targets/targettest"
 )
@@ -25,7 +25,7 @@ func TestConformance(t *testing.T) {
 	for _, name := range []string{"srt-default.yaml", "codex-network-proxy.yaml", "codex-workspace-write.yaml"} {
 		for _, path := range []targets.Path{targets.PathNormal, targets.PathBreach} {
 			t.Run(name+"/"+string(path), func(t *testing.T) {
-				p, err := profile.LoadFS(profiles.FS, name)
+				p, err := kinds.LoadFS(profiles.FS, name)
 				if err != nil {
 					t.Fatal(err)
 				}

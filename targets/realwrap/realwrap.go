@@ -35,7 +35,7 @@ var srtTmp = SRTTmp
 // which any local user, or root in a sandbox that sees the host's /tmp,
 // could have planted as a link. release removes it (nil for other tools).
 func Prepare(p *profile.Profile) (binds []exec.Bind, release func() error, err error) {
-	if p.Target != profile.TargetSRT {
+	if p.Target != KindSRT {
 		return nil, nil, nil
 	}
 	// The host's /tmp/claude is only the mount point: made empty and

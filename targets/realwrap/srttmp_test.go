@@ -14,6 +14,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/probe/probetest"
 	"github.com/gatehouse-dev/gatehouse/targets"
 	"github.com/gatehouse-dev/gatehouse/targets/exec"
+	"github.com/gatehouse-dev/gatehouse/targets/kinds"
 	"github.com/gatehouse-dev/gatehouse/targets/profile"
 	"github.com/gatehouse-dev/gatehouse/targets/profiles"
 	"github.com/gatehouse-dev/gatehouse/targets/realwrap"
@@ -21,7 +22,7 @@ import (
 
 func srtProfile(t *testing.T) *profile.Profile {
 	t.Helper()
-	p, err := profile.LoadFS(profiles.FS, "srt-default.yaml")
+	p, err := kinds.LoadFS(profiles.FS, "srt-default.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

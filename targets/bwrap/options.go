@@ -1,10 +1,70 @@
-package profile
+package bwrap
 
 import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	"github.com/gatehouse-dev/gatehouse/targets/profile"
 )
+
+// fdOptions take a file descriptor as their first operand. A profile names
+// a file next to it instead ("--seccomp ./filter.bpf"); the bwrap target
+// opens that file and passes its descriptor, so the bytes recorded in the
+// evidence are the bytes bubblewrap reads.
+var fdOptions = map[string]bool{
+	"--seccomp": true, "--add-seccomp-fd": true, "--file": true,
+	"--bind-data": true, "--ro-bind-data": true,
+}
+
+// FDOption reports whether a bwrap option takes a descriptor operand.
+func FDOption(opt string) bool { return fdOptions[opt] }
+
+// refusedOptions are set by the harness, or need descriptors a YAML file
+// cannot provide.
+var refusedOptions = map[string]string{
+	"--uid":             "set by paths.*.uid",
+	"--gid":             "set by paths.*.gid",
+	"--cap-add":         "set by paths.assume-breach.cap_add",
+	"--":                "the command is the harness's; give only options",
+	"--args":            "takes a descriptor; write the arguments out",
+	"--info-fd":         "takes a descriptor the harness does not provide",
+	"--json-status-fd":  "takes a descriptor the harness does not provide",
+	"--block-fd":        "takes a descriptor the harness does not provide",
+	"--userns-block-fd": "takes a descriptor the harness does not provide",
+	"--sync-fd":         "takes a descriptor the harness does not provide",
+	"--userns":          "takes a descriptor the harness does not provide",
+	"--userns2":         "takes a descriptor the harness does not provide",
+	"--pidns":           "takes a descriptor the harness does not provide",
+	"--bind-fd":         "takes a descriptor the harness does not provide; use --bind",
+	"--ro-bind-fd":      "takes a descriptor the harness does not provide; use --ro-bind",
+}
+
+// loadArgs checks the bwrap arguments (each option known, with all its
+// operands) and reads the files they name: an operand starting with "./",
+// or an absolute path inside the profile's folder on disk.
+func loadArgs(l *profile.Loading) error {
+	args := l.Profile().Bwrap.Args
+	opts, at, err := parseArgs(args)
+	if err != nil {
+		return l.FailItem("bwrap.args", at, fmt.Errorf("bwrap.args[%d] %w", at, err))
+	}
+	for _, o := range opts {
+		if fdOptions[o.Name] && !strings.HasPrefix(o.Operands[0], "./") {
+			return l.FailItem("bwrap.args", o.Index, fmt.Errorf("bwrap.args[%d] %s takes a descriptor: name a file next to the profile as ./NAME", o.Index, o.Name))
+		}
+	}
+	for i, a := range args {
+		key, err := l.ArgFile(a)
+		if err != nil {
+			return l.FailItem("bwrap.args", i, fmt.Errorf("bwrap.args[%d]: %w", i, err))
+		}
+		if key != "" {
+			l.RecordArgFile(i, key)
+		}
+	}
+	return nil
+}
 
 // bwrapArity is every option of bubblewrap 0.8.0 (`bwrap --help`) with the
 // names of its operands. An unknown option, or an option whose operands run
@@ -38,8 +98,8 @@ var bwrapArity = map[string][]string{
 	"--symlink": {"SRC", "DEST"}, "--chmod": {"OCTAL", "PATH"},
 }
 
-// bwrapOpt is one option of a profile's bwrap.args and its operands.
-type bwrapOpt struct {
+// option is one option of a profile's bwrap.args and its operands.
+type option struct {
 	Index    int // of the option in bwrap.args
 	Name     string
 	Operands []string
@@ -50,11 +110,11 @@ var (
 	digits = regexp.MustCompile(`^[0-9]+$`)
 )
 
-// parseBwrap splits bwrap.args into options, checking each one's arity and
+// parseArgs splits bwrap.args into options, checking each one's arity and
 // the values bwrap itself would reject. It returns the index of the
 // argument at fault with the error.
-func parseBwrap(args []string) ([]bwrapOpt, int, error) {
-	var out []bwrapOpt
+func parseArgs(args []string) ([]option, int, error) {
+	var out []option
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		if why, ok := refusedOptions[a]; ok {
@@ -68,7 +128,7 @@ func parseBwrap(args []string) ([]bwrapOpt, int, error) {
 			}
 			return nil, i, fmt.Errorf("%s is not a bubblewrap 0.8 option%s", a, suggest(a))
 		}
-		o := bwrapOpt{Index: i, Name: a}
+		o := option{Index: i, Name: a}
 		for k, n := range names {
 			j := i + 1 + k
 			if j >= len(args) {
@@ -79,7 +139,7 @@ func parseBwrap(args []string) ([]bwrapOpt, int, error) {
 			}
 			o.Operands = append(o.Operands, args[j])
 		}
-		if err := bwrapValue(o, args, i+1+len(names)); err != nil {
+		if err := argValue(o, args, i+1+len(names)); err != nil {
 			return nil, i, err
 		}
 		out = append(out, o)
@@ -88,14 +148,14 @@ func parseBwrap(args []string) ([]bwrapOpt, int, error) {
 	return out, 0, nil
 }
 
-// bwrapValue checks the values bwrap parses itself; next is the index of
+// argValue checks the values bwrap parses itself; next is the index of
 // the argument after o.
-func bwrapValue(o bwrapOpt, args []string, next int) error {
+func argValue(o option, args []string, next int) error {
 	switch o.Name {
 	case "--help", "--version":
 		return fmt.Errorf("%s prints and exits: it starts no sandbox", o.Name)
 	case "--cap-drop":
-		if !knownCap(o.Operands[0]) {
+		if !profile.KnownCap(o.Operands[0]) {
 			return fmt.Errorf("--cap-drop %q is not a capability name like CAP_NET_RAW, or ALL", o.Operands[0])
 		}
 	case "--perms", "--chmod":
