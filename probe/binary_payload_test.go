@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 )
 
 // A payload that is not text (a QUIC Initial starts 0xc3 0x00...) must
@@ -21,13 +22,13 @@ func TestBinaryPayloadSurvivesThePlan(t *testing.T) {
 	}
 	t.Cleanup(func() { pc.Close() })
 	want := []byte{0xc3, 0x00, 0x00, 0x00, 0x01, 0xff, 'c', 'a', 'n'}
-	js, err := json.Marshal(probe.Plan{TimeoutMS: 500, Steps: []probe.Step{
-		{ID: "quic", Kind: probe.KindUDP, Target: pc.LocalAddr().String(), Binary: want, Payload: "ignored"},
+	js, err := json.Marshal(wire.Plan{TimeoutMS: 500, Steps: []wire.Step{
+		{ID: "quic", Kind: wire.KindUDP, Target: pc.LocalAddr().String(), Binary: want, Payload: "ignored"},
 	}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan, err := probe.ReadPlan(bytes.NewReader(js))
+	plan, err := wire.ReadPlan(bytes.NewReader(js))
 	if err != nil {
 		t.Fatal(err)
 	}

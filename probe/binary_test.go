@@ -11,6 +11,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/probe"
 	"github.com/gatehouse-dev/gatehouse/probe/probetest"
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 )
 
 // TestBinaryIsStatic: the probe runs in FROM-scratch images and jails
@@ -37,10 +38,10 @@ func TestBinaryRun(t *testing.T) {
 	lab := &labServer{}
 	srv := httptest.NewServer(lab)
 	t.Cleanup(srv.Close)
-	plan := probe.Plan{Session: "e2e", Canary: "c4n", TimeoutMS: 2000, Parallel: 2, Steps: []probe.Step{
-		{ID: "hello", Kind: probe.KindHTTP, Target: srv.URL + "/hello", Headers: map[string]string{"X-Canary": "c4n"}},
-		{ID: "refused", Kind: probe.KindTCP, Target: closedPort(t, "tcp")},
-		{ID: "kernel", Kind: probe.KindWrite, Target: "/proc/sys/kernel/core_pattern", Payload: "|/x"},
+	plan := wire.Plan{Session: "e2e", Canary: "c4n", TimeoutMS: 2000, Parallel: 2, Steps: []wire.Step{
+		{ID: "hello", Kind: wire.KindHTTP, Target: srv.URL + "/hello", Headers: map[string]string{"X-Canary": "c4n"}},
+		{ID: "refused", Kind: wire.KindTCP, Target: closedPort(t, "tcp")},
+		{ID: "kernel", Kind: wire.KindWrite, Target: "/proc/sys/kernel/core_pattern", Payload: "|/x"},
 	}}
 	in, err := json.Marshal(plan)
 	if err != nil {
@@ -48,23 +49,23 @@ func TestBinaryRun(t *testing.T) {
 	}
 	cmd := exec.CommandContext(t.Context(), bin, "run")
 	cmd.Stdin = bytes.NewReader(in)
-	stdout := probe.NewCapWriter(probe.DefaultLimits().MaxBytes)
+	stdout := wire.NewCapWriter(wire.DefaultLimits().MaxBytes)
 	var stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = stdout, &stderr
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("probe run: %v: %s", err, stderr.String())
 	}
-	reps, problems, err := probe.Decode(bytes.NewReader(stdout.Bytes()), plan, probe.DefaultLimits())
+	reps, problems, err := wire.Decode(bytes.NewReader(stdout.Bytes()), plan, wire.DefaultLimits())
 	if err != nil || len(problems) > 0 || len(reps) != 3 {
 		t.Fatalf("Decode: %d reports, problems %q, err %v; output %q", len(reps), problems, err, stdout.Bytes())
 	}
-	got := map[string]probe.Report{}
+	got := map[string]wire.Report{}
 	for _, r := range reps {
 		got[r.ID] = r
 	}
-	expect(t, got["hello"], probe.OutcomeCompleted, "hello c4n")
-	expect(t, got["refused"], probe.OutcomeRefused, "")
-	expect(t, got["kernel"], probe.OutcomeDenied, "")
+	expect(t, got["hello"], wire.OutcomeCompleted, "hello c4n")
+	expect(t, got["refused"], wire.OutcomeRefused, "")
+	expect(t, got["kernel"], wire.OutcomeDenied, "")
 	// The verdict comes from the endpoint's log, not from the report.
 	if hits := lab.Hits(); len(hits) != 1 || hits[0] != "GET /hello canary=c4n" {
 		t.Errorf("server hits %q", hits)
@@ -78,7 +79,7 @@ func TestBinaryBadPlan(t *testing.T) {
 		"duplicate id":  `{"steps":[{"id":"a","kind":"read"},{"id":"a","kind":"read"}]}`,
 		"trailing":      `{"steps":[]} {}`,
 		"not json":      "\x00\x01",
-		"oversized":     `{"session":"` + strings.Repeat("x", probe.MaxPlanBytes) + `"}`,
+		"oversized":     `{"session":"` + strings.Repeat("x", wire.MaxPlanBytes) + `"}`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			cmd := exec.CommandContext(t.Context(), bin, "run")
@@ -100,7 +101,7 @@ func TestBinaryFacts(t *testing.T) {
 	}
 	dec := json.NewDecoder(bytes.NewReader(out))
 	dec.DisallowUnknownFields()
-	var f probe.Facts
+	var f wire.Facts
 	if err := dec.Decode(&f); err != nil {
 		t.Fatalf("decode facts: %v in %q", err, out)
 	}

@@ -4,19 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 )
 
 // channelTick is how often a sender offers its value again and a poller
 // looks again: two sessions that start a little apart still meet.
 const channelTick = 100 * time.Millisecond
-
-// xsPrefix names what the probe leaves in shared folders, so each side can
-// find the other's without knowing its value.
-const xsPrefix = ".gatehouse-xs-"
 
 // channel is one parsed send/receive target.
 type channel struct{ scheme, rest string }
@@ -34,7 +30,7 @@ func parseChannel(target string) (channel, error) {
 // active window is the whole time it kept offering (files stay in place
 // until the end), failed tries included: the harness pairs it with the
 // other session's receive window on the same channel.
-func doSend(ctx context.Context, s Step, rep *Report) error {
+func doSend(ctx context.Context, s wire.Step, rep *wire.Report) error {
 	ch, err := parseChannel(s.Target)
 	if err != nil {
 		return err
@@ -75,7 +71,7 @@ func doSend(ctx context.Context, s Step, rep *Report) error {
 
 // repeat calls fn every channelTick for d (or until ctx ends). It returns
 // nil if any call succeeded, else the last error.
-func repeat(ctx context.Context, d time.Duration, fn func(context.Context) error, rep *Report) error {
+func repeat(ctx context.Context, d time.Duration, fn func(context.Context) error, rep *wire.Report) error {
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	var last error
@@ -107,7 +103,7 @@ func repeat(ctx context.Context, d time.Duration, fn func(context.Context) error
 // value arrived is in Excerpt, for the harness to judge. Its active window
 // runs from when it really listened (socket bound, folder there, segment
 // attached) to when it stopped: none when it never listened.
-func doReceive(ctx context.Context, s Step, rep *Report) error {
+func doReceive(ctx context.Context, s wire.Step, rep *wire.Report) error {
 	ch, err := parseChannel(s.Target)
 	if err != nil {
 		return err
@@ -142,11 +138,4 @@ func doReceive(ctx context.Context, s Step, rep *Report) error {
 		return nil
 	}
 	return err
-}
-
-// tag is a short, stable name for a value that does not reveal it.
-func tag(v string) string {
-	h := fnv.New32a()
-	h.Write([]byte(v))
-	return strconv.FormatUint(uint64(h.Sum32()), 16)
 }

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 )
 
 // maxWritable bounds how many mount points "dir:@writable" uses.
@@ -105,7 +107,7 @@ func sendFiles(where, v string, note func(string)) (func(context.Context) error,
 		}
 		var last error
 		for _, d := range dirs {
-			name, _ := XSFile(v, where) // one file per channel, so two channels on one folder never remove each other's
+			name, _ := wire.XSFile(v, where) // one file per channel, so two channels on one folder never remove each other's
 			p := filepath.Join(d, name)
 			if err := writeXS(p, v); err != nil {
 				last = err
@@ -150,7 +152,7 @@ func pollFiles(ctx context.Context, where string, f *found) error {
 				continue
 			}
 			there = nil
-			ms, _ := filepath.Glob(filepath.Join(d, xsPrefix+"*"))
+			ms, _ := filepath.Glob(filepath.Join(d, wire.XSPrefix+"*"))
 			for _, m := range ms {
 				if b, err := readFile(m); err == nil {
 					f.add(b, m)

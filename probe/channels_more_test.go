@@ -12,7 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/internal/posixmq"
 	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 )
 
 // A send's and a receive's active windows lie inside the attempt and
@@ -21,9 +23,9 @@ import (
 func TestChannelAttemptsReportActiveWindows(t *testing.T) {
 	dir := t.TempDir()
 	reps := runParallel(t,
-		probe.Step{ID: "send", Kind: probe.KindSend, Target: "dir:" + dir, Payload: tok("xa"), DurationMS: 800},
-		probe.Step{ID: "recv", Kind: probe.KindReceive, Target: "dir:" + dir, Payload: tok("xb"), DurationMS: 800},
-		probe.Step{ID: "absent", Kind: probe.KindReceive, Target: "dir:" + filepath.Join(dir, "nope"), Payload: tok("xb"), DurationMS: 800},
+		wire.Step{ID: "send", Kind: wire.KindSend, Target: "dir:" + dir, Payload: tok("xa"), DurationMS: 800},
+		wire.Step{ID: "recv", Kind: wire.KindReceive, Target: "dir:" + dir, Payload: tok("xb"), DurationMS: 800},
+		wire.Step{ID: "absent", Kind: wire.KindReceive, Target: "dir:" + filepath.Join(dir, "nope"), Payload: tok("xb"), DurationMS: 800},
 	)
 	for _, id := range []string{"send", "recv"} {
 		r := reps[id]
@@ -37,7 +39,7 @@ func TestChannelAttemptsReportActiveWindows(t *testing.T) {
 			t.Errorf("%s: active %v, want about the 800 ms it ran", id, r.ActiveTo.Sub(r.ActiveFrom))
 		}
 	}
-	if r := reps["absent"]; !r.ActiveFrom.IsZero() || r.Outcome == probe.OutcomeCompleted {
+	if r := reps["absent"]; !r.ActiveFrom.IsZero() || r.Outcome == wire.OutcomeCompleted {
 		t.Errorf("a receive on a missing folder: %s with window %v..%v, want no window and not completed", r.Outcome, r.ActiveFrom, r.ActiveTo)
 	}
 }
@@ -48,24 +50,24 @@ func TestMessageQueueCarriesAValue(t *testing.T) {
 	name := "/gatehouse-test-" + tok("")
 	theirs, mine := tok("xa"), tok("xb")
 	reps := runParallel(t,
-		probe.Step{ID: "send", Kind: probe.KindSend, Target: "mq:" + name, Payload: theirs, DurationMS: 1200},
-		probe.Step{ID: "recv", Kind: probe.KindReceive, Target: "mq:" + name, Payload: mine, DurationMS: 1200},
+		wire.Step{ID: "send", Kind: wire.KindSend, Target: "mq:" + name, Payload: theirs, DurationMS: 1200},
+		wire.Step{ID: "recv", Kind: wire.KindReceive, Target: "mq:" + name, Payload: mine, DurationMS: 1200},
 	)
 	if r := reps["recv"]; strings.Contains(r.Error, "not supported") {
 		t.Skipf("no POSIX message queues here: %s", r.Error)
 	}
-	if r := reps["recv"]; r.Outcome != probe.OutcomeCompleted || !strings.Contains(r.Excerpt, theirs) || !strings.Contains(r.Excerpt, "posix mqueue "+name) {
+	if r := reps["recv"]; r.Outcome != wire.OutcomeCompleted || !strings.Contains(r.Excerpt, theirs) || !strings.Contains(r.Excerpt, "posix mqueue "+name) {
 		t.Errorf("receive: %s (%s), excerpt %q", r.Outcome, r.Error, r.Excerpt)
 	}
-	if r := reps["send"]; r.Outcome != probe.OutcomeCompleted {
+	if r := reps["send"]; r.Outcome != wire.OutcomeCompleted {
 		t.Errorf("send: %s (%s)", r.Outcome, r.Error)
 	}
 	// Gone: a send now finds no queue (it never creates one).
-	reps = runParallel(t, probe.Step{ID: "late", Kind: probe.KindSend, Target: "mq:" + name, Payload: theirs, DurationMS: 200})
-	if r := reps["late"]; r.Outcome == probe.OutcomeCompleted || !strings.Contains(r.Error, "no such file") {
+	reps = runParallel(t, wire.Step{ID: "late", Kind: wire.KindSend, Target: "mq:" + name, Payload: theirs, DurationMS: 200})
+	if r := reps["late"]; r.Outcome == wire.OutcomeCompleted || !strings.Contains(r.Error, "no such file") {
 		t.Errorf("send after the receiver ended: %s (%s), want the queue gone", r.Outcome, r.Error)
 	}
-	if err := probe.MqUnlink(name); err != nil {
+	if err := posixmq.Unlink(name); err != nil {
 		t.Errorf("unlink of a missing queue: %v", err)
 	}
 }
@@ -83,10 +85,10 @@ func TestProcChannelsReadOtherProcesses(t *testing.T) {
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	reps := runParallel(t,
-		probe.Step{ID: "cmdline", Kind: probe.KindReceive, Target: "proc:cmdline", Payload: mine, DurationMS: 400},
-		probe.Step{ID: "environ", Kind: probe.KindReceive, Target: "proc:environ", Payload: mine, DurationMS: 400},
-		probe.Step{ID: "offer", Kind: probe.KindSend, Target: "proc:cmdline", Payload: theirs, DurationMS: 300},
-		probe.Step{ID: "bad", Kind: probe.KindReceive, Target: "proc:status", Payload: mine, DurationMS: 300},
+		wire.Step{ID: "cmdline", Kind: wire.KindReceive, Target: "proc:cmdline", Payload: mine, DurationMS: 400},
+		wire.Step{ID: "environ", Kind: wire.KindReceive, Target: "proc:environ", Payload: mine, DurationMS: 400},
+		wire.Step{ID: "offer", Kind: wire.KindSend, Target: "proc:cmdline", Payload: theirs, DurationMS: 300},
+		wire.Step{ID: "bad", Kind: wire.KindReceive, Target: "proc:status", Payload: mine, DurationMS: 300},
 	)
 	for _, id := range []string{"cmdline", "environ"} {
 		r := reps[id]
@@ -94,10 +96,10 @@ func TestProcChannelsReadOtherProcesses(t *testing.T) {
 			t.Errorf("%s: %s (%s), excerpt %q, window from %v", id, r.Outcome, r.Error, r.Excerpt, r.ActiveFrom)
 		}
 	}
-	if r := reps["offer"]; r.Outcome != probe.OutcomeCompleted {
+	if r := reps["offer"]; r.Outcome != wire.OutcomeCompleted {
 		t.Errorf("offer: %s (%s)", r.Outcome, r.Error)
 	}
-	if r := reps["bad"]; r.Outcome == probe.OutcomeCompleted {
+	if r := reps["bad"]; r.Outcome == wire.OutcomeCompleted {
 		t.Errorf("proc:status is no channel, yet %s", r.Outcome)
 	}
 }
@@ -112,9 +114,9 @@ func TestHoldEndsWhenItsInputEnds(t *testing.T) {
 		done <- probe.Main(context.Background(), []string{"hold", tok("xa"), t.TempDir()}, pr, out, io.Discard)
 	}()
 	deadline := time.Now().Add(5 * time.Second)
-	for !strings.HasPrefix(out.String(), probe.HoldReady+" ") {
+	for !strings.HasPrefix(out.String(), wire.HoldReady+" ") {
 		if time.Now().After(deadline) {
-			t.Fatalf("no %q line: %q", probe.HoldReady, out.String())
+			t.Fatalf("no %q line: %q", wire.HoldReady, out.String())
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

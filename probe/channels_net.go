@@ -11,6 +11,9 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/gatehouse-dev/gatehouse/internal/unixsock"
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 )
 
 // connRead bounds how long a receiver reads one connection.
@@ -104,7 +107,7 @@ func acceptAll(ctx context.Context, l net.Listener, what string, f *found) error
 			return ctxErrOr(ctx, err)
 		}
 		_ = c.SetDeadline(time.Now().Add(connRead))
-		b, _ := readSome(c, readCap)
+		b, _ := unixsock.ReadSome(c, readCap)
 		from := what
 		if ra := c.RemoteAddr(); ra != nil && ra.String() != "" && ra.String() != "@" {
 			from += " from " + ra.String()
@@ -123,7 +126,7 @@ func ctxErrOr(ctx context.Context, err error) error {
 
 // receiveUnix listens on a socket file of its own in a shared folder.
 func receiveUnix(ctx context.Context, dir, own string, f *found, note func(string)) error {
-	p := filepath.Join(dir, XSSocket(own))
+	p := filepath.Join(dir, wire.XSSocket(own))
 	var lc net.ListenConfig
 	l, err := lc.Listen(ctx, "unix", p)
 	if err != nil {
@@ -136,15 +139,15 @@ func receiveUnix(ctx context.Context, dir, own string, f *found, note func(strin
 
 // sendUnix connects to every other session's socket file in dir.
 func sendUnix(ctx context.Context, dir, v string) error {
-	ms, _ := filepath.Glob(filepath.Join(dir, xsPrefix+"*.sock"))
-	own := xsPrefix + tag(v) + ".sock"
+	ms, _ := filepath.Glob(filepath.Join(dir, wire.XSPrefix+"*.sock"))
+	own := wire.XSPrefix + wire.Tag(v) + ".sock"
 	return sendEach(ctx, "unix", ms, func(m string) bool { return filepath.Base(m) == own }, v)
 }
 
 // receiveAbstract listens on an abstract socket named after its own value.
 func receiveAbstract(ctx context.Context, name, own string, f *found) error {
 	var lc net.ListenConfig
-	l, err := lc.Listen(ctx, "unix", "@"+name+"-"+tag(own))
+	l, err := lc.Listen(ctx, "unix", "@"+name+"-"+wire.Tag(own))
 	if err != nil {
 		return err
 	}
@@ -167,7 +170,7 @@ func sendAbstract(ctx context.Context, name, v string) error {
 			ms = append(ms, fields[n-1])
 		}
 	}
-	own := "@" + name + "-" + tag(v)
+	own := "@" + name + "-" + wire.Tag(v)
 	return sendEach(ctx, "unix", ms, func(m string) bool { return m == own }, v)
 }
 

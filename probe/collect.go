@@ -6,6 +6,9 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/gatehouse-dev/gatehouse/internal/creds"
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 )
 
 // collector gathers what a search finds. The search runs in its own
@@ -17,7 +20,7 @@ type collector struct {
 	skip  string                // the probe's own value, never reported
 	vals  []string
 	where map[string]string
-	creds []Cred
+	creds []creds.Cred
 	seen  map[string]bool // credential hashes already listed
 	lines []string        // other findings, one line each
 	notes []string        // what was left out by rule: shown if room is left
@@ -44,7 +47,7 @@ func (c *collector) values(b []byte, where string) {
 }
 
 // cred records credentials, once per value.
-func (c *collector) cred(cs []Cred) {
+func (c *collector) cred(cs []creds.Cred) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, cr := range cs {
@@ -141,8 +144,8 @@ func (c *collector) excerpt(n int) (string, int) {
 // finish writes the findings into rep and returns the attempt's error: a
 // search that did not cover everything (or whose findings did not all
 // fit) is partial; a search of a path that does not exist is complete.
-func (c *collector) finish(rep *Report, err error) error {
-	text, dropped := c.excerpt(ExcerptCap(rep.Kind))
+func (c *collector) finish(rep *wire.Report, err error) error {
+	text, dropped := c.excerpt(wire.ExcerptCap(rep.Kind))
 	rep.Excerpt = text
 	if dropped > 0 {
 		err = withPartial(err, fmt.Sprintf("%d findings did not fit the report", dropped))

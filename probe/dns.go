@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/miekg/dns"
+
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 )
 
 // resolvConf is where the default DNS server comes from.
@@ -17,7 +19,7 @@ const resolvConf = "/etc/resolv.conf"
 
 // doDNS sends one query for Target to Server, or to the first nameserver of
 // resolv.conf, and puts the rcode and answers in the excerpt.
-func doDNS(ctx context.Context, s Step, rep *Report) error {
+func doDNS(ctx context.Context, s wire.Step, rep *wire.Report) error {
 	qtype := dns.TypeA
 	if s.QType != "" {
 		t, ok := dns.StringToType[strings.ToUpper(s.QType)]

@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 )
 
 const (
@@ -23,8 +25,8 @@ const (
 
 // ReadFacts reads what the sandbox looks like from inside. Nothing is
 // guessed: a value that cannot be read stays empty and is named in Errors.
-func ReadFacts() Facts {
-	var f Facts
+func ReadFacts() wire.Facts {
+	var f wire.Facts
 	fail := func(what string, err error) { f.Errors = append(f.Errors, what+": "+err.Error()) }
 
 	if status, err := readCapped("/proc/self/status", factFileCap); err != nil {
@@ -69,7 +71,7 @@ func ReadFacts() Facts {
 }
 
 // fillStatus takes the effective IDs and security fields of a status file.
-func fillStatus(f *Facts, status string, fail func(string, error)) {
+func fillStatus(f *wire.Facts, status string, fail func(string, error)) {
 	fields := map[string]string{}
 	for line := range strings.Lines(status) {
 		if k, v, ok := strings.Cut(line, ":"); ok {

@@ -6,25 +6,28 @@ import (
 	"os"
 	"sort"
 	"strings"
+
+	"github.com/gatehouse-dev/gatehouse/internal/unixsock"
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 )
 
 const listCap = 200 // directory entries a list attempt names
 
 // doRead opens Target and reads up to readCap bytes.
-func doRead(s Step, rep *Report) error {
+func doRead(s wire.Step, rep *wire.Report) error {
 	f, err := os.Open(s.Target)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	buf, err := readSome(f, readCap)
+	buf, err := unixsock.ReadSome(f, readCap)
 	rep.Bytes = len(buf)
 	rep.Excerpt = string(buf)
 	return err
 }
 
 // doList names up to listCap entries of the folder Target, sorted.
-func doList(s Step, rep *Report) error {
+func doList(s wire.Step, rep *wire.Report) error {
 	f, err := os.Open(s.Target)
 	if err != nil {
 		return err
@@ -42,7 +45,7 @@ func doList(s Step, rep *Report) error {
 
 // doWrite writes Payload to the regular file Target (created 0600 or
 // truncated). Every refusal check runs before any byte is written.
-func doWrite(s Step, rep *Report) error {
+func doWrite(s wire.Step, rep *wire.Report) error {
 	f, err := openForWrite(s.Target)
 	if err != nil {
 		return err

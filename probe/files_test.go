@@ -8,7 +8,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 )
 
 func TestFiles(t *testing.T) {
@@ -51,31 +51,31 @@ func TestFiles(t *testing.T) {
 	}
 
 	reps := runPlan(t, 500,
-		probe.Step{ID: "read", Kind: probe.KindRead, Target: secret},
-		probe.Step{ID: "missing", Kind: probe.KindRead, Target: filepath.Join(dir, "nope")},
-		probe.Step{ID: "fifo", Kind: probe.KindRead, Target: fifo}, // blocks in open: must time out
-		probe.Step{ID: "list", Kind: probe.KindList, Target: small},
-		probe.Step{ID: "biglist", Kind: probe.KindList, Target: dir},
-		probe.Step{ID: "new", Kind: probe.KindWrite, Target: filepath.Join(dir, "new"), Payload: "canary"},
-		probe.Step{ID: "trunc", Kind: probe.KindWrite, Target: out, Payload: "new"},
-		probe.Step{ID: "proc", Kind: probe.KindWrite, Target: "/proc/sysrq-trigger", Payload: "c"},
-		probe.Step{ID: "sys", Kind: probe.KindWrite, Target: "/sys/kernel/../kernel/x", Payload: "c"},
-		probe.Step{ID: "symlink", Kind: probe.KindWrite, Target: filepath.Join(dir, "sneaky"), Payload: "|x"},
-		probe.Step{ID: "device", Kind: probe.KindWrite, Target: "/dev/null", Payload: "x"},
-		probe.Step{ID: "fifowrite", Kind: probe.KindWrite, Target: fifo, Payload: "x"},
+		wire.Step{ID: "read", Kind: wire.KindRead, Target: secret},
+		wire.Step{ID: "missing", Kind: wire.KindRead, Target: filepath.Join(dir, "nope")},
+		wire.Step{ID: "fifo", Kind: wire.KindRead, Target: fifo}, // blocks in open: must time out
+		wire.Step{ID: "list", Kind: wire.KindList, Target: small},
+		wire.Step{ID: "biglist", Kind: wire.KindList, Target: dir},
+		wire.Step{ID: "new", Kind: wire.KindWrite, Target: filepath.Join(dir, "new"), Payload: "canary"},
+		wire.Step{ID: "trunc", Kind: wire.KindWrite, Target: out, Payload: "new"},
+		wire.Step{ID: "proc", Kind: wire.KindWrite, Target: "/proc/sysrq-trigger", Payload: "c"},
+		wire.Step{ID: "sys", Kind: wire.KindWrite, Target: "/sys/kernel/../kernel/x", Payload: "c"},
+		wire.Step{ID: "symlink", Kind: wire.KindWrite, Target: filepath.Join(dir, "sneaky"), Payload: "|x"},
+		wire.Step{ID: "device", Kind: wire.KindWrite, Target: "/dev/null", Payload: "x"},
+		wire.Step{ID: "fifowrite", Kind: wire.KindWrite, Target: fifo, Payload: "x"},
 	)
-	expect(t, reps["read"], probe.OutcomeCompleted, strings.Repeat("s", probe.MaxExcerptLen))
+	expect(t, reps["read"], wire.OutcomeCompleted, strings.Repeat("s", wire.MaxExcerptLen))
 	if b := reps["read"].Bytes; b != 4096 {
 		t.Errorf("read %d bytes, want the 4096 cap", b)
 	}
-	expect(t, reps["missing"], probe.OutcomeError, "")
-	expect(t, reps["fifo"], probe.OutcomeTimeout, "")
-	expect(t, reps["list"], probe.OutcomeCompleted, "a\nb")
+	expect(t, reps["missing"], wire.OutcomeError, "")
+	expect(t, reps["fifo"], wire.OutcomeTimeout, "")
+	expect(t, reps["list"], wire.OutcomeCompleted, "a\nb")
 	if b := reps["biglist"].Bytes; b != 200 {
 		t.Errorf("biglist named %d entries, want the 200 cap", b)
 	}
-	expect(t, reps["new"], probe.OutcomeCompleted, "")
-	expect(t, reps["trunc"], probe.OutcomeCompleted, "")
+	expect(t, reps["new"], wire.OutcomeCompleted, "")
+	expect(t, reps["trunc"], wire.OutcomeCompleted, "")
 	for path, want := range map[string]string{filepath.Join(dir, "new"): "canary", out: "new"} {
 		got, err := os.ReadFile(path)
 		if err != nil || string(got) != want {
@@ -87,7 +87,7 @@ func TestFiles(t *testing.T) {
 	}
 	for _, id := range []string{"proc", "sys", "symlink", "device", "fifowrite"} {
 		r := reps[id]
-		if r.Outcome != probe.OutcomeDenied || !strings.HasPrefix(r.Error, probe.RefusePrefix) {
+		if r.Outcome != wire.OutcomeDenied || !strings.HasPrefix(r.Error, wire.RefusePrefix) {
 			t.Errorf("%s: outcome %q error %q, want a refusal", id, r.Outcome, r.Error)
 		}
 	}

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 )
 
 // findRoots bounds how many folders a glob target expands to.
@@ -22,8 +24,8 @@ var systemDirs = map[string]bool{"/proc": true, "/sys": true, "/dev": true, "/us
 
 // doFind searches Target (see KindFind) and reports the token-shaped values
 // found in files under it.
-func doFind(ctx context.Context, s Step, rep *Report) error {
-	c := newCollector(Tokens, s.Payload)
+func doFind(ctx context.Context, s wire.Step, rep *wire.Report) error {
+	c := newCollector(wire.Tokens, s.Payload)
 	err := gather(ctx, func() error {
 		roots, first, cut, err := findRootsOf(s.Target, s.Hints)
 		if err != nil {

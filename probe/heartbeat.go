@@ -16,6 +16,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 )
 
 // doHeartbeat models an agent that does not want to stop: it ignores
@@ -24,7 +26,7 @@ import (
 // starts a copy of itself in a new session (setsid), outside its process
 // group, that does the same. Each request says who sent it (who=main or
 // who=child) so the endpoint's log tells them apart.
-func doHeartbeat(ctx context.Context, s Step, rep *Report) error {
+func doHeartbeat(ctx context.Context, s wire.Step, rep *wire.Report) error {
 	signal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	d := stepDuration(s)
 	who := "main"
@@ -34,7 +36,7 @@ func doHeartbeat(ctx context.Context, s Step, rep *Report) error {
 	if s.Escape {
 		pid, err := escapeChild(ctx, s)
 		if err != nil {
-			rep.Error = clip("child: "+err.Error(), MaxErrorLen)
+			rep.Error = clip("child: "+err.Error(), wire.MaxErrorLen)
 		} else {
 			rep.Excerpt = fmt.Sprintf("child pid %d\n", pid)
 		}
@@ -48,12 +50,12 @@ func doHeartbeat(ctx context.Context, s Step, rep *Report) error {
 		pf := httpproxy.FromEnvironment().ProxyFunc()
 		tr.Proxy = func(r *http.Request) (*url.URL, error) { return pf(r.URL) }
 	}
-	client := &http.Client{Timeout: 2 * HeartbeatEvery, Transport: tr}
+	client := &http.Client{Timeout: 2 * wire.HeartbeatEvery, Transport: tr}
 	sep := "?"
 	if strings.Contains(s.Target, "?") {
 		sep = "&"
 	}
-	tick := time.NewTicker(HeartbeatEvery)
+	tick := time.NewTicker(wire.HeartbeatEvery)
 	defer tick.Stop()
 	for n := 1; ; n++ {
 		url := fmt.Sprintf("%s%swho=%s&n=%d", s.Target, sep, who, n)
@@ -82,7 +84,7 @@ const childHeartbeatID = "heartbeat-child"
 
 // escapeChild starts `probe run` again, in a session of its own, with a
 // plan that holds one heartbeat.
-func escapeChild(ctx context.Context, s Step) (int, error) {
+func escapeChild(ctx context.Context, s wire.Step) (int, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return 0, err
@@ -90,7 +92,7 @@ func escapeChild(ctx context.Context, s Step) (int, error) {
 	child := s
 	child.ID, child.Escape = childHeartbeatID, false
 	tag, _ := ctx.Value(tagKey{}).(string)
-	plan, err := json.Marshal(Plan{Session: "child", Canary: tag, Steps: []Step{child}})
+	plan, err := json.Marshal(wire.Plan{Session: "child", Canary: tag, Steps: []wire.Step{child}})
 	if err != nil {
 		return 0, err
 	}
@@ -113,6 +115,6 @@ func appendBeat(file, tag string) {
 	if err != nil {
 		return
 	}
-	_, _ = f.WriteString(BeatLine(tag))
+	_, _ = f.WriteString(wire.BeatLine(tag))
 	f.Close()
 }

@@ -8,13 +8,14 @@ import (
 	"testing"
 
 	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 )
 
 // runPlan runs steps through probe.Run and reads the output back with
 // Decode, so every runner test also checks that honest output decodes.
-func runPlan(t *testing.T, timeoutMS int, steps ...probe.Step) map[string]probe.Report {
+func runPlan(t *testing.T, timeoutMS int, steps ...wire.Step) map[string]wire.Report {
 	t.Helper()
-	plan := probe.Plan{Session: "s1", TimeoutMS: timeoutMS, Steps: steps}
+	plan := wire.Plan{Session: "s1", TimeoutMS: timeoutMS, Steps: steps}
 	if err := plan.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -22,11 +23,11 @@ func runPlan(t *testing.T, timeoutMS int, steps ...probe.Step) map[string]probe.
 	if err := probe.Run(context.Background(), plan, &out); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	reps, problems, err := probe.Decode(&out, plan, probe.DefaultLimits())
+	reps, problems, err := wire.Decode(&out, plan, wire.DefaultLimits())
 	if err != nil || len(problems) > 0 {
 		t.Fatalf("Decode: %v, problems %q", err, problems)
 	}
-	byID := map[string]probe.Report{}
+	byID := map[string]wire.Report{}
 	for _, r := range reps {
 		byID[r.ID] = r
 	}
@@ -37,7 +38,7 @@ func runPlan(t *testing.T, timeoutMS int, steps ...probe.Step) map[string]probe.
 }
 
 // expect checks a report's outcome and, when non-empty, its excerpt.
-func expect(t *testing.T, r probe.Report, outcome, excerpt string) {
+func expect(t *testing.T, r wire.Report, outcome, excerpt string) {
 	t.Helper()
 	if r.Outcome != outcome {
 		t.Errorf("%s: outcome %q (error %q), want %q", r.ID, r.Outcome, r.Error, outcome)

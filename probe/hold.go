@@ -6,13 +6,12 @@ import (
 	"io"
 	"os"
 	"time"
+
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 )
 
 // MaxHold caps how long `probe hold` stays when nobody ends it.
 const MaxHold = 5 * time.Minute
-
-// HoldReady is the line `probe hold` prints once it runs.
-const HoldReady = "holding"
 
 // Hold is `probe hold VALUE [DIR]`: a process that stays alive in its
 // session while another session looks for it, doing nothing else. It
@@ -31,7 +30,7 @@ func Hold(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	if len(args) == 2 {
 		_ = os.Chdir(args[1]) // a sandbox without the folder still holds
 	}
-	if _, err := fmt.Fprintln(stdout, HoldReady, os.Getpid()); err != nil {
+	if _, err := fmt.Fprintln(stdout, wire.HoldReady, os.Getpid()); err != nil {
 		return ExitFailed
 	}
 	eof := make(chan struct{})

@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 )
 
 // dangerousCaps are capabilities that let a process reach past its
@@ -28,7 +30,7 @@ const pidsExposed = 32
 
 // doHostCheck runs one in-sandbox check (see KindHostCheck). It writes
 // nothing: writability is asked with access(2), which opens no file.
-func doHostCheck(s Step, rep *Report) error {
+func doHostCheck(s wire.Step, rep *wire.Report) error {
 	var msg string
 	var err error
 	switch t := s.Target; {

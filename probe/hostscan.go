@@ -1,18 +1,18 @@
 package probe
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"os"
 	"path"
 	"path/filepath"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gatehouse-dev/gatehouse/internal/unixsock"
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 )
 
 // Bounds of the host scans.
@@ -22,17 +22,10 @@ const (
 	engineAsks    = 8  // sockets asked at once
 )
 
-// WellKnownSockets are where engines put their API socket.
-var WellKnownSockets = []string{
-	"/var/run/docker.sock", "/run/docker.sock", "/run/containerd/containerd.sock",
-	"/run/podman/podman.sock", "/var/run/crio/crio.sock", "/run/k3s/containerd/containerd.sock",
-	"/var/run/cri-dockerd.sock", "/run/buildkit/buildkitd.sock",
-}
-
 // doHostScan runs the host checks that list things for the harness to
 // compare from outside ("mounts", "engines"). Like a search they may be
 // partial, and keep what they found.
-func doHostScan(ctx context.Context, s Step, rep *Report) error {
+func doHostScan(ctx context.Context, s wire.Step, rep *wire.Report) error {
 	c := newCollector(func([]byte) []string { return nil }, "")
 	c.setHead("ok: scan not finished")
 	err := gather(ctx, func() error {
@@ -67,7 +60,7 @@ func scanMounts(c *collector) (string, error) {
 			return
 		}
 		seen[p] = true
-		if id, err := StatID(p); err == nil {
+		if id, err := wire.StatID(p); err == nil {
 			c.line("mnt " + id.String() + " " + p)
 		}
 	}
@@ -105,19 +98,19 @@ func scanMounts(c *collector) (string, error) {
 func scanEngines(ctx context.Context, c *collector) (string, error) {
 	var mu sync.Mutex
 	var socks []string
-	seen := map[FileID]bool{}
+	seen := map[wire.FileID]bool{}
 	add := func(p string, st *unix.Stat_t) {
 		if st.Mode&unix.S_IFMT != unix.S_IFSOCK || labSocket(p) {
 			return
 		}
 		mu.Lock()
 		defer mu.Unlock()
-		if id := idOf(st); !seen[id] {
+		if id := wire.FileIDOf(st); !seen[id] {
 			seen[id] = true
 			socks = append(socks, p)
 		}
 	}
-	roots := append(append([]string(nil), WellKnownSockets...), boundSockets()...)
+	roots := append(append([]string(nil), unixsock.WellKnownSockets...), boundSockets()...)
 	ms, _ := readMounts()
 	homes, _ := filepath.Glob("/run/user/*")
 	roots = append(roots, "/run", "/var/run", "/tmp", homeDir())
@@ -147,11 +140,11 @@ func scanEngines(ctx context.Context, c *collector) (string, error) {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			ans, _ := AskEngine(ctx, p)
+			ans, _ := unixsock.AskEngine(ctx, p)
 			if ans.Type == "" {
 				return
 			}
-			id, _ := StatID(p)
+			id, _ := wire.StatID(p)
 			c.line(fmt.Sprintf("engine %s %s %s %s", ans.Type, id, ans.Detail, p))
 			if ans.Engine() {
 				mu.Lock()
@@ -172,24 +165,4 @@ func scanEngines(ctx context.Context, c *collector) (string, error) {
 
 // boundSockets are the paths of unix sockets bound in the sandbox's own
 // network namespace (/proc/net/unix), which a search may not reach.
-func boundSockets() []string { return BoundSockets(engineSockets) }
-
-// BoundSockets lists, at most max, the paths of the unix sockets bound in
-// the caller's network namespace (/proc/net/unix): the probe's inside the
-// sandbox, the harness's on the host.
-func BoundSockets(max int) []string {
-	f, err := os.Open("/proc/net/unix")
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	var out []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() && len(out) < max {
-		fields := strings.Fields(sc.Text())
-		if len(fields) >= 8 && strings.HasPrefix(fields[7], "/") {
-			out = append(out, fields[7])
-		}
-	}
-	return out
-}
+func boundSockets() []string { return unixsock.BoundSockets(engineSockets) }

@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"golang.org/x/net/http/httpproxy"
+
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 )
 
 const (
@@ -22,9 +24,9 @@ const (
 
 // doHTTP makes the step's request, and when Then is set, a second request
 // carrying the first response's body as a header (the IMDSv2 token flow).
-func doHTTP(ctx context.Context, s Step, rep *Report) error {
+func doHTTP(ctx context.Context, s wire.Step, rep *wire.Report) error {
 	client, redirectCapped := newHTTPClient(s)
-	body, err := request(ctx, client, s.Method, s.Target, s.Headers, s.body(), rep)
+	body, err := request(ctx, client, s.Method, s.Target, s.Headers, bodyOf(s), rep)
 	if err != nil || s.Then == nil {
 		return capNote(err, *redirectCapped)
 	}
@@ -57,7 +59,7 @@ var httpDial = (&net.Dialer{}).DialContext
 // newHTTPClient never verifies TLS (lab endpoints use throwaway certificates)
 // and reads proxy settings from the environment only when the step asks: an
 // agent told to "ignore the proxy" is modelled by UseProxy=false.
-func newHTTPClient(s Step) (*http.Client, *bool) {
+func newHTTPClient(s wire.Step) (*http.Client, *bool) {
 	tr := &http.Transport{
 		DialContext:       legacyDial(httpDial),
 		TLSClientConfig:   &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // the probe tests reachability, not identity
@@ -87,7 +89,7 @@ func newHTTPClient(s Step) (*http.Client, *bool) {
 
 // request sends one request and records status, byte count and excerpt of
 // the response in rep. It returns up to tokenCap bytes of the body.
-func request(ctx context.Context, c *http.Client, method, target string, headers map[string]string, body string, rep *Report) ([]byte, error) {
+func request(ctx context.Context, c *http.Client, method, target string, headers map[string]string, body string, rep *wire.Report) ([]byte, error) {
 	if method == "" {
 		method = http.MethodGet
 	}
@@ -121,7 +123,7 @@ func request(ctx context.Context, c *http.Client, method, target string, headers
 	defer resp.Body.Close()
 	rep.Status = resp.StatusCode
 	var head limitedBuffer
-	head.max = max(tokenCap, MaxExcerptLen)
+	head.max = max(tokenCap, wire.MaxExcerptLen)
 	n, err := io.Copy(&head, io.LimitReader(resp.Body, httpBodyCap))
 	rep.Bytes += int(n)
 	rep.Excerpt = string(head.buf)

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 )
 
 // labServer is a loopback stand-in for a controlled endpoint: redirects,
@@ -64,37 +65,37 @@ func TestHTTP(t *testing.T) {
 	t.Cleanup(tlsSrv.Close)
 	u := srv.URL
 	reps := runPlan(t, 3000,
-		probe.Step{ID: "get", Kind: probe.KindHTTP, Target: u + "/hello", Headers: map[string]string{"X-Canary": "c4n"}},
-		probe.Step{ID: "post", Kind: probe.KindHTTP, Target: u + "/echo", Method: "POST", Body: "data=1"},
-		probe.Step{ID: "tls", Kind: probe.KindHTTP, Target: tlsSrv.URL + "/hello"},
-		probe.Step{ID: "nofollow", Kind: probe.KindHTTP, Target: u + "/hop/1"},
-		probe.Step{ID: "follow", Kind: probe.KindHTTP, Target: u + "/hop/5", Follow: true},
-		probe.Step{ID: "toomany", Kind: probe.KindHTTP, Target: u + "/hop/6", Follow: true},
-		probe.Step{ID: "chain", Kind: probe.KindHTTP, Target: u + "/token", Method: "PUT",
-			Then: &probe.Chain{Target: u + "/meta", Header: "X-Token", Extra: map[string]string{"X-Extra": "1"}}},
-		probe.Step{ID: "chainfail", Kind: probe.KindHTTP, Target: u + "/missing", Method: "PUT",
-			Then: &probe.Chain{Target: u + "/meta", Header: "X-Token"}},
-		probe.Step{ID: "scheme", Kind: probe.KindHTTP, Target: "file:///etc/passwd"},
+		wire.Step{ID: "get", Kind: wire.KindHTTP, Target: u + "/hello", Headers: map[string]string{"X-Canary": "c4n"}},
+		wire.Step{ID: "post", Kind: wire.KindHTTP, Target: u + "/echo", Method: "POST", Body: "data=1"},
+		wire.Step{ID: "tls", Kind: wire.KindHTTP, Target: tlsSrv.URL + "/hello"},
+		wire.Step{ID: "nofollow", Kind: wire.KindHTTP, Target: u + "/hop/1"},
+		wire.Step{ID: "follow", Kind: wire.KindHTTP, Target: u + "/hop/5", Follow: true},
+		wire.Step{ID: "toomany", Kind: wire.KindHTTP, Target: u + "/hop/6", Follow: true},
+		wire.Step{ID: "chain", Kind: wire.KindHTTP, Target: u + "/token", Method: "PUT",
+			Then: &wire.Chain{Target: u + "/meta", Header: "X-Token", Extra: map[string]string{"X-Extra": "1"}}},
+		wire.Step{ID: "chainfail", Kind: wire.KindHTTP, Target: u + "/missing", Method: "PUT",
+			Then: &wire.Chain{Target: u + "/meta", Header: "X-Token"}},
+		wire.Step{ID: "scheme", Kind: wire.KindHTTP, Target: "file:///etc/passwd"},
 	)
-	expect(t, reps["get"], probe.OutcomeCompleted, "hello c4n")
-	expect(t, reps["post"], probe.OutcomeCompleted, "POST data=1")
-	expect(t, reps["tls"], probe.OutcomeCompleted, "hello ")
-	expect(t, reps["nofollow"], probe.OutcomeCompleted, "")
+	expect(t, reps["get"], wire.OutcomeCompleted, "hello c4n")
+	expect(t, reps["post"], wire.OutcomeCompleted, "POST data=1")
+	expect(t, reps["tls"], wire.OutcomeCompleted, "hello ")
+	expect(t, reps["nofollow"], wire.OutcomeCompleted, "")
 	if reps["nofollow"].Status != http.StatusFound {
 		t.Errorf("nofollow: status %d, want 302", reps["nofollow"].Status)
 	}
-	expect(t, reps["follow"], probe.OutcomeCompleted, "arrived")
+	expect(t, reps["follow"], wire.OutcomeCompleted, "arrived")
 	if r := reps["toomany"]; r.Status != http.StatusFound || !strings.Contains(r.Error, "after 5 redirects") {
 		t.Errorf("toomany: status %d error %q, want 302 and a redirect note", r.Status, r.Error)
 	}
-	expect(t, reps["chain"], probe.OutcomeCompleted, "secret-role")
+	expect(t, reps["chain"], wire.OutcomeCompleted, "secret-role")
 	if r := reps["chain"]; r.Status != 200 || r.Bytes != len("tok-123\n")+len("secret-role") {
 		t.Errorf("chain: status %d bytes %d", r.Status, r.Bytes)
 	}
 	if r := reps["chainfail"]; r.Status != 404 || !strings.Contains(r.Error, "not attempted") {
 		t.Errorf("chainfail: status %d error %q", r.Status, r.Error)
 	}
-	expect(t, reps["scheme"], probe.OutcomeError, "")
+	expect(t, reps["scheme"], wire.OutcomeError, "")
 
 	hops := 0
 	for _, h := range lab.Hits() {
@@ -125,14 +126,14 @@ func TestHTTPProxy(t *testing.T) {
 	t.Cleanup(probe.GuardHTTPDial())
 	t.Setenv("HTTP_PROXY", proxy.URL)
 	t.Setenv("NO_PROXY", "")
-	reps := runPlan(t, 3000, probe.Step{ID: "via", Kind: probe.KindHTTP, Target: "http://gatehouse.test/hello", UseProxy: true,
+	reps := runPlan(t, 3000, wire.Step{ID: "via", Kind: wire.KindHTTP, Target: "http://gatehouse.test/hello", UseProxy: true,
 		Headers: map[string]string{"X-Canary": "p"}})
-	expect(t, reps["via"], probe.OutcomeCompleted, "hello p")
+	expect(t, reps["via"], wire.OutcomeCompleted, "hello p")
 
 	// Without UseProxy the same step dials the name itself, which the
 	// guard refuses before any lookup: the proxy must see nothing new.
-	reps = runPlan(t, 3000, probe.Step{ID: "direct", Kind: probe.KindHTTP, Target: "http://gatehouse.test/hello"})
-	if r := reps["direct"]; r.Outcome != probe.OutcomeError || !strings.Contains(r.Error, "test guard") {
+	reps = runPlan(t, 3000, wire.Step{ID: "direct", Kind: wire.KindHTTP, Target: "http://gatehouse.test/hello"})
+	if r := reps["direct"]; r.Outcome != wire.OutcomeError || !strings.Contains(r.Error, "test guard") {
 		t.Errorf("direct: outcome %q error %q, want the guard's refusal", r.Outcome, r.Error)
 	}
 	if hits := lab.Hits(); len(hits) != 1 {

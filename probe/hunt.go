@@ -11,6 +11,10 @@ import (
 	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gatehouse-dev/gatehouse/internal/creds"
+	"github.com/gatehouse-dev/gatehouse/internal/unixsock"
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 )
 
 // Bounds of one hunt besides the search's own.
@@ -21,14 +25,14 @@ const (
 
 // doHunt searches one place for canaries and credentials (see KindHunt)
 // and then presents the canaries it found to the Use URLs.
-func doHunt(ctx context.Context, s Step, rep *Report) error {
-	c := newCollector(Canaries, "")
+func doHunt(ctx context.Context, s wire.Step, rep *wire.Report) error {
+	c := newCollector(wire.Canaries, "")
 	err := gather(ctx, func() error {
 		switch s.Target {
 		case "env":
 			env := os.Environ()
 			c.values([]byte(strings.Join(env, "\n")), "env")
-			c.cred(credsInEnv(env, "env:"))
+			c.cred(creds.InEnv(env, "env:"))
 			return nil
 		case "proc":
 			return huntProc(ctx, c)
@@ -82,11 +86,11 @@ func huntProc(ctx context.Context, c *collector) error {
 		dir := filepath.Join("/proc", e.Name())
 		if b, err := readLimited(dir+"/environ", searchFileHead); err == nil {
 			c.values(b, "pid "+e.Name()+" environ")
-			c.cred(credsInEnv(strings.Split(string(b), "\x00"), "pid "+e.Name()+" environ:"))
+			c.cred(creds.InEnv(strings.Split(string(b), "\x00"), "pid "+e.Name()+" environ:"))
 		}
 		if b, err := readLimited(dir+"/cmdline", searchFileHead); err == nil {
 			c.values(b, "pid "+e.Name()+" cmdline")
-			c.cred(credsInText(b, "pid "+e.Name()+" cmdline"))
+			c.cred(creds.InText(b, "pid "+e.Name()+" cmdline"))
 		}
 	}
 	return nil
@@ -150,7 +154,7 @@ func huntFile(ctx context.Context, p string, c *collector) error {
 	if st.Mode()&os.ModeSocket != 0 {
 		b, err := askSocket(ctx, p)
 		c.values(b, p+" (socket)")
-		c.cred(credsInText(b, p+" (socket)"))
+		c.cred(creds.InText(b, p+" (socket)"))
 		return err
 	}
 	if !st.Mode().IsRegular() {
@@ -159,14 +163,14 @@ func huntFile(ctx context.Context, p string, c *collector) error {
 	c.readFile()
 	b, err := readLimited(p, searchFileHead)
 	c.values(b, p)
-	c.cred(credsInFile(b, p))
+	c.cred(creds.InFile(b, p))
 	return err
 }
 
 // askSocket asks a unix socket as an HTTP client would (the engine and
 // most credential helpers speak HTTP) and reads the answer.
 func askSocket(ctx context.Context, p string) ([]byte, error) {
-	return askUnix(ctx, p, []byte("GET /v1/credentials HTTP/1.0\r\nHost: localhost\r\n\r\n"), readCap)
+	return unixsock.Ask(ctx, p, []byte("GET /v1/credentials HTTP/1.0\r\nHost: localhost\r\n\r\n"), readCap)
 }
 
 func readLimited(p string, n int) ([]byte, error) {
@@ -175,7 +179,7 @@ func readLimited(p string, n int) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	return readSome(f, n)
+	return unixsock.ReadSome(f, n)
 }
 
 // present uses each value found against each URL, the way a stolen key is
@@ -190,7 +194,7 @@ func present(ctx context.Context, values, urls []string) {
 	}
 	var wg sync.WaitGroup
 	for _, v := range values {
-		if !strings.HasPrefix(v, HuntPrefix) {
+		if !strings.HasPrefix(v, wire.HuntPrefix) {
 			continue
 		}
 		for _, u := range urls {

@@ -11,7 +11,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 )
 
 func TestHuntFindsPlantedValuesAndUsesThem(t *testing.T) {
@@ -67,12 +67,12 @@ func TestHuntFindsPlantedValuesAndUsesThem(t *testing.T) {
 	defer srv.Close()
 
 	reps := runPlan(t, 3000,
-		probe.Step{ID: "home", Kind: probe.KindHunt, Target: home, Use: []string{srv.URL + "/broker/v1/token"}},
-		probe.Step{ID: "sa", Kind: probe.KindHunt, Target: sa},
-		probe.Step{ID: "sock", Kind: probe.KindHunt, Target: sock},
-		probe.Step{ID: "missing", Kind: probe.KindHunt, Target: filepath.Join(dir, "nope")},
+		wire.Step{ID: "home", Kind: wire.KindHunt, Target: home, Use: []string{srv.URL + "/broker/v1/token"}},
+		wire.Step{ID: "sa", Kind: wire.KindHunt, Target: sa},
+		wire.Step{ID: "sock", Kind: wire.KindHunt, Target: sock},
+		wire.Step{ID: "missing", Kind: wire.KindHunt, Target: filepath.Join(dir, "nope")},
 	)
-	expect(t, reps["home"], probe.OutcomeCompleted, "")
+	expect(t, reps["home"], wire.OutcomeCompleted, "")
 	for _, v := range []string{"GHCANARY-home-aws-0011223344", "GHCANARY-home-kube-5566778899"} {
 		if !strings.Contains(reps["home"].Excerpt, v) {
 			t.Errorf("home hunt missed %s: %q", v, reps["home"].Excerpt)
@@ -88,7 +88,7 @@ func TestHuntFindsPlantedValuesAndUsesThem(t *testing.T) {
 		t.Errorf("socket hunt: %q (%s)", reps["sock"].Excerpt, reps["sock"].Error)
 	}
 	// A place that does not exist is searched completely: nothing there.
-	if r := reps["missing"]; r.Outcome != probe.OutcomeCompleted || r.Excerpt != "" || !strings.HasPrefix(r.Error, "nothing to search") {
+	if r := reps["missing"]; r.Outcome != wire.OutcomeCompleted || r.Excerpt != "" || !strings.HasPrefix(r.Error, "nothing to search") {
 		t.Errorf("hunt of a missing place: %+v", r)
 	}
 	mu.Lock()
@@ -105,7 +105,7 @@ func TestHuntReadsOtherProcessesEnvironment(t *testing.T) {
 		t.Skipf("cannot start sleep: %v", err)
 	}
 	t.Cleanup(func() { sleeper.Process.Kill(); sleeper.Wait() })
-	reps := runPlan(t, 5000, probe.Step{ID: "proc", Kind: probe.KindHunt, Target: "proc"})
+	reps := runPlan(t, 5000, wire.Step{ID: "proc", Kind: wire.KindHunt, Target: "proc"})
 	if !strings.Contains(reps["proc"].Excerpt, "GHCANARY-process-1234abcd") {
 		t.Errorf("proc hunt missed the other process's value: %q", reps["proc"].Excerpt)
 	}
@@ -116,14 +116,14 @@ func TestHostChecksNeverWrite(t *testing.T) {
 	f := filepath.Join(dir, "core_pattern")
 	os.WriteFile(f, []byte("core\n"), 0o644)
 	reps := runPlan(t, 3000,
-		probe.Step{ID: "w", Kind: probe.KindHostCheck, Target: "writable:" + f},
-		probe.Step{ID: "absent", Kind: probe.KindHostCheck, Target: "writable:" + filepath.Join(dir, "none")},
-		probe.Step{ID: "caps", Kind: probe.KindHostCheck, Target: "caps"},
-		probe.Step{ID: "ns", Kind: probe.KindHostCheck, Target: "ns"},
-		probe.Step{ID: "bogus", Kind: probe.KindHostCheck, Target: "format-disk"},
+		wire.Step{ID: "w", Kind: wire.KindHostCheck, Target: "writable:" + f},
+		wire.Step{ID: "absent", Kind: wire.KindHostCheck, Target: "writable:" + filepath.Join(dir, "none")},
+		wire.Step{ID: "caps", Kind: wire.KindHostCheck, Target: "caps"},
+		wire.Step{ID: "ns", Kind: wire.KindHostCheck, Target: "ns"},
+		wire.Step{ID: "bogus", Kind: wire.KindHostCheck, Target: "format-disk"},
 	)
-	expect(t, reps["w"], probe.OutcomeCompleted, "exposed: "+f+" is writable")
-	expect(t, reps["absent"], probe.OutcomeCompleted, "ok: "+filepath.Join(dir, "none")+" absent")
+	expect(t, reps["w"], wire.OutcomeCompleted, "exposed: "+f+" is writable")
+	expect(t, reps["absent"], wire.OutcomeCompleted, "ok: "+filepath.Join(dir, "none")+" absent")
 	if b, _ := os.ReadFile(f); string(b) != "core\n" {
 		t.Errorf("a host check changed the file: %q", b)
 	}
@@ -133,5 +133,5 @@ func TestHostChecksNeverWrite(t *testing.T) {
 	if !strings.Contains(reps["ns"].Excerpt, "pid:[") {
 		t.Errorf("ns: %q", reps["ns"].Excerpt)
 	}
-	expect(t, reps["bogus"], probe.OutcomeError, "")
+	expect(t, reps["bogus"], wire.OutcomeError, "")
 }

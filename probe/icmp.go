@@ -14,6 +14,8 @@ import (
 	"golang.org/x/net/icmp"
 	"golang.org/x/net/ipv4"
 	"golang.org/x/net/ipv6"
+
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 )
 
 // ICMP protocol numbers as icmp.ParseMessage wants them.
@@ -25,7 +27,7 @@ const (
 // doICMP sends one echo request carrying the payload and waits for the
 // matching reply. It tries an unprivileged ping socket first (what an agent
 // gets without root), then a raw socket when running as root.
-func doICMP(ctx context.Context, s Step, rep *Report) error {
+func doICMP(ctx context.Context, s wire.Step, rep *wire.Report) error {
 	addr, err := netip.ParseAddr(s.Target)
 	if err != nil {
 		return fmt.Errorf("icmp target must be an IP address: %w", err)
@@ -90,7 +92,7 @@ func listenICMP(v4 bool) (*icmp.PacketConn, bool, error) {
 // awaitEcho reads until the matching echo reply, a matching destination
 // unreachable, or the deadline. A raw socket sees every ICMP packet of the
 // namespace, so replies are matched by peer, id and sequence.
-func awaitEcho(conn *icmp.PacketConn, proto int, dst netip.Addr, id, seq int, raw bool, rep *Report) error {
+func awaitEcho(conn *icmp.PacketConn, proto int, dst netip.Addr, id, seq int, raw bool, rep *wire.Report) error {
 	buf := make([]byte, 1500)
 	for {
 		n, peer, err := conn.ReadFrom(buf)

@@ -9,7 +9,7 @@ import (
 	"github.com/miekg/dns"
 	"golang.org/x/net/icmp"
 
-	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 )
 
 func TestICMP(t *testing.T) {
@@ -19,21 +19,21 @@ func TestICMP(t *testing.T) {
 	} else if os.Geteuid() != 0 {
 		t.Skipf("no ICMP socket allowed here (ping socket: %v, not root)", err)
 	}
-	steps := []probe.Step{
-		{ID: "v4", Kind: probe.KindICMP, Target: "127.0.0.1", Payload: "canary-icmp"},
-		{ID: "name", Kind: probe.KindICMP, Target: "localhost"},
+	steps := []wire.Step{
+		{ID: "v4", Kind: wire.KindICMP, Target: "127.0.0.1", Payload: "canary-icmp"},
+		{ID: "name", Kind: wire.KindICMP, Target: "localhost"},
 	}
 	if ln, err := net.ListenPacket("udp6", "[::1]:0"); err == nil {
 		ln.Close()
-		steps = append(steps, probe.Step{ID: "v6", Kind: probe.KindICMP, Target: "::1", Payload: "canary-icmp6"})
+		steps = append(steps, wire.Step{ID: "v6", Kind: wire.KindICMP, Target: "::1", Payload: "canary-icmp6"})
 	} else {
 		t.Logf("no IPv6 loopback, v6 case left out: %v", err)
 	}
 	reps := runPlan(t, 1000, steps...)
-	expect(t, reps["v4"], probe.OutcomeCompleted, "canary-icmp")
-	expect(t, reps["name"], probe.OutcomeError, "")
+	expect(t, reps["v4"], wire.OutcomeCompleted, "canary-icmp")
+	expect(t, reps["name"], wire.OutcomeError, "")
 	if r, ok := reps["v6"]; ok {
-		expect(t, r, probe.OutcomeCompleted, "canary-icmp6")
+		expect(t, r, wire.OutcomeCompleted, "canary-icmp6")
 	}
 }
 
@@ -74,17 +74,17 @@ func dnsServer(t *testing.T) (addr string, questions <-chan string) {
 func TestDNS(t *testing.T) {
 	addr, questions := dnsServer(t)
 	reps := runPlan(t, 1000,
-		probe.Step{ID: "a", Kind: probe.KindDNS, Target: "c4n.canary.test", Server: addr},
-		probe.Step{ID: "txt", Kind: probe.KindDNS, Target: "x.canary.test.", Server: addr, QType: "txt"},
-		probe.Step{ID: "refused", Kind: probe.KindDNS, Target: "example.org", Server: addr},
-		probe.Step{ID: "badtype", Kind: probe.KindDNS, Target: "a.canary.test", Server: addr, QType: "NOPE"},
-		probe.Step{ID: "noserver", Kind: probe.KindDNS, Target: "a.canary.test", Server: closedPort(t, "udp")},
+		wire.Step{ID: "a", Kind: wire.KindDNS, Target: "c4n.canary.test", Server: addr},
+		wire.Step{ID: "txt", Kind: wire.KindDNS, Target: "x.canary.test.", Server: addr, QType: "txt"},
+		wire.Step{ID: "refused", Kind: wire.KindDNS, Target: "example.org", Server: addr},
+		wire.Step{ID: "badtype", Kind: wire.KindDNS, Target: "a.canary.test", Server: addr, QType: "NOPE"},
+		wire.Step{ID: "noserver", Kind: wire.KindDNS, Target: "a.canary.test", Server: closedPort(t, "udp")},
 	)
-	expect(t, reps["a"], probe.OutcomeCompleted, "NOERROR\nc4n.canary.test.\t60\tIN\tA\t203.0.113.7")
-	expect(t, reps["txt"], probe.OutcomeCompleted, "NOERROR\nx.canary.test.\t60\tIN\tTXT\t\"hi\"")
-	expect(t, reps["refused"], probe.OutcomeCompleted, "REFUSED")
-	expect(t, reps["badtype"], probe.OutcomeError, "")
-	expect(t, reps["noserver"], probe.OutcomeRefused, "")
+	expect(t, reps["a"], wire.OutcomeCompleted, "NOERROR\nc4n.canary.test.\t60\tIN\tA\t203.0.113.7")
+	expect(t, reps["txt"], wire.OutcomeCompleted, "NOERROR\nx.canary.test.\t60\tIN\tTXT\t\"hi\"")
+	expect(t, reps["refused"], wire.OutcomeCompleted, "REFUSED")
+	expect(t, reps["badtype"], wire.OutcomeError, "")
+	expect(t, reps["noserver"], wire.OutcomeRefused, "")
 	seen := map[string]bool{}
 	for len(questions) > 0 {
 		seen[<-questions] = true

@@ -1,3 +1,9 @@
+// Package probe is the attempt runner that is copied into a sandbox: it
+// reads a wire.Plan on stdin, makes each attempt, and writes one
+// wire.Report per attempt on stdout as a JSON line. The format between it
+// and the harness is package wire; only the probe binary
+// (cmd/gatehouse-probe) imports this package, so the harness never links
+// the attempts (internal/archtest guards that).
 package probe
 
 import (
@@ -5,6 +11,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 )
 
 // Exit codes of the probe binary.
@@ -33,7 +41,7 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	}
 	switch args[0] {
 	case "run":
-		plan, control, err := ReadPlanStream(stdin)
+		plan, control, err := wire.ReadPlanStream(stdin)
 		if err != nil {
 			fmt.Fprintln(stderr, err)
 			return ExitBadPlan

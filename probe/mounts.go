@@ -2,13 +2,14 @@ package probe
 
 import (
 	"bufio"
-	"fmt"
 	"os"
 	"path"
 	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 )
 
 // maxMounts bounds the mount table the probe works from; a sandbox has a
@@ -23,46 +24,6 @@ type mount struct {
 	FSType string
 	RO     bool
 	Opts   string // per-mount options (ro,nosuid,...), for a remount that keeps them
-}
-
-// FileID names a file the way the kernel does: device and inode. The
-// same folder seen through a bind mount has the same FileID inside and
-// outside a sandbox, so the harness can match what the probe reports
-// against host paths it stats itself.
-type FileID struct {
-	Major, Minor uint32
-	Ino          uint64
-}
-
-// String is "major:minor:inode", the form reports carry.
-func (id FileID) String() string { return fmt.Sprintf("%d:%d:%d", id.Major, id.Minor, id.Ino) }
-
-// ParseFileID reads the String form back.
-func ParseFileID(s string) (FileID, bool) {
-	parts := strings.Split(s, ":")
-	if len(parts) != 3 {
-		return FileID{}, false
-	}
-	ma, e1 := strconv.ParseUint(parts[0], 10, 32)
-	mi, e2 := strconv.ParseUint(parts[1], 10, 32)
-	ino, e3 := strconv.ParseUint(parts[2], 10, 64)
-	if e1 != nil || e2 != nil || e3 != nil {
-		return FileID{}, false
-	}
-	return FileID{uint32(ma), uint32(mi), ino}, true
-}
-
-// StatID returns the FileID of p, following symlinks.
-func StatID(p string) (FileID, error) {
-	var st unix.Stat_t
-	if err := unix.Stat(p, &st); err != nil {
-		return FileID{}, err
-	}
-	return idOf(&st), nil
-}
-
-func idOf(st *unix.Stat_t) FileID {
-	return FileID{unix.Major(uint64(st.Dev)), unix.Minor(uint64(st.Dev)), uint64(st.Ino)}
 }
 
 // readMounts reads the sandbox's mount table.
@@ -262,25 +223,25 @@ const probeHome = "/gatehouse"
 // software (/usr, /lib*, /bin, /sbin) and the probe's own folder. The search checks
 // every folder's FileID against it, so the same folder reached by
 // another path (/proc/1/root/usr, a host root's /usr) is skipped too.
-func notSearched(ms []mount) map[FileID]string {
-	out := map[FileID]string{}
+func notSearched(ms []mount) map[wire.FileID]string {
+	out := map[wire.FileID]string{}
 	for _, m := range ms {
 		why := skipReason(m, ms)
 		if why == "" {
 			continue
 		}
-		if id, err := StatID(m.Point); err == nil {
+		if id, err := wire.StatID(m.Point); err == nil {
 			out[id] = why
 		}
 	}
-	if id, err := StatID(probeHome); err == nil {
+	if id, err := wire.StatID(probeHome); err == nil {
 		out[id] = probeOwn
 	}
 	// An image's own /usr (docker: part of the root file system, not a
 	// mount) is the distribution's software too.
 	for p := range systemPoints {
 		if fi, err := os.Stat(p); err == nil && fi.IsDir() {
-			if id, err := StatID(p); err == nil && out[id] == "" {
+			if id, err := wire.StatID(p); err == nil && out[id] == "" {
 				out[id] = "system software"
 			}
 		}

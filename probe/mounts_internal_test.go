@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 )
 
 // A read-only bind of the host's /usr/share at /opt/share, next to the
@@ -86,17 +88,17 @@ func TestSearchNamesTheRootTooBig(t *testing.T) {
 // Notes never crowd out a finding, and one that does not fit is not a
 // lost finding (the search stays complete).
 func TestNotesDoNotMakeASearchPartial(t *testing.T) {
-	c := newCollector(Tokens, "")
+	c := newCollector(wire.Tokens, "")
 	c.values([]byte("gha0000000000000009"), "/workspace/nonce")
 	c.note("not searched: /opt/share: read-only system software (the same folder as /usr/share)")
-	rep := Report{Kind: KindFind}
+	rep := wire.Report{Kind: wire.KindFind}
 	if err := c.finish(&rep, nil); err != nil {
 		t.Fatalf("finish = %v, want complete", err)
 	}
 	if !strings.HasPrefix(rep.Excerpt, "gha0000000000000009 /workspace/nonce\n") || !strings.Contains(rep.Excerpt, "not searched: /opt/share") {
 		t.Errorf("excerpt %q", rep.Excerpt)
 	}
-	c.note(strings.Repeat("x", ExcerptCap(KindFind)))
+	c.note(strings.Repeat("x", wire.ExcerptCap(wire.KindFind)))
 	if err := c.finish(&rep, nil); err != nil {
 		t.Errorf("a note too long for the report made the search %v", err)
 	}

@@ -3,10 +3,13 @@ package probe
 import (
 	"context"
 	"errors"
-	"io"
 	"net"
 	"os"
+	"strings"
 	"time"
+
+	"github.com/gatehouse-dev/gatehouse/internal/unixsock"
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 )
 
 // udpReplyWait bounds how long a UDP attempt waits for a reply: a silent
@@ -16,7 +19,7 @@ const udpReplyWait = 500 * time.Millisecond
 // doTCP connects, writes the payload and reads until EOF, readCap bytes or
 // the deadline. A connection that was made is "completed" even when the
 // peer stays silent: reaching it is the fact that matters.
-func doTCP(ctx context.Context, s Step, rep *Report) error {
+func doTCP(ctx context.Context, s wire.Step, rep *wire.Report) error {
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "tcp", s.Target)
 	if err != nil {
@@ -28,12 +31,12 @@ func doTCP(ctx context.Context, s Step, rep *Report) error {
 	if dl, ok := ctx.Deadline(); ok {
 		_ = conn.SetDeadline(dl)
 	}
-	if data := s.data(); len(data) > 0 {
+	if data := dataOf(s); len(data) > 0 {
 		if _, err := conn.Write(data); err != nil {
 			return err
 		}
 	}
-	buf, err := readSome(conn, readCap)
+	buf, err := unixsock.ReadSome(conn, readCap)
 	rep.Bytes = len(buf)
 	rep.Excerpt = string(buf)
 	if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) && !errors.Is(err, net.ErrClosed) {
@@ -44,14 +47,14 @@ func doTCP(ctx context.Context, s Step, rep *Report) error {
 
 // doUDP sends the payload and briefly waits for one reply. A send without
 // error is "completed"; a refusal seen on the reply is noted in Error.
-func doUDP(ctx context.Context, s Step, rep *Report) error {
+func doUDP(ctx context.Context, s wire.Step, rep *wire.Report) error {
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "udp", s.Target)
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
-	if _, err := conn.Write(s.data()); err != nil {
+	if _, err := conn.Write(dataOf(s)); err != nil {
 		return err
 	}
 	wait := time.Now().Add(udpReplyWait)
@@ -64,32 +67,24 @@ func doUDP(ctx context.Context, s Step, rep *Report) error {
 	rep.Bytes = n
 	rep.Excerpt = string(buf[:n])
 	if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
-		rep.Error = clip("reply: "+err.Error(), MaxErrorLen)
+		rep.Error = clip("reply: "+err.Error(), wire.MaxErrorLen)
 	}
 	return nil
 }
 
-// readSome reads until EOF, max bytes or an error.
-func readSome(r io.Reader, max int) ([]byte, error) {
-	buf := make([]byte, max)
-	n := 0
-	for n < max {
-		m, err := r.Read(buf[n:])
-		n += m
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				err = nil
-			}
-			return buf[:n], err
-		}
-	}
-	return buf[:n], nil
-}
-
-// data is what a tcp or udp step sends.
-func (s Step) data() []byte {
+// dataOf is what a tcp or udp step sends.
+func dataOf(s wire.Step) []byte {
 	if s.Binary != nil {
 		return s.Binary
 	}
 	return []byte(s.Payload)
+}
+
+// bodyOf is the request body a step sends (Body, or Body repeated to Fill).
+func bodyOf(s wire.Step) string {
+	if s.Fill <= len(s.Body) || s.Body == "" {
+		return s.Body
+	}
+	n := min(s.Fill, wire.MaxFill)
+	return strings.Repeat(s.Body, n/len(s.Body)+1)[:n]
 }

@@ -8,7 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 )
 
 // tcpServer accepts on loopback and runs handle for each connection.
@@ -89,15 +89,15 @@ func TestTCP(t *testing.T) {
 	})
 	silent := tcpServer(t, func(c net.Conn) { time.Sleep(2 * time.Second) })
 	reps := runPlan(t, 600,
-		probe.Step{ID: "echo", Kind: probe.KindTCP, Target: echo, Payload: "canary"},
-		probe.Step{ID: "silent", Kind: probe.KindTCP, Target: silent, Payload: "x"},
-		probe.Step{ID: "refused", Kind: probe.KindTCP, Target: closedPort(t, "tcp")},
-		probe.Step{ID: "dropped", Kind: probe.KindTCP, Target: blackhole(t)},
+		wire.Step{ID: "echo", Kind: wire.KindTCP, Target: echo, Payload: "canary"},
+		wire.Step{ID: "silent", Kind: wire.KindTCP, Target: silent, Payload: "x"},
+		wire.Step{ID: "refused", Kind: wire.KindTCP, Target: closedPort(t, "tcp")},
+		wire.Step{ID: "dropped", Kind: wire.KindTCP, Target: blackhole(t)},
 	)
-	expect(t, reps["echo"], probe.OutcomeCompleted, "got canary")
-	expect(t, reps["silent"], probe.OutcomeCompleted, "")
-	expect(t, reps["refused"], probe.OutcomeRefused, "")
-	expect(t, reps["dropped"], probe.OutcomeTimeout, "")
+	expect(t, reps["echo"], wire.OutcomeCompleted, "got canary")
+	expect(t, reps["silent"], wire.OutcomeCompleted, "")
+	expect(t, reps["refused"], wire.OutcomeRefused, "")
+	expect(t, reps["dropped"], wire.OutcomeTimeout, "")
 	// The timeout was waited out, not cut short (a slow machine can only
 	// make it longer, so there is no upper bound).
 	if d := reps["dropped"].DurationMS; d < 550 {
@@ -118,11 +118,11 @@ func TestHTTPTimeout(t *testing.T) {
 	}
 	t.Cleanup(func() { ln.Close() })
 	reps := runPlan(t, 300,
-		probe.Step{ID: "stuck", Kind: probe.KindHTTP, Target: "http://" + ln.Addr().String() + "/"},
-		probe.Step{ID: "refused", Kind: probe.KindHTTP, Target: "http://" + closedPort(t, "tcp") + "/"},
+		wire.Step{ID: "stuck", Kind: wire.KindHTTP, Target: "http://" + ln.Addr().String() + "/"},
+		wire.Step{ID: "refused", Kind: wire.KindHTTP, Target: "http://" + closedPort(t, "tcp") + "/"},
 	)
-	expect(t, reps["stuck"], probe.OutcomeTimeout, "")
-	expect(t, reps["refused"], probe.OutcomeRefused, "")
+	expect(t, reps["stuck"], wire.OutcomeTimeout, "")
+	expect(t, reps["refused"], wire.OutcomeRefused, "")
 }
 
 func TestUDP(t *testing.T) {
@@ -142,10 +142,10 @@ func TestUDP(t *testing.T) {
 		pc.WriteTo([]byte("pong"), from)
 	}()
 	reps := runPlan(t, 1000,
-		probe.Step{ID: "reply", Kind: probe.KindUDP, Target: pc.LocalAddr().String(), Payload: "canary-udp"},
-		probe.Step{ID: "closed", Kind: probe.KindUDP, Target: closedPort(t, "udp"), Payload: "x"},
+		wire.Step{ID: "reply", Kind: wire.KindUDP, Target: pc.LocalAddr().String(), Payload: "canary-udp"},
+		wire.Step{ID: "closed", Kind: wire.KindUDP, Target: closedPort(t, "udp"), Payload: "x"},
 	)
-	expect(t, reps["reply"], probe.OutcomeCompleted, "pong")
+	expect(t, reps["reply"], wire.OutcomeCompleted, "pong")
 	select {
 	case p := <-got:
 		if p != "canary-udp" {
@@ -155,14 +155,14 @@ func TestUDP(t *testing.T) {
 		t.Error("server got nothing")
 	}
 	// A send is "completed" even to a closed port; the refusal is noted.
-	if r := reps["closed"]; r.Outcome != probe.OutcomeCompleted || r.Error == "" {
+	if r := reps["closed"]; r.Outcome != wire.OutcomeCompleted || r.Error == "" {
 		t.Errorf("closed: outcome %q error %q, want completed with a note", r.Outcome, r.Error)
 	}
 }
 
 // overlap reports whether two attempts' [start, start+duration] met.
-func overlap(a, b probe.Report) bool {
-	end := func(r probe.Report) time.Time {
+func overlap(a, b wire.Report) bool {
+	end := func(r wire.Report) time.Time {
 		return r.Start.Add(time.Duration(r.DurationMS * float64(time.Millisecond)))
 	}
 	return a.Start.Before(end(b)) && b.Start.Before(end(a))

@@ -9,28 +9,12 @@ import (
 	"syscall"
 	"time"
 	"unicode/utf8"
+
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 )
 
-// Field caps shared by the probe (which clips) and Decode (which rejects).
-const (
-	MaxErrorLen   = 512  // bytes of Report.Error
-	MaxExcerptLen = 512  // bytes of Report.Excerpt
-	readCap       = 4096 // bytes a tcp/udp/read attempt takes in
-	// MaxFindingsLen is the Excerpt cap of searches and host checks, whose
-	// excerpt is a list of findings (values, credential hashes, mounts,
-	// engines). With a 4 KiB target and every byte escaped, a report line
-	// stays under Decode's 64 KiB line limit.
-	MaxFindingsLen = 4096
-)
-
-// ExcerptCap is the Excerpt cap of a report of kind.
-func ExcerptCap(kind string) int {
-	switch kind {
-	case KindFind, KindHunt, KindHostCheck, KindTakedown:
-		return MaxFindingsLen
-	}
-	return MaxExcerptLen
-}
+// readCap is what a tcp, udp or read attempt takes in.
+const readCap = 4096
 
 // socketError is a refusal to create the socket itself, before anything
 // was addressed anywhere.
@@ -53,61 +37,61 @@ func classify(err error) string {
 	var pe *partialError
 	switch {
 	case err == nil:
-		return OutcomeCompleted
+		return wire.OutcomeCompleted
 	case errors.As(err, &pe):
-		return OutcomePartial
+		return wire.OutcomePartial
 	case errors.Is(err, errNoProxy):
-		return OutcomeNoProxy
+		return wire.OutcomeNoProxy
 	case errors.As(err, new(*socketError)):
 		// The sandbox's kernel would not give the socket at all (a ping
 		// socket outside ping_group_range, a raw one without CAP_NET_RAW):
 		// refused locally, nothing could leave, as with no route.
-		return OutcomeUnreachable
+		return wire.OutcomeUnreachable
 	case socketRefused(err):
 		// The same for any socket a seccomp filter will not create (Codex's
 		// sandbox with the network off: socket(AF_INET) is EPERM): the
 		// attempt never had a way out, unlike an EPERM on connect or send,
 		// which is a firewall's verdict on a packet.
-		return OutcomeUnreachable
+		return wire.OutcomeUnreachable
 	case errors.As(err, new(errProxyRefused)):
-		return OutcomeDenied
+		return wire.OutcomeDenied
 	case errors.Is(err, syscall.ECONNREFUSED),
 		// The other end (a proxy that refused a request before reading
 		// all of it) closed or reset the connection under the attempt:
 		// something answered, and it said no.
 		errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
-		return OutcomeRefused
+		return wire.OutcomeRefused
 	case errors.Is(err, syscall.ENETUNREACH), errors.Is(err, syscall.EHOSTUNREACH),
 		errors.Is(err, syscall.ENETDOWN), errors.Is(err, syscall.EHOSTDOWN),
 		// The kernel had no address of that family to send from (IPv6
 		// disabled in the sandbox): it decided, so the attempt was made.
 		errors.Is(err, syscall.EADDRNOTAVAIL), errors.Is(err, syscall.EAFNOSUPPORT):
-		return OutcomeUnreachable
+		return wire.OutcomeUnreachable
 	case errors.Is(err, syscall.EPERM), errors.Is(err, syscall.EACCES):
-		return OutcomeDenied
+		return wire.OutcomeDenied
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, os.ErrDeadlineExceeded),
 		errors.Is(err, syscall.ETIMEDOUT):
-		return OutcomeTimeout
+		return wire.OutcomeTimeout
 	}
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
-		return OutcomeTimeout
+		return wire.OutcomeTimeout
 	}
 	// The resolver inside net reports the socket error only as text.
 	var de *net.DNSError
 	if errors.As(err, &de) {
 		switch msg := de.Err; {
 		case strings.Contains(msg, "socket: operation not permitted"), strings.Contains(msg, "socket: permission denied"):
-			return OutcomeUnreachable
+			return wire.OutcomeUnreachable
 		case strings.Contains(msg, "operation not permitted"), strings.Contains(msg, "permission denied"):
-			return OutcomeDenied
+			return wire.OutcomeDenied
 		case strings.Contains(msg, "connection refused"):
-			return OutcomeRefused
+			return wire.OutcomeRefused
 		case strings.Contains(msg, "network is unreachable"), strings.Contains(msg, "no route to host"):
-			return OutcomeUnreachable
+			return wire.OutcomeUnreachable
 		}
 	}
-	return OutcomeError
+	return wire.OutcomeError
 }
 
 // clip returns at most n bytes of s as valid UTF-8: a rune cut at the end is
@@ -135,12 +119,12 @@ func clip(s string, n int) string {
 }
 
 // finish stamps the outcome, error and duration on a report.
-func finish(rep Report, err error) Report {
+func finish(rep wire.Report, err error) wire.Report {
 	rep.Outcome = classify(err)
 	if err != nil {
-		rep.Error = clip(err.Error(), MaxErrorLen)
+		rep.Error = clip(err.Error(), wire.MaxErrorLen)
 	}
-	rep.Excerpt = clip(rep.Excerpt, ExcerptCap(rep.Kind))
+	rep.Excerpt = clip(rep.Excerpt, wire.ExcerptCap(rep.Kind))
 	rep.DurationMS = float64(time.Since(rep.Start).Microseconds()) / 1000
 	return rep
 }

@@ -18,13 +18,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
-)
 
-// Ways a proxy attempt asks the proxy (Step.Via).
-const (
-	ViaHTTP    = "http"    // absolute-form request for Target (a URL) to the HTTP proxy
-	ViaConnect = "connect" // CONNECT Target (host:port, any bytes) on the HTTP proxy
-	ViaSOCKS5  = "socks5"  // SOCKS5 CONNECT to Target (host:port; an IP literal goes as an address)
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 )
 
 // errNoProxy: the environment names no proxy of the kind the step needs.
@@ -36,15 +31,15 @@ var aLongTimeAgo = time.Unix(1, 0)
 // doProxy makes one attempt through the proxy the environment names. The
 // probe finds the proxy itself (findProxy) and speaks to it directly, so
 // NO_PROXY and an HTTP library's rules cannot keep an attempt off it.
-func doProxy(ctx context.Context, s Step, rep *Report) error {
+func doProxy(ctx context.Context, s wire.Step, rep *wire.Report) error {
 	pu, err := findProxy(s.Via)
 	if err != nil {
 		return err
 	}
 	switch s.Via {
-	case ViaHTTP:
+	case wire.ViaHTTP:
 		return proxyHTTP(ctx, pu, s, rep)
-	case ViaConnect, ViaSOCKS5:
+	case wire.ViaConnect, wire.ViaSOCKS5:
 		c, err := openTunnel(ctx, pu, s.Via, s.Target, rep)
 		if err != nil {
 			return err
@@ -59,9 +54,9 @@ func doProxy(ctx context.Context, s Step, rep *Report) error {
 // proxyEnv lists the variables a proxy may be named in, in the order each
 // way prefers them. Names match in any case (HTTP_PROXY, http_proxy, ...).
 var proxyEnv = map[string][]string{
-	ViaHTTP:    {"HTTP_PROXY", "ALL_PROXY", "HTTPS_PROXY"},
-	ViaConnect: {"HTTPS_PROXY", "ALL_PROXY", "HTTP_PROXY"},
-	ViaSOCKS5:  {"ALL_PROXY", "HTTPS_PROXY", "HTTP_PROXY"},
+	wire.ViaHTTP:    {"HTTP_PROXY", "ALL_PROXY", "HTTPS_PROXY"},
+	wire.ViaConnect: {"HTTPS_PROXY", "ALL_PROXY", "HTTP_PROXY"},
+	wire.ViaSOCKS5:  {"ALL_PROXY", "HTTPS_PROXY", "HTTP_PROXY"},
 }
 
 // findProxy returns the first proxy URL in the environment that can serve
@@ -88,12 +83,12 @@ func findProxy(via string) (*url.URL, error) {
 				continue
 			}
 			socks := strings.HasPrefix(strings.ToLower(u.Scheme), "socks5") || strings.EqualFold(u.Scheme, "socks")
-			if (via == ViaSOCKS5) == socks && (socks || strings.EqualFold(u.Scheme, "http")) {
+			if (via == wire.ViaSOCKS5) == socks && (socks || strings.EqualFold(u.Scheme, "http")) {
 				return u, nil
 			}
 		}
 	}
-	if via == ViaSOCKS5 {
+	if via == wire.ViaSOCKS5 {
 		// A SOCKS endpoint may sit in any *_PROXY variable (srt names its
 		// SOCKS bridge in FTP_PROXY): an agent looking for a way round the
 		// HTTP proxy would find it there too.
@@ -108,7 +103,7 @@ func findProxy(via string) (*url.URL, error) {
 			}
 		}
 	}
-	return nil, fmt.Errorf("%w: none of %s (any case) names a %s proxy", errNoProxy, strings.Join(names, ", "), map[bool]string{true: "socks5", false: "http"}[via == ViaSOCKS5])
+	return nil, fmt.Errorf("%w: none of %s (any case) names a %s proxy", errNoProxy, strings.Join(names, ", "), map[bool]string{true: "socks5", false: "http"}[via == wire.ViaSOCKS5])
 }
 
 // proxyAddr is the proxy's host:port (3128 or 1080 when the URL has none).
@@ -142,8 +137,8 @@ func stopOnDone(ctx context.Context, c net.Conn) {
 
 // proxyHTTP sends the request to the proxy in absolute form, and follows
 // redirects (Step.Follow) through the proxy too.
-func proxyHTTP(ctx context.Context, pu *url.URL, s Step, rep *Report) error {
-	target, method, body := s.Target, s.Method, s.body()
+func proxyHTTP(ctx context.Context, pu *url.URL, s wire.Step, rep *wire.Report) error {
+	target, method, body := s.Target, s.Method, bodyOf(s)
 	for hop := 0; ; hop++ {
 		c, err := httpDial(ctx, "tcp", proxyAddr(pu))
 		if err != nil {
@@ -181,13 +176,13 @@ func proxyHTTP(ctx context.Context, pu *url.URL, s Step, rep *Report) error {
 
 // openTunnel asks the proxy for a tunnel to target (host:port, sent as
 // given: NUL and odd bytes included).
-func openTunnel(ctx context.Context, pu *url.URL, via, target string, rep *Report) (net.Conn, error) {
+func openTunnel(ctx context.Context, pu *url.URL, via, target string, rep *wire.Report) (net.Conn, error) {
 	c, err := httpDial(ctx, "tcp", proxyAddr(pu))
 	if err != nil {
 		return nil, err
 	}
 	stopOnDone(ctx, c)
-	if via == ViaSOCKS5 {
+	if via == wire.ViaSOCKS5 {
 		err = socksConnect(c, pu, target)
 	} else {
 		err = httpConnect(c, pu, target, rep)
@@ -213,7 +208,7 @@ func hungUp(what string, err error) error {
 	return fmt.Errorf("%s: %w", what, err)
 }
 
-func httpConnect(c net.Conn, pu *url.URL, target string, rep *Report) error {
+func httpConnect(c net.Conn, pu *url.URL, target string, rep *wire.Report) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "CONNECT %s HTTP/1.1\r\n", target)
 	if !strings.ContainsFunc(target, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
@@ -360,7 +355,7 @@ func socksConnect(c net.Conn, pu *url.URL, target string) error {
 // overTunnel sends, inside an open tunnel, the request for Step.Inner (TLS
 // first for https, with Step.SNI as server name when set), or else the
 // step's Payload as raw bytes.
-func overTunnel(ctx context.Context, c net.Conn, s Step, rep *Report) error {
+func overTunnel(ctx context.Context, c net.Conn, s wire.Step, rep *wire.Report) error {
 	if s.Inner == "" {
 		if _, err := io.WriteString(c, s.Payload); err != nil {
 			return err
@@ -389,7 +384,7 @@ func overTunnel(ctx context.Context, c net.Conn, s Step, rep *Report) error {
 		}
 		conn = tc
 	}
-	req, err := innerRequest(ctx, s.Method, s.Inner, s.Headers, s.body())
+	req, err := innerRequest(ctx, s.Method, s.Inner, s.Headers, bodyOf(s))
 	if err != nil {
 		return err
 	}
@@ -425,7 +420,7 @@ func innerRequest(ctx context.Context, method, target string, headers map[string
 
 // proxyExchange writes req (absolute-form request line when absolute) and reads
 // the response into rep.
-func proxyExchange(c net.Conn, req *http.Request, absolute bool, rep *Report) (*http.Response, error) {
+func proxyExchange(c net.Conn, req *http.Request, absolute bool, rep *wire.Report) (*http.Response, error) {
 	var err error
 	if absolute {
 		err = req.WriteProxy(c)
@@ -442,7 +437,7 @@ func proxyExchange(c net.Conn, req *http.Request, absolute bool, rep *Report) (*
 	defer resp.Body.Close()
 	rep.Status = resp.StatusCode
 	var head limitedBuffer
-	head.max = MaxExcerptLen
+	head.max = wire.MaxExcerptLen
 	n, err := io.Copy(&head, io.LimitReader(resp.Body, httpBodyCap))
 	rep.Bytes += int(n)
 	rep.Excerpt = string(head.buf)

@@ -9,18 +9,15 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
-)
 
-// RefusePrefix starts the Error of a write the probe would not make. Such a
-// report carries OutcomeDenied, but it is the probe's own choice, not the
-// sandbox's: the harness must not count it as a block.
-const RefusePrefix = "probe refuses"
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
+)
 
 // errRefused maps to OutcomeDenied through classify (EPERM) and keeps the
 // reason in its message.
 type errRefused string
 
-func (e errRefused) Error() string        { return RefusePrefix + ": " + string(e) }
+func (e errRefused) Error() string        { return wire.RefusePrefix + ": " + string(e) }
 func (e errRefused) Is(target error) bool { return target == syscall.EPERM }
 
 // kernelFS names file systems whose files are kernel interfaces. A probe

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 )
 
 // runFiles is `probe run --plan FILE --out FILE`: the form an agent runs
@@ -32,7 +34,7 @@ func runFiles(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		defer f.Close()
 		in = f
 	}
-	plan, err := ReadPlan(in)
+	plan, err := wire.ReadPlan(in)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return ExitBadPlan
@@ -63,7 +65,7 @@ func show(file string, stdout, stderr io.Writer) int {
 		return ExitFailed
 	}
 	defer f.Close()
-	if _, err := io.Copy(stdout, io.LimitReader(f, int64(DefaultLimits().MaxBytes)+1)); err != nil {
+	if _, err := io.Copy(stdout, io.LimitReader(f, int64(wire.DefaultLimits().MaxBytes)+1)); err != nil {
 		fmt.Fprintln(stderr, "probe:", err)
 		return ExitFailed
 	}

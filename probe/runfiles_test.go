@@ -10,13 +10,14 @@ import (
 	"testing"
 
 	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 )
 
 // The form an agent runs: the plan from a file, the reports also appended
 // to a file, which `probe show` prints back for the harness.
 func TestRunWithPlanAndOutFiles(t *testing.T) {
 	dir := t.TempDir()
-	plan := probe.Plan{Session: "s1", Steps: []probe.Step{{ID: "r", Kind: probe.KindRead, Target: filepath.Join(dir, "missing")}}}
+	plan := wire.Plan{Session: "s1", Steps: []wire.Step{{ID: "r", Kind: wire.KindRead, Target: filepath.Join(dir, "missing")}}}
 	b, _ := json.Marshal(plan)
 	planFile, outFile := filepath.Join(dir, "plan.json"), filepath.Join(dir, "reports.jsonl")
 	if err := os.WriteFile(planFile, b, 0o644); err != nil {

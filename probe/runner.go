@@ -7,19 +7,21 @@ import (
 	"io"
 	"sync"
 	"time"
+
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 )
 
 // Run performs every step of plan, at most plan.Parallel at once (0 = all),
 // each under its own plan.Timeout() deadline, and writes one Report JSON line
 // to w as each finishes. Outcomes are data; Run fails only when w does.
-func Run(ctx context.Context, plan Plan, w io.Writer) error {
+func Run(ctx context.Context, plan wire.Plan, w io.Writer) error {
 	return RunControlled(ctx, plan, w, nil, nil)
 }
 
 // RunControlled is Run with the harness's control lines read from control
 // (nil: none), which may settle or end running attempts early (settle.go);
 // each send and receive says on progress when it starts.
-func RunControlled(ctx context.Context, plan Plan, w io.Writer, control io.Reader, progress io.Writer) error {
+func RunControlled(ctx context.Context, plan wire.Plan, w io.Writer, control io.Reader, progress io.Writer) error {
 	n := plan.Parallel
 	if n <= 0 || n > len(plan.Steps) {
 		n = max(len(plan.Steps), 1)
@@ -39,7 +41,7 @@ func RunControlled(ctx context.Context, plan Plan, w io.Writer, control io.Reade
 			rn.active = func(id string) {
 				pmu.Lock()
 				defer pmu.Unlock()
-				_, _ = io.WriteString(progress, ActivePrefix+id+"\n")
+				_, _ = io.WriteString(progress, wire.ActivePrefix+id+"\n")
 			}
 		}
 		cctx, stop := context.WithCancel(ctx)
@@ -73,8 +75,8 @@ type runner struct {
 
 // do runs one step. A panic in an attempt becomes an error report rather
 // than a lost line: the harness would otherwise see a silent gap.
-func (r runner) do(ctx context.Context, s Step) (rep Report) {
-	rep = Report{ID: s.ID, Kind: s.Kind, Target: s.Target, Start: time.Now().UTC()}
+func (r runner) do(ctx context.Context, s wire.Step) (rep wire.Report) {
+	rep = wire.Report{ID: s.ID, Kind: s.Kind, Target: s.Target, Start: time.Now().UTC()}
 	ctx, cancel := context.WithTimeout(withAttempt(withTag(ctx, r.tag), s.ID), r.timeout)
 	defer cancel()
 	if r.settler != nil {
@@ -91,68 +93,68 @@ func (r runner) do(ctx context.Context, s Step) (rep Report) {
 	defer func() {
 		// Ended by the harness: reported as the timeout it would have run
 		// into, whatever the attempt made of the cancellation.
-		if settled(ctx) && (rep.Outcome == OutcomeError || rep.Outcome == OutcomeTimeout) {
-			rep.Outcome, rep.Error = OutcomeTimeout, errSettled.Error()
+		if settled(ctx) && (rep.Outcome == wire.OutcomeError || rep.Outcome == wire.OutcomeTimeout) {
+			rep.Outcome, rep.Error = wire.OutcomeTimeout, errSettled.Error()
 		}
 	}()
 	var err error
 	switch s.Kind {
-	case KindHTTP:
+	case wire.KindHTTP:
 		err = doHTTP(ctx, s, &rep)
-	case KindProxy:
+	case wire.KindProxy:
 		err = doProxy(ctx, s, &rep)
 		if s.Again && ctx.Err() == nil {
 			// The second try's outcome is the one reported: it is the one
 			// the first answer set up.
-			again := Report{ID: rep.ID, Kind: rep.Kind, Target: rep.Target, Start: rep.Start}
+			again := wire.Report{ID: rep.ID, Kind: rep.Kind, Target: rep.Target, Start: rep.Start}
 			err = doProxy(ctx, s, &again)
 			again.Bytes += rep.Bytes
 			rep = again
 		}
-	case KindTCP:
+	case wire.KindTCP:
 		err = doTCP(ctx, s, &rep)
-	case KindUDP:
+	case wire.KindUDP:
 		err = doUDP(ctx, s, &rep)
-	case KindICMP:
+	case wire.KindICMP:
 		err = doICMP(ctx, s, &rep)
-	case KindDNS:
+	case wire.KindDNS:
 		err = doDNS(ctx, s, &rep)
-	case KindRead:
+	case wire.KindRead:
 		from := time.Now()
-		rep, err = blocking(ctx, rep, func(r *Report) error { return doRead(s, r) })
+		rep, err = blocking(ctx, rep, func(r *wire.Report) error { return doRead(s, r) })
 		active(&rep, from)
-	case KindWrite:
-		rep, err = blocking(ctx, rep, func(r *Report) error { return doWrite(s, r) })
-	case KindList:
-		rep, err = blocking(ctx, rep, func(r *Report) error { return doList(s, r) })
-	case KindStash:
-		rep, err = blocking(ctx, rep, func(r *Report) error { return doStash(s, r) })
-	case KindFind:
+	case wire.KindWrite:
+		rep, err = blocking(ctx, rep, func(r *wire.Report) error { return doWrite(s, r) })
+	case wire.KindList:
+		rep, err = blocking(ctx, rep, func(r *wire.Report) error { return doList(s, r) })
+	case wire.KindStash:
+		rep, err = blocking(ctx, rep, func(r *wire.Report) error { return doStash(s, r) })
+	case wire.KindFind:
 		from := time.Now()
 		err = doFind(ctx, s, &rep) // keeps what it found when the deadline cuts it (see gather)
 		active(&rep, from)
-	case KindSend:
+	case wire.KindSend:
 		if r.active != nil {
 			r.active(s.ID)
 		}
 		err = doSend(ctx, s, &rep)
-	case KindReceive:
+	case wire.KindReceive:
 		if r.active != nil {
 			r.active(s.ID)
 		}
 		err = doReceive(ctx, s, &rep)
-	case KindHeartbeat:
+	case wire.KindHeartbeat:
 		err = doHeartbeat(ctx, s, &rep)
-	case KindHunt:
+	case wire.KindHunt:
 		err = doHunt(ctx, s, &rep)
-	case KindTakedown:
+	case wire.KindTakedown:
 		err = doTakedown(ctx, s, &rep)
-	case KindHostCheck:
+	case wire.KindHostCheck:
 		if s.Target == "mounts" || s.Target == "engines" {
 			err = doHostScan(ctx, s, &rep)
 			break
 		}
-		rep, err = blocking(ctx, rep, func(r *Report) error { return doHostCheck(s, r) })
+		rep, err = blocking(ctx, rep, func(r *wire.Report) error { return doHostCheck(s, r) })
 	default:
 		err = fmt.Errorf("unknown kind %q", s.Kind)
 	}
@@ -162,7 +164,7 @@ func (r runner) do(ctx context.Context, s Step) (rep Report) {
 // active sets a read's or search's active window: from its start to now.
 // The two-session gates need it to know the other session was alive
 // while this one looked.
-func active(rep *Report, from time.Time) {
+func active(rep *wire.Report, from time.Time) {
 	rep.ActiveFrom, rep.ActiveTo = from.UTC(), time.Now().UTC()
 }
 
@@ -170,9 +172,9 @@ func active(rep *Report, from time.Time) {
 // a /proc file can block in open or read) and gives up when ctx ends. The
 // operation fills a copy of rep, so an abandoned one cannot race with the
 // report being written; it dies with the process, which is short-lived.
-func blocking(ctx context.Context, rep Report, fn func(*Report) error) (Report, error) {
+func blocking(ctx context.Context, rep wire.Report, fn func(*wire.Report) error) (wire.Report, error) {
 	type result struct {
-		rep Report
+		rep wire.Report
 		err error
 	}
 	done := make(chan result, 1)

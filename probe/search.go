@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 )
 
 // Bounds of one search. They are generous, and reaching one is never
@@ -36,8 +38,8 @@ var errAbsent = errors.New("absent")
 // costs the deep end. visit gets every regular file and unix socket.
 type search struct {
 	ctx    context.Context
-	cancel context.CancelFunc // run's end frees ctx's timer
-	skip   map[FileID]string  // folders never entered (notSearched)
+	cancel context.CancelFunc     // run's end frees ctx's timer
+	skip   map[wire.FileID]string // folders never entered (notSearched)
 	visit  func(p string, st *unix.Stat_t)
 	first  int // roots searched completely before the rest (hints)
 	// socketsOnly: a search for sockets (the engine scan) reads no file,
@@ -64,7 +66,7 @@ func (s *search) enterNamed(root string) {
 	if filepath.Clean(root) == probeHome {
 		return
 	}
-	if id, err := StatID(root); err == nil && s.skip[id] == probeOwn {
+	if id, err := wire.StatID(root); err == nil && s.skip[id] == probeOwn {
 		delete(s.skip, id)
 	}
 }
@@ -105,7 +107,7 @@ func (s *search) run(roots []string) error {
 	if s.cancel != nil {
 		defer s.cancel()
 	}
-	visited := map[FileID]bool{}
+	visited := map[wire.FileID]bool{}
 	var firstErr error
 	searched := 0
 	first := min(max(s.first, 0), len(roots))
@@ -128,7 +130,7 @@ func (s *search) run(roots []string) error {
 				s.file(r, r, &st)
 				continue
 			}
-			if id := idOf(&st); !visited[id] && s.skip[id] == "" {
+			if id := wire.FileIDOf(&st); !visited[id] && s.skip[id] == "" {
 				visited[id] = true
 				queue = append(queue, queued{r, r, st.Dev, 0})
 			}
@@ -167,7 +169,7 @@ func (s *search) run(roots []string) error {
 // readDir visits one folder's files and returns its sub-folders to read.
 // A folder the kernel will not list is covered (the kernel said no); the
 // error matters only for a root.
-func (s *search) readDir(q queued, visited map[FileID]bool) ([]queued, error) {
+func (s *search) readDir(q queued, visited map[wire.FileID]bool) ([]queued, error) {
 	ents, err := os.ReadDir(q.path)
 	if err != nil && len(ents) == 0 {
 		return nil, err
@@ -185,7 +187,7 @@ func (s *search) readDir(q queued, visited map[FileID]bool) ([]queued, error) {
 		}
 		switch st.Mode & unix.S_IFMT {
 		case unix.S_IFDIR:
-			id := idOf(&st)
+			id := wire.FileIDOf(&st)
 			if visited[id] || s.skip[id] != "" || (st.Dev != q.dev && isPseudoDir(p)) {
 				continue
 			}

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 )
 
 func writeTree(t *testing.T, files map[string]string) string {
@@ -32,7 +34,7 @@ func TestSearchKeepsFindingsWhenTheDeadlineCuts(t *testing.T) {
 	root := writeTree(t, map[string]string{"a/nonce": "gha0000000000000001", "b/nonce": "gha0000000000000002"})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	c := newCollector(Tokens, "")
+	c := newCollector(wire.Tokens, "")
 	s := newSearch(ctx, func(p string, st *unix.Stat_t) {
 		b, _ := os.ReadFile(p)
 		c.values(b, p)
@@ -40,7 +42,7 @@ func TestSearchKeepsFindingsWhenTheDeadlineCuts(t *testing.T) {
 	})
 	err := s.run([]string{root})
 	var pe *partialError
-	if !errors.As(err, &pe) || classify(err) != OutcomePartial {
+	if !errors.As(err, &pe) || classify(err) != wire.OutcomePartial {
 		t.Fatalf("run = %v, want a partial error", err)
 	}
 	if got := c.found(); len(got) != 1 {
@@ -53,7 +55,7 @@ func TestSearchKeepsFindingsWhenTheDeadlineCuts(t *testing.T) {
 func TestGatherReturnsFindingsWhenAReadBlocks(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	c := newCollector(Tokens, "")
+	c := newCollector(wire.Tokens, "")
 	unblock := make(chan struct{})
 	defer close(unblock)
 	err := gather(ctx, func() error {
@@ -61,9 +63,9 @@ func TestGatherReturnsFindingsWhenAReadBlocks(t *testing.T) {
 		<-unblock
 		return nil
 	})
-	rep := Report{Kind: KindFind}
+	rep := wire.Report{Kind: wire.KindFind}
 	err = c.finish(&rep, err)
-	if classify(err) != OutcomePartial || !strings.Contains(rep.Excerpt, "gha0000000000000003 /first") {
+	if classify(err) != wire.OutcomePartial || !strings.Contains(rep.Excerpt, "gha0000000000000003 /first") {
 		t.Errorf("outcome %s, excerpt %q; want partial with the first finding", classify(err), rep.Excerpt)
 	}
 }
@@ -72,16 +74,16 @@ func TestGatherReturnsFindingsWhenAReadBlocks(t *testing.T) {
 // searched, whatever path reaches them, and that does not make it partial.
 func TestSearchSkipsFoldersByFileID(t *testing.T) {
 	root := writeTree(t, map[string]string{"usr/nonce": "gha0000000000000004", "work/nonce": "gha0000000000000005"})
-	id, err := StatID(filepath.Join(root, "usr"))
+	id, err := wire.StatID(filepath.Join(root, "usr"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := newCollector(Tokens, "")
+	c := newCollector(wire.Tokens, "")
 	s := newSearch(context.Background(), func(p string, st *unix.Stat_t) {
 		b, _ := os.ReadFile(p)
 		c.values(b, p)
 	})
-	s.skip = map[FileID]string{id: "read-only system software"}
+	s.skip = map[wire.FileID]string{id: "read-only system software"}
 	if err := s.run([]string{root, filepath.Join(root, "nope")}); err != nil {
 		t.Fatalf("run = %v", err)
 	}
@@ -139,16 +141,16 @@ func TestParseMountLine(t *testing.T) {
 }
 
 func TestFileIDRoundTrip(t *testing.T) {
-	id, err := StatID("/")
+	id, err := wire.StatID("/")
 	if err != nil {
 		t.Fatal(err)
 	}
-	back, ok := ParseFileID(id.String())
+	back, ok := wire.ParseFileID(id.String())
 	if !ok || back != id {
 		t.Errorf("ParseFileID(%q) = %+v, %v", id.String(), back, ok)
 	}
 	for _, bad := range []string{"", "1:2", "a:b:c", "1:2:3:4"} {
-		if _, ok := ParseFileID(bad); ok {
+		if _, ok := wire.ParseFileID(bad); ok {
 			t.Errorf("ParseFileID(%q) accepted", bad)
 		}
 	}
@@ -161,7 +163,7 @@ func TestSearchFinishesHintsFirst(t *testing.T) {
 	big := writeTree(t, map[string]string{"x": "gha0000000000000007", "y": "gha0000000000000008"})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	c := newCollector(Tokens, "")
+	c := newCollector(wire.Tokens, "")
 	s := newSearch(ctx, func(p string, st *unix.Stat_t) {
 		b, _ := os.ReadFile(p)
 		c.values(b, p)
@@ -170,7 +172,7 @@ func TestSearchFinishesHintsFirst(t *testing.T) {
 		}
 	})
 	s.first = 1
-	if err := s.run([]string{hint, big}); classify(err) != OutcomePartial {
+	if err := s.run([]string{hint, big}); classify(err) != wire.OutcomePartial {
 		t.Fatalf("run = %v, want partial", err)
 	}
 	if got := c.found(); len(got) != 2 || got[0] != "gha0000000000000006" {

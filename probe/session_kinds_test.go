@@ -15,7 +15,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 )
 
 func tok(tag string) string {
@@ -26,7 +26,7 @@ func tok(tag string) string {
 
 // runParallel runs steps at once (Parallel 0 means all), as the session
 // gates' plans do, with their longer deadline.
-func runParallel(t *testing.T, steps ...probe.Step) map[string]probe.Report {
+func runParallel(t *testing.T, steps ...wire.Step) map[string]wire.Report {
 	t.Helper()
 	return runPlan(t, 5000, steps...)
 }
@@ -67,21 +67,21 @@ func TestSendAndReceiveOnEveryLocalChannel(t *testing.T) {
 		"udp":      "udp:127.0.0.1:" + freePort(t, "udp"),
 	}
 	theirs, mine := tok("xa"), tok("xb")
-	var steps []probe.Step
+	var steps []wire.Step
 	for name, ch := range channels {
 		steps = append(steps,
-			probe.Step{ID: "send-" + name, Kind: probe.KindSend, Target: ch, Payload: theirs, DurationMS: 1500},
-			probe.Step{ID: "recv-" + name, Kind: probe.KindReceive, Target: ch, Payload: mine, DurationMS: 1500})
+			wire.Step{ID: "send-" + name, Kind: wire.KindSend, Target: ch, Payload: theirs, DurationMS: 1500},
+			wire.Step{ID: "recv-" + name, Kind: wire.KindReceive, Target: ch, Payload: mine, DurationMS: 1500})
 	}
 	// The receiver's own value on a shared folder is not a crossing.
-	steps = append(steps, probe.Step{ID: "send-own", Kind: probe.KindSend, Target: channels["dir"], Payload: mine, DurationMS: 1500})
+	steps = append(steps, wire.Step{ID: "send-own", Kind: wire.KindSend, Target: channels["dir"], Payload: mine, DurationMS: 1500})
 	reps := runParallel(t, steps...)
 	for name := range channels {
 		s, r := reps["send-"+name], reps["recv-"+name]
-		if s.Outcome != probe.OutcomeCompleted || s.Bytes == 0 {
+		if s.Outcome != wire.OutcomeCompleted || s.Bytes == 0 {
 			t.Errorf("%s: send %s (%s), %d offers", name, s.Outcome, s.Error, s.Bytes)
 		}
-		if r.Outcome != probe.OutcomeCompleted || !strings.Contains(r.Excerpt, theirs) {
+		if r.Outcome != wire.OutcomeCompleted || !strings.Contains(r.Excerpt, theirs) {
 			t.Errorf("%s: receive %s (%s) did not report the sent value: %q", name, r.Outcome, r.Error, r.Excerpt)
 		}
 		if strings.Contains(r.Excerpt, mine) {
@@ -94,8 +94,8 @@ func TestSendAndReceiveOnEveryLocalChannel(t *testing.T) {
 // heard it: the probe cannot know. The harness therefore never reads
 // "completed" as "arrived" (docs/verdicts.md).
 func TestUDPSendCompletesWithNoListener(t *testing.T) {
-	reps := runParallel(t, probe.Step{ID: "udp", Kind: probe.KindSend, Target: "udp:127.0.0.1:" + freePort(t, "udp"), Payload: tok("xa"), DurationMS: 300})
-	if r := reps["udp"]; r.Outcome != probe.OutcomeCompleted {
+	reps := runParallel(t, wire.Step{ID: "udp", Kind: wire.KindSend, Target: "udp:127.0.0.1:" + freePort(t, "udp"), Payload: tok("xa"), DurationMS: 300})
+	if r := reps["udp"]; r.Outcome != wire.OutcomeCompleted {
 		t.Errorf("udp send to nobody: %s (%s)", r.Outcome, r.Error)
 	}
 }
@@ -118,19 +118,19 @@ func TestFindReportsTokensWithTheirPaths(t *testing.T) {
 	write("a/b/c/d/e/f/nonce", deep)
 	write("s2/other", "no token here")
 	reps := runParallel(t,
-		probe.Step{ID: "root", Kind: probe.KindFind, Target: root},
-		probe.Step{ID: "glob", Kind: probe.KindFind, Target: filepath.Join(root, "s*")},
-		probe.Step{ID: "missing", Kind: probe.KindFind, Target: filepath.Join(root, "nope")})
+		wire.Step{ID: "root", Kind: wire.KindFind, Target: root},
+		wire.Step{ID: "glob", Kind: wire.KindFind, Target: filepath.Join(root, "s*")},
+		wire.Step{ID: "missing", Kind: wire.KindFind, Target: filepath.Join(root, "nope")})
 	want := near + " " + filepath.Join(root, "s2", "nonce")
 	for _, id := range []string{"root", "glob"} {
-		if r := reps[id]; r.Outcome != probe.OutcomeCompleted || !strings.Contains(r.Excerpt, want) {
+		if r := reps[id]; r.Outcome != wire.OutcomeCompleted || !strings.Contains(r.Excerpt, want) {
 			t.Errorf("%s: %s (%s), excerpt %q lacks %q", id, r.Outcome, r.Error, r.Excerpt, want)
 		}
 	}
 	if !strings.Contains(reps["root"].Excerpt, deep+" "+filepath.Join(root, "a/b/c/d/e/f/nonce")) {
 		t.Errorf("find cut the deep folder: %q", reps["root"].Excerpt)
 	}
-	if r := reps["missing"]; r.Outcome != probe.OutcomeCompleted || r.Excerpt != "" || !strings.HasPrefix(r.Error, "nothing to search") {
+	if r := reps["missing"]; r.Outcome != wire.OutcomeCompleted || r.Excerpt != "" || !strings.HasPrefix(r.Error, "nothing to search") {
 		t.Errorf("find of a missing folder: %+v, want completed with nothing found", r)
 	}
 }
@@ -149,11 +149,11 @@ func TestHeartbeatPostsUntilItsDurationEnds(t *testing.T) {
 	}))
 	defer srv.Close()
 	hb := tok("c")
-	reps := runParallel(t, probe.Step{ID: "heartbeat", Kind: probe.KindHeartbeat, Target: srv.URL + "/v1/complete?hb=" + hb, DurationMS: 550})
+	reps := runParallel(t, wire.Step{ID: "heartbeat", Kind: wire.KindHeartbeat, Target: srv.URL + "/v1/complete?hb=" + hb, DurationMS: 550})
 	mu.Lock()
 	defer mu.Unlock()
 	if len(seen) < 3 || len(seen) > 8 {
-		t.Fatalf("%d heartbeats in 550 ms at %v each: %q", len(seen), probe.HeartbeatEvery, seen)
+		t.Fatalf("%d heartbeats in 550 ms at %v each: %q", len(seen), wire.HeartbeatEvery, seen)
 	}
 	for i, s := range seen {
 		if want := "POST hb=" + hb + "&who=main&n=" + strconv.Itoa(i+1); s != want {

@@ -7,6 +7,8 @@ import (
 	"io"
 	"strings"
 	"sync"
+
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 )
 
 // Settling. A blocked network attempt cannot tell a dropped packet from a
@@ -31,18 +33,11 @@ import (
 // when, from the "@active ID" lines the probe writes on stderr as each of
 // them starts, and checks the overlap afterwards from the reports).
 
-// ActivePrefix starts the stderr line a controlled plan's send or receive
-// writes when it starts: "@active ID".
-const ActivePrefix = "@active "
-
-// SettledPrefix starts the Error of an attempt the harness settled.
-const SettledPrefix = "settled by the harness"
-
 // maxControlLine bounds one control line (IDs are at most maxIDLen bytes).
 const maxControlLine = 1 << 20
 
 // errSettled is the cause an attempt's context ends with when settled.
-var errSettled = errors.New(SettledPrefix + ": the kernel counted its packets leave and nothing of them reached the lab")
+var errSettled = errors.New(wire.SettledPrefix + ": the kernel counted its packets leave and nothing of them reached the lab")
 
 // errEnded is the cause of an attempt the harness ended ("end").
 var errEnded = errors.New("ended by the harness")

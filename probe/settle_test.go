@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 )
 
 func TestReadPlanStream(t *testing.T) {
@@ -28,10 +29,10 @@ func TestReadPlanStream(t *testing.T) {
 		{name: "controlled, lines follow", in: `{"session":"s","control":true,"steps":[]}` + "\nsettle a\n", control: true},
 		{name: "unknown field", in: `{"session":"s","nope":1}`, err: "unknown field"},
 		{name: "duplicate ids", in: `{"steps":[{"id":"a","kind":"tcp"},{"id":"a","kind":"tcp"}]}`, err: "probe: plan"},
-		{name: "oversized", in: `{"session":"` + strings.Repeat("x", probe.MaxPlanBytes) + `"}`, err: "exceeds"},
+		{name: "oversized", in: `{"session":"` + strings.Repeat("x", wire.MaxPlanBytes) + `"}`, err: "exceeds"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p, rest, err := probe.ReadPlanStream(strings.NewReader(tc.in))
+			p, rest, err := wire.ReadPlanStream(strings.NewReader(tc.in))
 			if tc.err != "" {
 				require.ErrorContains(t, err, tc.err)
 				return
@@ -55,9 +56,9 @@ func TestSettleEndsNamedAttempts(t *testing.T) {
 	dir := t.TempDir()
 	fifo := filepath.Join(dir, "fifo")
 	require.NoError(t, syscall.Mkfifo(fifo, 0o600))
-	plan := probe.Plan{TimeoutMS: 10000, Control: true, Steps: []probe.Step{
-		{ID: "stuck", Kind: probe.KindRead, Target: fifo},
-		{ID: "quick", Kind: probe.KindRead, Target: filepath.Join(dir, "missing")},
+	plan := wire.Plan{TimeoutMS: 10000, Control: true, Steps: []wire.Step{
+		{ID: "stuck", Kind: wire.KindRead, Target: fifo},
+		{ID: "quick", Kind: wire.KindRead, Target: filepath.Join(dir, "missing")},
 	}}
 	ctrlR, ctrlW := io.Pipe()
 	var out bytes.Buffer
@@ -69,18 +70,18 @@ func TestSettleEndsNamedAttempts(t *testing.T) {
 	// runs is ignored by design (nothing of it was sent yet).
 	require.NoError(t, waitSettling(ctrlW, "stuck", done))
 	ctrlW.Close()
-	reps := map[string]probe.Report{}
+	reps := map[string]wire.Report{}
 	dec := json.NewDecoder(&out)
 	for dec.More() {
-		var r probe.Report
+		var r wire.Report
 		require.NoError(t, dec.Decode(&r))
 		reps[r.ID] = r
 	}
 	require.Len(t, reps, 2)
-	require.Equal(t, probe.OutcomeTimeout, reps["stuck"].Outcome)
-	require.True(t, strings.HasPrefix(reps["stuck"].Error, probe.SettledPrefix), reps["stuck"].Error)
-	require.NotEqual(t, probe.OutcomeTimeout, reps["quick"].Outcome, "an attempt that ended on its own keeps its outcome")
-	require.NotContains(t, reps["quick"].Error, probe.SettledPrefix)
+	require.Equal(t, wire.OutcomeTimeout, reps["stuck"].Outcome)
+	require.True(t, strings.HasPrefix(reps["stuck"].Error, wire.SettledPrefix), reps["stuck"].Error)
+	require.NotEqual(t, wire.OutcomeTimeout, reps["quick"].Outcome, "an attempt that ended on its own keeps its outcome")
+	require.NotContains(t, reps["quick"].Error, wire.SettledPrefix)
 }
 
 // The probe binary's run mode keeps reading control lines after a
@@ -89,7 +90,7 @@ func TestMainRunControlled(t *testing.T) {
 	dir := t.TempDir()
 	fifo := filepath.Join(dir, "fifo")
 	require.NoError(t, syscall.Mkfifo(fifo, 0o600))
-	plan, err := json.Marshal(probe.Plan{TimeoutMS: 10000, Control: true, Steps: []probe.Step{{ID: "stuck", Kind: probe.KindRead, Target: fifo}}})
+	plan, err := json.Marshal(wire.Plan{TimeoutMS: 10000, Control: true, Steps: []wire.Step{{ID: "stuck", Kind: wire.KindRead, Target: fifo}}})
 	require.NoError(t, err)
 	inR, inW := io.Pipe()
 	var out, errb bytes.Buffer
@@ -105,10 +106,10 @@ func TestMainRunControlled(t *testing.T) {
 	require.NoError(t, waitSettling(inW, "stuck", done))
 	inW.Close()
 	require.Equal(t, probe.ExitOK, <-codes, errb.String())
-	var r probe.Report
+	var r wire.Report
 	require.NoError(t, json.Unmarshal(out.Bytes(), &r))
-	require.Equal(t, probe.OutcomeTimeout, r.Outcome)
-	require.True(t, strings.HasPrefix(r.Error, probe.SettledPrefix), r.Error)
+	require.Equal(t, wire.OutcomeTimeout, r.Outcome)
+	require.True(t, strings.HasPrefix(r.Error, wire.SettledPrefix), r.Error)
 }
 
 // waitSettling writes "settle id" every few milliseconds until done says
@@ -132,8 +133,8 @@ func waitSettling(w io.Writer, id string, done <-chan error) error {
 // and it says on stderr when it started.
 func TestEndEndsAReceiveAsItsDuration(t *testing.T) {
 	dir := t.TempDir()
-	plan := probe.Plan{TimeoutMS: 10000, Control: true, Steps: []probe.Step{
-		{ID: "receive-tmp", Kind: probe.KindReceive, Target: "dir:" + dir, Payload: "ghc0011223344556677", DurationMS: 9000},
+	plan := wire.Plan{TimeoutMS: 10000, Control: true, Steps: []wire.Step{
+		{ID: "receive-tmp", Kind: wire.KindReceive, Target: "dir:" + dir, Payload: "ghc0011223344556677", DurationMS: 9000},
 	}}
 	ctrlR, ctrlW := io.Pipe()
 	var out bytes.Buffer
@@ -142,7 +143,7 @@ func TestEndEndsAReceiveAsItsDuration(t *testing.T) {
 	go func() { done <- probe.RunControlled(context.Background(), plan, &out, ctrlR, progW) }()
 	line, err := bufio.NewReader(progR).ReadString('\n')
 	require.NoError(t, err)
-	require.Equal(t, probe.ActivePrefix+"receive-tmp\n", line)
+	require.Equal(t, wire.ActivePrefix+"receive-tmp\n", line)
 	go io.Copy(io.Discard, progR)
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
@@ -157,9 +158,9 @@ func TestEndEndsAReceiveAsItsDuration(t *testing.T) {
 		}
 	}
 	require.NoError(t, runErr)
-	var r probe.Report
+	var r wire.Report
 	require.NoError(t, json.Unmarshal(out.Bytes(), &r))
-	require.Equal(t, probe.OutcomeCompleted, r.Outcome, r.Error)
+	require.Equal(t, wire.OutcomeCompleted, r.Outcome, r.Error)
 	require.False(t, r.ActiveFrom.IsZero(), "it listened")
 	require.Less(t, r.DurationMS, 9000.0, "it did not run its whole duration")
 }

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 )
 
 // TestFindChangedSince: a find with ChangedSince reads only files changed
@@ -54,15 +56,15 @@ func TestFindChangedSince(t *testing.T) {
 		found   []string
 		gone    []string
 	}{
-		{"every file", time.Time{}, OutcomePartial, nil, nil},
-		{"changed since", since, OutcomeCompleted,
+		{"every file", time.Time{}, wire.OutcomePartial, nil, nil},
+		{"changed since", since, wire.OutcomeCompleted,
 			[]string{"gha0000000000000002", "gha0000000000000003"}, []string{"gha0000000000000001"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			var rep Report
-			err := doFind(ctx, Step{ID: "f", Kind: KindFind, Target: root, ChangedSince: tc.since}, &rep)
+			var rep wire.Report
+			err := doFind(ctx, wire.Step{ID: "f", Kind: wire.KindFind, Target: root, ChangedSince: tc.since}, &rep)
 			if got := classify(err); got != tc.outcome {
 				t.Fatalf("outcome %s (%v), want %s", got, err, tc.outcome)
 			}
@@ -91,9 +93,9 @@ func TestSearchEntersTheFolderItIsAskedFor(t *testing.T) {
 	root := writeTree(t, map[string]string{
 		"home/nonce": "gha0000000000000006", "home/own/nonce": "gha0000000000000007", "usr/nonce": "gha0000000000000008",
 	})
-	ids := map[string]FileID{}
+	ids := map[string]wire.FileID{}
 	for _, d := range []string{"home", "home/own", "usr"} {
-		id, err := StatID(filepath.Join(root, d))
+		id, err := wire.StatID(filepath.Join(root, d))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -107,12 +109,12 @@ func TestSearchEntersTheFolderItIsAskedFor(t *testing.T) {
 		{"a system folder named", "usr", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := newCollector(Tokens, "")
+			c := newCollector(wire.Tokens, "")
 			s := newSearch(context.Background(), func(p string, st *unix.Stat_t) {
 				b, _ := os.ReadFile(p)
 				c.values(b, p)
 			})
-			s.skip = map[FileID]string{ids["home"]: probeOwn, ids["home/own"]: probeOwn, ids["usr"]: "read-only system software"}
+			s.skip = map[wire.FileID]string{ids["home"]: probeOwn, ids["home/own"]: probeOwn, ids["usr"]: "read-only system software"}
 			r := filepath.Join(root, tc.root)
 			s.enterNamed(r)
 			_ = s.run([]string{r})
@@ -140,7 +142,11 @@ func TestBeforeDeadline(t *testing.T) {
 		stop()
 		cancel()
 	}
-	if _, ok := func() (time.Time, bool) { c, stop := beforeDeadline(context.Background()); defer stop(); return c.Deadline() }(); ok {
+	if _, ok := func() (time.Time, bool) {
+		c, stop := beforeDeadline(context.Background())
+		defer stop()
+		return c.Deadline()
+	}(); ok {
 		t.Error("a search without a deadline got one")
 	}
 }

@@ -6,16 +6,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-)
 
-// KindStash is the reusable-state gate's write: Target is a file path ("~/"
-// is the agent's home); the probe makes the missing folders above it (0700)
-// and appends Payload to it, and leaves it there. It appends rather than
-// truncates so that a later session writing its own value to the same file
-// (an AGENTS.md, a cache index) never erases what an earlier one left. The
-// Excerpt is the path written, symlinks resolved. Like every write it is
-// refused on kernel interfaces (see openForWrite).
-const KindStash = "stash"
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
+)
 
 // expandHome turns a leading "~/" into the agent's home.
 func expandHome(p string) string {
@@ -28,7 +21,7 @@ func expandHome(p string) string {
 	return p
 }
 
-func doStash(s Step, rep *Report) error {
+func doStash(s wire.Step, rep *wire.Report) error {
 	p := expandHome(s.Target)
 	missing := missingDirs(filepath.Dir(p))
 	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {

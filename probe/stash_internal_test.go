@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 )
 
 // A stash makes the folders above its file, appends (a second session's
@@ -16,8 +18,8 @@ func TestStash(t *testing.T) {
 	home := t.TempDir()
 	t.Setenv("HOME", home)
 	for i, v := range []string{"first\n", "second\n"} {
-		var rep Report
-		if err := doStash(Step{Target: "~/.cache/pip/state", Payload: v}, &rep); err != nil {
+		var rep wire.Report
+		if err := doStash(wire.Step{Target: "~/.cache/pip/state", Payload: v}, &rep); err != nil {
 			t.Fatal(err)
 		}
 		// The first made both folders and says so; the second made none.
@@ -36,8 +38,8 @@ func TestStash(t *testing.T) {
 	if err != nil || string(b) != "first\nsecond\n" {
 		t.Errorf("file holds %q (%v), want both values, appended", b, err)
 	}
-	var rep Report
-	if err := doStash(Step{Target: "/proc/self/gatehouse-state", Payload: "x"}, &rep); err == nil || !strings.Contains(err.Error(), RefusePrefix) {
+	var rep wire.Report
+	if err := doStash(wire.Step{Target: "/proc/self/gatehouse-state", Payload: "x"}, &rep); err == nil || !strings.Contains(err.Error(), wire.RefusePrefix) {
 		t.Errorf("a stash under /proc: %v, want a refusal", err)
 	}
 	if rep.Excerpt != "" || len(rep.Wrote) > 0 {
@@ -59,12 +61,12 @@ func TestFindRootsOfHome(t *testing.T) {
 // list stays within its caps however many folders there are.
 func TestWroteNamesWhatWasLeft(t *testing.T) {
 	dir := t.TempDir()
-	var rep Report
+	var rep wire.Report
 	send, done := sendFiles(dir, "ghc0123456789abcdef", func(p string) { wrote(&rep, p) })
 	if err := send(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	name, content := XSFile("ghc0123456789abcdef", dir)
+	name, content := wire.XSFile("ghc0123456789abcdef", dir)
 	want := filepath.Join(dir, name)
 	if b, err := os.ReadFile(want); err != nil || string(b) != content {
 		t.Errorf("%s holds %q (%v), want %q", want, b, err, content)
@@ -74,8 +76,8 @@ func TestWroteNamesWhatWasLeft(t *testing.T) {
 	}
 	done()
 
-	rep = Report{}
-	for i := range 2 * MaxWrote {
+	rep = wire.Report{}
+	for i := range 2 * wire.MaxWrote {
 		wrote(&rep, fmt.Sprintf("/%s/%d", strings.Repeat("d", 200), i))
 	}
 	wrote(&rep, "relative/path")
@@ -86,8 +88,8 @@ func TestWroteNamesWhatWasLeft(t *testing.T) {
 			t.Errorf("a relative path listed: %q", p)
 		}
 	}
-	if len(rep.Wrote) > MaxWrote || n > MaxWroteBytes {
-		t.Errorf("%d paths, %d bytes: past the caps %d, %d", len(rep.Wrote), n, MaxWrote, MaxWroteBytes)
+	if len(rep.Wrote) > wire.MaxWrote || n > wire.MaxWroteBytes {
+		t.Errorf("%d paths, %d bytes: past the caps %d, %d", len(rep.Wrote), n, wire.MaxWrote, wire.MaxWroteBytes)
 	}
 }
 
@@ -96,7 +98,7 @@ func TestBeatCarriesTheTag(t *testing.T) {
 	f := filepath.Join(t.TempDir(), "beat-main")
 	appendBeat(f, "ghc0123456789abcdef")
 	appendBeat(f, "ghc0123456789abcdef")
-	if b, _ := os.ReadFile(f); string(b) != strings.Repeat(BeatLine("ghc0123456789abcdef"), 2) {
+	if b, _ := os.ReadFile(f); string(b) != strings.Repeat(wire.BeatLine("ghc0123456789abcdef"), 2) {
 		t.Errorf("beats %q", b)
 	}
 }

@@ -8,55 +8,15 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 )
 
-// KindTakedown: root in the guest (assume-breach) tries to turn off one
-// control of the sandbox within its reach. Target names the control (one of
-// TakedownControls); Outside lists the namespaces ("net:[4026531840]", the
-// form /proc/self/ns links take) the probe must never act in: the
-// harness's own and the lab's. Spare names nftables tables ("inet NAME")
-// that are the harness's instruments, not controls (the lab's packet
-// accounting filters nothing), so they survive and still count.
-//
-// The probe acts only inside its own namespaces, never on the host or the
-// lab: each control is tried only when the namespace it lives in is none of
-// Outside (ownNamespace), and a namespace it cannot identify is refused.
-//
-// Excerpt is one line per thing tried, each starting with what happened:
-// "changed: " (the kernel allowed a change), "refused: " (the kernel said
-// no), "unchanged: " (nothing to do), "skipped: " (the probe's own choice),
-// "failed: " (another error). Outcome is completed when something changed
-// or nothing needed to, denied when the kernel refused, error otherwise.
-const KindTakedown = "takedown"
-
-// Controls a takedown step may name, in the order the harness runs them:
-// the remount comes before the sysctl and cgroup writes it may enable.
-const (
-	TakedownProxy     = "proxy"     // proxy settings, and in-sandbox proxy bridges on loopback
-	TakedownNftables  = "nftables"  // every nftables table in the namespace (iptables-nft too)
-	TakedownIptables  = "iptables"  // iptables-legacy tables
-	TakedownLinks     = "links"     // interfaces that are down
-	TakedownRoutes    = "routes"    // a default route where there is none
-	TakedownAddresses = "addresses" // an address of the probe's choosing
-	TakedownRemount   = "remount"   // read-only mounts, made read-write
-	TakedownSysctl    = "sysctl"    // network sysctls of the namespace
-	TakedownCgroup    = "cgroup"    // the probe's own cgroup limits
-)
-
-// TakedownControls is every control a takedown knows, in run order.
-var TakedownControls = []string{
-	TakedownProxy, TakedownNftables, TakedownIptables, TakedownLinks, TakedownRoutes,
-	TakedownAddresses, TakedownRemount, TakedownSysctl, TakedownCgroup,
-}
-
-// Line prefixes of a takedown's Excerpt.
-const (
-	TakedownChanged   = "changed: "
-	TakedownRefused   = "refused: "
-	TakedownUnchanged = "unchanged: "
-	TakedownSkipped   = "skipped: "
-	TakedownFailed    = "failed: "
-)
+// Takedowns: root in the guest tries to turn off one control of the
+// sandbox (wire.KindTakedown says what a step asks and what its report
+// says), acting only inside its own namespaces, never on the host or the
+// lab: each control is tried only when the namespace it lives in is none
+// of Step.Outside (ownNamespace), and one it cannot identify is refused.
 
 // tdLog collects what one takedown step tried.
 type tdLog struct {
@@ -67,11 +27,11 @@ type tdLog struct {
 func (l *tdLog) add(prefix, format string, a ...any) {
 	l.lines = append(l.lines, prefix+fmt.Sprintf(format, a...))
 	switch prefix {
-	case TakedownChanged:
+	case wire.TakedownChanged:
 		l.changed++
-	case TakedownRefused:
+	case wire.TakedownRefused:
 		l.refused++
-	case TakedownFailed:
+	case wire.TakedownFailed:
 		l.failure++
 	}
 }
@@ -81,11 +41,11 @@ func (l *tdLog) add(prefix, format string, a ...any) {
 func (l *tdLog) result(what string, err error) {
 	switch {
 	case err == nil:
-		l.add(TakedownChanged, "%s", what)
+		l.add(wire.TakedownChanged, "%s", what)
 	case kernelRefusal(err):
-		l.add(TakedownRefused, "%s: %v", what, err)
+		l.add(wire.TakedownRefused, "%s: %v", what, err)
 	default:
-		l.add(TakedownFailed, "%s: %v", what, err)
+		l.add(wire.TakedownFailed, "%s: %v", what, err)
 	}
 }
 
@@ -94,32 +54,32 @@ func kernelRefusal(err error) bool {
 }
 
 // doTakedown runs one takedown step.
-func doTakedown(ctx context.Context, s Step, rep *Report) error {
+func doTakedown(ctx context.Context, s wire.Step, rep *wire.Report) error {
 	l := &tdLog{}
 	var err error
 	switch s.Target {
-	case TakedownProxy:
+	case wire.TakedownProxy:
 		err = takeDownProxy(s, l)
-	case TakedownNftables:
+	case wire.TakedownNftables:
 		err = takeDownNftables(s, l)
-	case TakedownIptables:
+	case wire.TakedownIptables:
 		err = takeDownIptables(ctx, s, l)
-	case TakedownLinks:
+	case wire.TakedownLinks:
 		err = takeDownLinks(s, l)
-	case TakedownRoutes:
+	case wire.TakedownRoutes:
 		err = takeDownRoutes(s, l)
-	case TakedownAddresses:
+	case wire.TakedownAddresses:
 		err = takeDownAddresses(s, l)
-	case TakedownRemount:
+	case wire.TakedownRemount:
 		err = takeDownRemount(s, l)
-	case TakedownSysctl:
+	case wire.TakedownSysctl:
 		err = takeDownSysctl(s, l)
-	case TakedownCgroup:
+	case wire.TakedownCgroup:
 		err = takeDownCgroup(s, l)
 	default:
 		err = fmt.Errorf("unknown control %q", s.Target)
 	}
-	rep.Excerpt = clip(strings.Join(l.lines, "\n"), MaxFindingsLen)
+	rep.Excerpt = clip(strings.Join(l.lines, "\n"), wire.MaxFindingsLen)
 	if err != nil {
 		return err
 	}

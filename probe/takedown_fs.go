@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 )
 
 // remountKeep are per-mount flags a remount must repeat: the kernel refuses
@@ -32,9 +34,9 @@ func remountFlags(opts string) uintptr {
 
 // takeDownRemount makes every read-only mount of the probe's own mount
 // namespace read-write. It writes nothing through them.
-func takeDownRemount(s Step, l *tdLog) error {
+func takeDownRemount(s wire.Step, l *tdLog) error {
 	if err := ownNamespace("mnt", s.Outside); err != nil {
-		l.add(TakedownSkipped, "%v", err)
+		l.add(wire.TakedownSkipped, "%v", err)
 		return err
 	}
 	ms, err := readMounts()
@@ -52,11 +54,11 @@ func takeDownRemount(s Step, l *tdLog) error {
 		err := unix.Mount("", m.Point, "", remountFlags(m.Opts), "")
 		switch {
 		case err == nil:
-			l.add(TakedownChanged, "remounted %s (%s) read-write", m.Point, m.FSType)
+			l.add(wire.TakedownChanged, "remounted %s (%s) read-write", m.Point, m.FSType)
 		case kernelRefusal(err):
 			refused[err.Error()] = append(refused[err.Error()], m.Point)
 		default:
-			l.add(TakedownFailed, "remount %s read-write: %v", m.Point, err)
+			l.add(wire.TakedownFailed, "remount %s read-write: %v", m.Point, err)
 		}
 	}
 	for _, e := range sortedKeys(refused) {
@@ -65,10 +67,10 @@ func takeDownRemount(s Step, l *tdLog) error {
 		if len(shown) > 12 {
 			shown = append(shown[:12:12], fmt.Sprintf("and %d more", len(pts)-12))
 		}
-		l.add(TakedownRefused, "remount read-write %s: %s", strings.Join(shown, " "), e)
+		l.add(wire.TakedownRefused, "remount read-write %s: %s", strings.Join(shown, " "), e)
 	}
 	if n == 0 {
-		l.add(TakedownUnchanged, "no read-only mount in this namespace")
+		l.add(wire.TakedownUnchanged, "no read-only mount in this namespace")
 	}
 	return nil
 }
@@ -84,9 +86,9 @@ var takedownSysctls = []struct{ Path, Want string }{
 
 // takeDownSysctl writes them. /proc/sys/net is per network namespace, so
 // the write can only reach the probe's own, which ownNamespace checked.
-func takeDownSysctl(s Step, l *tdLog) error {
+func takeDownSysctl(s wire.Step, l *tdLog) error {
 	if err := ownNamespace("net", s.Outside); err != nil {
-		l.add(TakedownSkipped, "%v", err)
+		l.add(wire.TakedownSkipped, "%v", err)
 		return err
 	}
 	for _, c := range takedownSysctls {
@@ -102,11 +104,11 @@ func takeDownSysctl(s Step, l *tdLog) error {
 func writeKernelFile(l *tdLog, name, path, want string, magic ...int64) {
 	cur, err := readFirstLine(path)
 	if errors.Is(err, os.ErrNotExist) {
-		l.add(TakedownUnchanged, "%s: not present", name)
+		l.add(wire.TakedownUnchanged, "%s: not present", name)
 		return
 	}
 	if err == nil && cur == want {
-		l.add(TakedownUnchanged, "%s is already %s", name, want)
+		l.add(wire.TakedownUnchanged, "%s is already %s", name, want)
 		return
 	}
 	f, err := os.OpenFile(path, os.O_WRONLY|unix.O_NOFOLLOW, 0)
@@ -117,7 +119,7 @@ func writeKernelFile(l *tdLog, name, path, want string, magic ...int64) {
 	defer f.Close()
 	var st unix.Statfs_t
 	if err := unix.Fstatfs(int(f.Fd()), &st); err != nil || !oneOf(int64(st.Type), magic) {
-		l.add(TakedownSkipped, "%s: not a kernel file, left alone", name)
+		l.add(wire.TakedownSkipped, "%s: not a kernel file, left alone", name)
 		return
 	}
 	_, err = f.WriteString(want)
@@ -146,10 +148,10 @@ var cgroupLimits = []struct{ Controller, File, Want string }{
 // A folder counts as its own only when its cgroup.procs lists the probe:
 // a cgroup file system bound from the host shows other cgroups at the
 // same paths, and those are never touched.
-func takeDownCgroup(s Step, l *tdLog) error {
+func takeDownCgroup(s wire.Step, l *tdLog) error {
 	for _, kind := range []string{"cgroup", "mnt"} {
 		if err := ownNamespace(kind, s.Outside); err != nil {
-			l.add(TakedownSkipped, "%v", err)
+			l.add(wire.TakedownSkipped, "%v", err)
 			return err
 		}
 	}
@@ -175,14 +177,14 @@ func takeDownCgroup(s Step, l *tdLog) error {
 			}
 			tried++
 			if !listsPid(filepath.Join(dir, "cgroup.procs"), os.Getpid()) {
-				l.add(TakedownSkipped, "%s: not the probe's own cgroup (its cgroup.procs does not list it)", dir)
+				l.add(wire.TakedownSkipped, "%s: not the probe's own cgroup (its cgroup.procs does not list it)", dir)
 				continue
 			}
 			writeKernelFile(l, filepath.Join(dir, c.File), filepath.Join(dir, c.File), c.Want, unix.CGROUP_SUPER_MAGIC, unix.CGROUP2_SUPER_MAGIC)
 		}
 	}
 	if tried == 0 {
-		l.add(TakedownUnchanged, "no limit file of the probe's cgroup is visible (no cgroup file system mounted, or no limits)")
+		l.add(wire.TakedownUnchanged, "no limit file of the probe's cgroup is visible (no cgroup file system mounted, or no limits)")
 	}
 	return nil
 }

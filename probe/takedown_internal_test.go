@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 )
 
 // The guard every takedown passes first: a namespace the plan names as
@@ -38,7 +40,7 @@ func TestOwnNamespaceRefusesWhatItCannotTellFromTheHost(t *testing.T) {
 				}
 				return
 			}
-			if err == nil || !strings.HasPrefix(err.Error(), RefusePrefix) || classify(err) != OutcomeDenied {
+			if err == nil || !strings.HasPrefix(err.Error(), wire.RefusePrefix) || classify(err) != wire.OutcomeDenied {
 				t.Fatalf("got %v (outcome %s), want the probe's own refusal", err, classify(err))
 			}
 		})
@@ -57,17 +59,17 @@ func TestEveryTakedownRefusesInTheHarnessNamespaces(t *testing.T) {
 		}
 		outside = append(outside, l)
 	}
-	for _, c := range TakedownControls {
-		if c == TakedownProxy {
+	for _, c := range wire.TakedownControls {
+		if c == wire.TakedownProxy {
 			continue // it drops proxy variables first (harmless), then refuses to kill
 		}
 		t.Run(c, func(t *testing.T) {
-			rep := Report{}
-			err := doTakedown(t.Context(), Step{Kind: KindTakedown, Target: c, Outside: outside}, &rep)
-			if err == nil || !strings.HasPrefix(err.Error(), RefusePrefix) {
+			rep := wire.Report{}
+			err := doTakedown(t.Context(), wire.Step{Kind: wire.KindTakedown, Target: c, Outside: outside}, &rep)
+			if err == nil || !strings.HasPrefix(err.Error(), wire.RefusePrefix) {
 				t.Fatalf("got %v, excerpt %q; want the probe's refusal", err, rep.Excerpt)
 			}
-			if !strings.HasPrefix(rep.Excerpt, TakedownSkipped) || strings.Contains(rep.Excerpt, TakedownChanged) {
+			if !strings.HasPrefix(rep.Excerpt, wire.TakedownSkipped) || strings.Contains(rep.Excerpt, wire.TakedownChanged) {
 				t.Fatalf("excerpt %q: want only a skipped line", rep.Excerpt)
 			}
 		})
@@ -80,9 +82,9 @@ func TestProxyTakedownRefusesToKillInTheHarnessPidNamespace(t *testing.T) {
 		t.Skip(err)
 	}
 	t.Setenv("HTTP_PROXY", "http://127.0.0.1:3128")
-	rep := Report{}
-	err = doTakedown(t.Context(), Step{Kind: KindTakedown, Target: TakedownProxy, Outside: []string{pid}}, &rep)
-	if err == nil || !strings.HasPrefix(err.Error(), RefusePrefix) || !strings.Contains(rep.Excerpt, "kill proxy bridges") {
+	rep := wire.Report{}
+	err = doTakedown(t.Context(), wire.Step{Kind: wire.KindTakedown, Target: wire.TakedownProxy, Outside: []string{pid}}, &rep)
+	if err == nil || !strings.HasPrefix(err.Error(), wire.RefusePrefix) || !strings.Contains(rep.Excerpt, "kill proxy bridges") {
 		t.Fatalf("got %v, excerpt %q", err, rep.Excerpt)
 	}
 	if _, set := os.LookupEnv("HTTP_PROXY"); set {
@@ -135,10 +137,10 @@ func TestTakedownOutcomes(t *testing.T) {
 		lines func(*tdLog)
 		want  string
 	}{
-		{"a change", func(l *tdLog) { l.result("x", nil); l.result("y", syscall.EPERM) }, OutcomeCompleted},
-		{"all refused", func(l *tdLog) { l.result("x", syscall.EPERM); l.result("y", syscall.EROFS) }, OutcomeDenied},
-		{"nothing to do", func(l *tdLog) { l.add(TakedownUnchanged, "none") }, OutcomeCompleted},
-		{"failures", func(l *tdLog) { l.result("x", errors.New("boom")) }, OutcomeError},
+		{"a change", func(l *tdLog) { l.result("x", nil); l.result("y", syscall.EPERM) }, wire.OutcomeCompleted},
+		{"all refused", func(l *tdLog) { l.result("x", syscall.EPERM); l.result("y", syscall.EROFS) }, wire.OutcomeDenied},
+		{"nothing to do", func(l *tdLog) { l.add(wire.TakedownUnchanged, "none") }, wire.OutcomeCompleted},
+		{"failures", func(l *tdLog) { l.result("x", errors.New("boom")) }, wire.OutcomeError},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 )
 
 // nftTable is one nftables table: family (inet, ip, ...) and name.
@@ -46,16 +48,16 @@ const nftMsg = unix.NFNL_SUBSYS_NFTABLES << 8
 // takeDownNftables deletes every nftables table in the namespace but the
 // spared ones, one batch per table so each gets its own answer. This is
 // what `nft flush ruleset` does, without needing nft in the sandbox.
-func takeDownNftables(s Step, l *tdLog) error {
+func takeDownNftables(s wire.Step, l *tdLog) error {
 	if err := ownNamespace("net", s.Outside); err != nil {
-		l.add(TakedownSkipped, "%v", err)
+		l.add(wire.TakedownSkipped, "%v", err)
 		return err
 	}
 	c, err := dialNetlink(unix.NETLINK_NETFILTER)
 	if errors.Is(err, syscall.EPROTONOSUPPORT) {
 		// No nftables in this kernel (gVisor's own, or nf_tables absent):
 		// there is no ruleset here to take down.
-		l.add(TakedownUnchanged, "this kernel has no netfilter netlink (%v): no nftables ruleset here", err)
+		l.add(wire.TakedownUnchanged, "this kernel has no netfilter netlink (%v): no nftables ruleset here", err)
 		return nil
 	}
 	if err != nil {
@@ -73,11 +75,11 @@ func takeDownNftables(s Step, l *tdLog) error {
 		spare[t] = true
 	}
 	if len(tables) == 0 {
-		l.add(TakedownUnchanged, "no nftables table in this namespace")
+		l.add(wire.TakedownUnchanged, "no nftables table in this namespace")
 	}
 	for _, t := range tables {
 		if spare[t.String()] {
-			l.add(TakedownSkipped, "table %s: the harness's instrument (it filters nothing), spared", t)
+			l.add(wire.TakedownSkipped, "table %s: the harness's instrument (it filters nothing), spared", t)
 			continue
 		}
 		l.result("delete table "+t.String(), deleteNftTable(c, t))
@@ -123,9 +125,9 @@ func deleteNftTable(c *nlConn, t nftTable) error {
 // and Go has no small way to rewrite them, so this needs the sandbox's own
 // iptables-legacy binary; without one the tables are reported, not touched.
 // (iptables-nft rules are nftables tables: the nftables step takes them.)
-func takeDownIptables(ctx context.Context, s Step, l *tdLog) error {
+func takeDownIptables(ctx context.Context, s wire.Step, l *tdLog) error {
 	if err := ownNamespace("net", s.Outside); err != nil {
-		l.add(TakedownSkipped, "%v", err)
+		l.add(wire.TakedownSkipped, "%v", err)
 		return err
 	}
 	for _, v := range []struct{ names, bin string }{
@@ -133,17 +135,17 @@ func takeDownIptables(ctx context.Context, s Step, l *tdLog) error {
 	} {
 		b, err := os.ReadFile(v.names)
 		if err != nil {
-			l.add(TakedownUnchanged, "%s unreadable (%v): no legacy tables to see", v.names, err)
+			l.add(wire.TakedownUnchanged, "%s unreadable (%v): no legacy tables to see", v.names, err)
 			continue
 		}
 		tables := strings.Fields(string(b))
 		if len(tables) == 0 {
-			l.add(TakedownUnchanged, "no %s tables in this namespace", strings.TrimSuffix(v.bin, "-legacy"))
+			l.add(wire.TakedownUnchanged, "no %s tables in this namespace", strings.TrimSuffix(v.bin, "-legacy"))
 			continue
 		}
 		bin := findTool(v.bin)
 		if bin == "" {
-			l.add(TakedownSkipped, "%s tables %s present, but no %s in the sandbox to flush them", strings.TrimSuffix(v.bin, "-legacy"), strings.Join(tables, ","), v.bin)
+			l.add(wire.TakedownSkipped, "%s tables %s present, but no %s in the sandbox to flush them", strings.TrimSuffix(v.bin, "-legacy"), strings.Join(tables, ","), v.bin)
 			continue
 		}
 		for _, t := range tables {

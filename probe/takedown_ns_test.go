@@ -14,6 +14,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/probe"
 	"github.com/gatehouse-dev/gatehouse/probe/probetest"
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 )
 
 // TestBinaryTakedownInANamespaceOfItsOwn runs the real probe, as root, in
@@ -48,16 +49,16 @@ table inet gatehouse_acct {
 			if named {
 				outside = append(outside, link)
 			}
-			var steps []probe.Step
-			for _, c := range []string{probe.TakedownNftables, probe.TakedownLinks, probe.TakedownAddresses, probe.TakedownRoutes} {
-				steps = append(steps, probe.Step{ID: c, Kind: probe.KindTakedown, Target: c, Outside: outside, Spare: []string{"inet gatehouse_acct"}})
+			var steps []wire.Step
+			for _, c := range []string{wire.TakedownNftables, wire.TakedownLinks, wire.TakedownAddresses, wire.TakedownRoutes} {
+				steps = append(steps, wire.Step{ID: c, Kind: wire.KindTakedown, Target: c, Outside: outside, Spare: []string{"inet gatehouse_acct"}})
 			}
-			reps := runIn(t, bin, ns, probe.Plan{TimeoutMS: 5000, Parallel: 1, Steps: steps})
+			reps := runIn(t, bin, ns, wire.Plan{TimeoutMS: 5000, Parallel: 1, Steps: steps})
 			tables := sh(t, "nsenter", "--net="+ns, "nft", "list", "tables")
 			lo := sh(t, "ip", "-n", strings.TrimPrefix(ns, "/run/netns/"), "-o", "addr", "show", "dev", "lo")
 			if named {
 				for id, r := range reps {
-					if r.Outcome != probe.OutcomeDenied || !strings.HasPrefix(r.Error, probe.RefusePrefix) {
+					if r.Outcome != wire.OutcomeDenied || !strings.HasPrefix(r.Error, wire.RefusePrefix) {
 						t.Errorf("%s: %s (%s), want the probe's refusal", id, r.Outcome, r.Error)
 					}
 				}
@@ -66,20 +67,20 @@ table inet gatehouse_acct {
 				}
 				return
 			}
-			nft := reps[probe.TakedownNftables]
-			if nft.Outcome != probe.OutcomeCompleted || !strings.Contains(nft.Excerpt, probe.TakedownChanged+"delete table inet gatehouse_egress") {
+			nft := reps[wire.TakedownNftables]
+			if nft.Outcome != wire.OutcomeCompleted || !strings.Contains(nft.Excerpt, wire.TakedownChanged+"delete table inet gatehouse_egress") {
 				t.Errorf("nftables: %s (%s) %q", nft.Outcome, nft.Error, nft.Excerpt)
 			}
 			if strings.Contains(tables, "gatehouse_egress") || !strings.Contains(tables, "gatehouse_acct") {
 				t.Errorf("seen from outside, tables are %q: want the egress table gone and the accounting one kept", tables)
 			}
-			if r := reps[probe.TakedownLinks]; !strings.Contains(r.Excerpt, probe.TakedownChanged+"bring interface lo up") {
+			if r := reps[wire.TakedownLinks]; !strings.Contains(r.Excerpt, wire.TakedownChanged+"bring interface lo up") {
 				t.Errorf("links: %s %q", r.Outcome, r.Excerpt)
 			}
 			if !strings.Contains(lo, probe.TakedownAddress+"/32") {
 				t.Errorf("seen from outside, lo has %q: want %s added", lo, probe.TakedownAddress)
 			}
-			if r := reps[probe.TakedownRoutes]; r.Outcome != probe.OutcomeCompleted || !strings.Contains(r.Excerpt, "no interface but loopback") {
+			if r := reps[wire.TakedownRoutes]; r.Outcome != wire.OutcomeCompleted || !strings.Contains(r.Excerpt, "no interface but loopback") {
 				t.Errorf("routes: %s %q", r.Outcome, r.Excerpt)
 			}
 		})
@@ -132,7 +133,7 @@ func sh(t *testing.T, args ...string) string {
 	return string(out)
 }
 
-func runIn(t *testing.T, bin, ns string, plan probe.Plan) map[string]probe.Report {
+func runIn(t *testing.T, bin, ns string, plan wire.Plan) map[string]wire.Report {
 	t.Helper()
 	in, _ := json.Marshal(plan)
 	cmd := exec.Command("nsenter", "--net="+ns, bin, "run")
@@ -142,11 +143,11 @@ func runIn(t *testing.T, bin, ns string, plan probe.Plan) map[string]probe.Repor
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("probe: %v: %s", err, stderr.String())
 	}
-	reps, problems, err := probe.Decode(&stdout, plan, probe.DefaultLimits())
+	reps, problems, err := wire.Decode(&stdout, plan, wire.DefaultLimits())
 	if err != nil || len(problems) > 0 || len(reps) != len(plan.Steps) {
 		t.Fatalf("Decode: %d reports, problems %q, err %v", len(reps), problems, err)
 	}
-	out := map[string]probe.Report{}
+	out := map[string]wire.Report{}
 	for _, r := range reps {
 		out[r.ID] = r
 	}

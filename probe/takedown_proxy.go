@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 )
 
 // proxyVars are the variables that name a proxy.
@@ -26,7 +28,7 @@ var commonProxyPorts = []int{1080, 3128, 8080, 8118, 8888, 9050}
 // takeDownProxy clears the proxy settings and kills the processes that
 // listen on loopback on a proxy port: a bridge that carries the sandbox's
 // traffic to a proxy outside. Killing needs the probe's own pid namespace.
-func takeDownProxy(s Step, l *tdLog) error {
+func takeDownProxy(s wire.Step, l *tdLog) error {
 	ports := map[int]bool{}
 	for _, p := range commonProxyPorts {
 		ports[p] = true
@@ -48,32 +50,32 @@ func takeDownProxy(s Step, l *tdLog) error {
 	if len(set) > 0 {
 		// Only this process's copy changes; the attempts never honour them
 		// anyway (the ignore-proxy attempt), so no control falls here.
-		l.add(TakedownUnchanged, "proxy settings %s dropped from this process: advice the attempts already ignore, not a control", strings.Join(set, " "))
+		l.add(wire.TakedownUnchanged, "proxy settings %s dropped from this process: advice the attempts already ignore, not a control", strings.Join(set, " "))
 	}
 	if err := ownNamespace("pid", s.Outside); err != nil {
-		l.add(TakedownSkipped, "kill proxy bridges: %v", err)
+		l.add(wire.TakedownSkipped, "kill proxy bridges: %v", err)
 		return err
 	}
 	listeners, err := loopbackListeners(ports)
 	if err != nil {
-		l.add(TakedownFailed, "list loopback listeners: %v", err)
+		l.add(wire.TakedownFailed, "list loopback listeners: %v", err)
 		return nil
 	}
 	if len(listeners) == 0 {
-		l.add(TakedownUnchanged, "no process listens on loopback on a proxy port")
+		l.add(wire.TakedownUnchanged, "no process listens on loopback on a proxy port")
 		return nil
 	}
 	owners, unread := socketOwners()
 	for _, ino := range sortedInodes(listeners) {
 		pids := owners[ino]
 		if len(pids) == 0 {
-			l.add(TakedownSkipped, "listener on %s: owner not visible (%d processes' fds unreadable)", listeners[ino], unread)
+			l.add(wire.TakedownSkipped, "listener on %s: owner not visible (%d processes' fds unreadable)", listeners[ino], unread)
 			continue
 		}
 		for _, pid := range pids {
 			what := fmt.Sprintf("kill pid %d (%s) listening on %s", pid, comm(pid), listeners[ino])
 			if pid == 1 || pid == os.Getpid() {
-				l.add(TakedownSkipped, "%s: the sandbox's init or the probe itself", what)
+				l.add(wire.TakedownSkipped, "%s: the sandbox's init or the probe itself", what)
 				continue
 			}
 			l.result(what, syscall.Kill(pid, syscall.SIGKILL))

@@ -9,6 +9,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 )
 
 // TakedownAddress is the address the addresses step adds, on loopback:
@@ -57,9 +59,9 @@ func listLinks(c *nlConn) ([]nlLink, error) {
 
 // routeConn opens a route socket in the probe's own namespace and lists
 // its links, or logs why not.
-func routeConn(s Step, l *tdLog) (*nlConn, []nlLink, error) {
+func routeConn(s wire.Step, l *tdLog) (*nlConn, []nlLink, error) {
 	if err := ownNamespace("net", s.Outside); err != nil {
-		l.add(TakedownSkipped, "%v", err)
+		l.add(wire.TakedownSkipped, "%v", err)
 		return nil, nil, err
 	}
 	c, err := dialNetlink(unix.NETLINK_ROUTE)
@@ -77,7 +79,7 @@ func routeConn(s Step, l *tdLog) (*nlConn, []nlLink, error) {
 }
 
 // takeDownLinks brings up every interface that is down.
-func takeDownLinks(s Step, l *tdLog) error {
+func takeDownLinks(s wire.Step, l *tdLog) error {
 	c, links, err := routeConn(s, l)
 	if c == nil {
 		return err
@@ -93,7 +95,7 @@ func takeDownLinks(s Step, l *tdLog) error {
 		l.result("bring interface "+k.Name+" up", c.exec(req, req))
 	}
 	if len(up) > 0 {
-		l.add(TakedownUnchanged, "already up: %s", strings.Join(up, " "))
+		l.add(wire.TakedownUnchanged, "already up: %s", strings.Join(up, " "))
 	}
 	return nil
 }
@@ -101,7 +103,7 @@ func takeDownLinks(s Step, l *tdLog) error {
 // takeDownRoutes adds a default route, for each address family that has
 // none, through the first interface that is up and not loopback. Packets
 // it sends still end in the namespace the sandbox is joined to.
-func takeDownRoutes(s Step, l *tdLog) error {
+func takeDownRoutes(s wire.Step, l *tdLog) error {
 	c, links, err := routeConn(s, l)
 	if c == nil {
 		return err
@@ -123,9 +125,9 @@ func takeDownRoutes(s Step, l *tdLog) error {
 		case err != nil:
 			l.result("list "+fam.name+" routes", err)
 		case has:
-			l.add(TakedownUnchanged, "%s default route already there", fam.name)
+			l.add(wire.TakedownUnchanged, "%s default route already there", fam.name)
 		case via == nil:
-			l.add(TakedownUnchanged, "no %s default route, and no interface but loopback to add one through", fam.name)
+			l.add(wire.TakedownUnchanged, "no %s default route, and no interface but loopback to add one through", fam.name)
 		default:
 			l.result(fmt.Sprintf("add %s default route dev %s", fam.name, via.Name), addDefaultRoute(c, fam.af, via.Index))
 		}
@@ -171,7 +173,7 @@ func addDefaultRoute(c *nlConn, af uint8, index int32) error {
 }
 
 // takeDownAddresses adds TakedownAddress to loopback.
-func takeDownAddresses(s Step, l *tdLog) error {
+func takeDownAddresses(s wire.Step, l *tdLog) error {
 	c, links, err := routeConn(s, l)
 	if c == nil {
 		return err
@@ -184,7 +186,7 @@ func takeDownAddresses(s Step, l *tdLog) error {
 		}
 	}
 	if lo == nil {
-		l.add(TakedownUnchanged, "no loopback interface to add an address to")
+		l.add(wire.TakedownUnchanged, "no loopback interface to add an address to")
 		return nil
 	}
 	addr := netip.MustParseAddr(TakedownAddress).As4()
@@ -194,7 +196,7 @@ func takeDownAddresses(s Step, l *tdLog) error {
 	req := &nlMsg{Type: unix.RTM_NEWADDR, Flags: unix.NLM_F_REQUEST | unix.NLM_F_ACK | unix.NLM_F_CREATE | unix.NLM_F_EXCL, Body: body}
 	what := "add address " + TakedownAddress + "/32 on " + lo.Name
 	if err := c.exec(req, req); errors.Is(err, syscall.EEXIST) {
-		l.add(TakedownUnchanged, "%s: already there", what)
+		l.add(wire.TakedownUnchanged, "%s: already there", what)
 	} else {
 		l.result(what, err)
 	}

@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/gatehouse-dev/gatehouse/probe"
 	"github.com/gatehouse-dev/gatehouse/probe/probetest"
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 )
 
 // TestBinaryUnprivilegedICMP runs the probe as nobody in a fresh network
@@ -43,11 +43,11 @@ func TestBinaryUnprivilegedICMP(t *testing.T) {
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	plan := probe.Plan{TimeoutMS: 1000, Steps: []probe.Step{{ID: "ping", Kind: probe.KindICMP, Target: "127.0.0.1", Payload: "nobody"}}}
+	plan := wire.Plan{TimeoutMS: 1000, Steps: []wire.Step{{ID: "ping", Kind: wire.KindICMP, Target: "127.0.0.1", Payload: "nobody"}}}
 	in, _ := json.Marshal(plan)
 	for _, tc := range []struct{ groups, want string }{
-		{"1 0", probe.OutcomeUnreachable},
-		{"0 2147483647", probe.OutcomeCompleted},
+		{"1 0", wire.OutcomeUnreachable},
+		{"0 2147483647", wire.OutcomeCompleted},
 	} {
 		script := `ip link set lo up && sysctl -qw net.ipv4.ping_group_range="$1" && exec setpriv --reuid=65534 --regid=65534 --clear-groups "$2" run`
 		cmd := exec.CommandContext(t.Context(), "unshare", "--net", "--", "sh", "-c", script, "sh", tc.groups, bin)
@@ -58,7 +58,7 @@ func TestBinaryUnprivilegedICMP(t *testing.T) {
 		if err != nil {
 			t.Fatalf("ping_group_range %q: %v: %s", tc.groups, err, stderr.String())
 		}
-		reps, problems, err := probe.Decode(bytes.NewReader(out), plan, probe.DefaultLimits())
+		reps, problems, err := wire.Decode(bytes.NewReader(out), plan, wire.DefaultLimits())
 		if err != nil || len(reps) != 1 {
 			t.Fatalf("ping_group_range %q: decode %v %q: %q", tc.groups, err, problems, out)
 		}

@@ -7,8 +7,9 @@ import (
 	"net/netip"
 	"net/url"
 
+	"github.com/gatehouse-dev/gatehouse/internal/legacyip"
 	"github.com/gatehouse-dev/gatehouse/lab"
-	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 )
 
 // labAddrs is which addresses the lab serves (the public-looking ones can
@@ -57,24 +58,24 @@ func resolverDest(resolver string, addrs lab.Addrs) string {
 // address it names, or the resolver (its counter: resolver) when it names
 // a host that must be looked up first. "" when the target is not one of
 // addrs.
-func destOf(st probe.Step, addrs lab.Addrs, resolver string) string {
+func destOf(st wire.Step, addrs lab.Addrs, resolver string) string {
 	host := ""
 	switch st.Kind {
-	case probe.KindHTTP:
+	case wire.KindHTTP:
 		u, err := url.Parse(st.Target)
 		if err != nil {
 			return ""
 		}
 		host = u.Hostname()
-	case probe.KindTCP, probe.KindUDP:
+	case wire.KindTCP, wire.KindUDP:
 		h, _, err := net.SplitHostPort(st.Target)
 		if err != nil {
 			return ""
 		}
 		host = h
-	case probe.KindICMP:
+	case wire.KindICMP:
 		host = st.Target
-	case probe.KindDNS:
+	case wire.KindDNS:
 		if st.Server == "" {
 			return resolver
 		}
@@ -89,7 +90,7 @@ func destOf(st probe.Step, addrs lab.Addrs, resolver string) string {
 	if a, err := netip.ParseAddr(host); err == nil {
 		return addrs.DestOf(a.Unmap().String())
 	}
-	if a, ok := probe.LegacyIPv4(host); ok {
+	if a, ok := legacyip.Parse(host); ok {
 		return addrs.DestOf(a.String())
 	}
 	// A name: the first packet is the lookup, to the resolver the sandbox

@@ -4,7 +4,7 @@ import (
 	"strings"
 
 	"github.com/gatehouse-dev/gatehouse/evidence"
-	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 )
 
 // agentFacts fills res.Agent for a normal-path scenario an agent ran, and
@@ -46,7 +46,7 @@ func (r *runner) agentFacts(s *scenario, res *evidence.Result) (note string) {
 		for _, h := range r.cfg.Lab.Hits() {
 			// Planted canaries, not the session tag: the document the
 			// agent was given carries the tag itself.
-			if h.Session == s.session && h.Endpoint == "inference" && carriesValue(h, probe.HuntPrefix) {
+			if h.Session == s.session && h.Endpoint == "inference" && carriesValue(h, wire.HuntPrefix) {
 				f.ModelSawCanary = true
 				break
 			}

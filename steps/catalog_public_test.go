@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/gatehouse-dev/gatehouse/lab"
-	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 )
 
 // Every network attempt's first packet must go to a lab destination the
@@ -22,7 +22,7 @@ func TestEveryAttemptHasACountedDestination(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, st := range steps {
-			if st.Kind == probe.KindProxy {
+			if st.Kind == wire.KindProxy {
 				// Its first packet goes to the proxy the sandbox's own
 				// environment names, often on the sandbox's loopback where
 				// the session's accounting cannot see; what the proxy sends
@@ -65,7 +65,7 @@ func TestQUICInitialShape(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := st[0].Binary
-	if st[0].Kind != probe.KindUDP || !strings.HasSuffix(st[0].Target, ":443") {
+	if st[0].Kind != wire.KindUDP || !strings.HasSuffix(st[0].Target, ":443") {
 		t.Errorf("quic-443 is %s to %s", st[0].Kind, st[0].Target)
 	}
 	if len(b) != 1200 || b[0]&0xf0 != 0xc0 || !bytes.Equal(b[1:5], []byte{0, 0, 0, 1}) {

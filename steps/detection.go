@@ -15,8 +15,9 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/detect"
 	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/internal/legacyip"
 	"github.com/gatehouse-dev/gatehouse/lab"
-	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
@@ -247,11 +248,11 @@ func (r *runner) unregisterKeys(s *scenario) {
 // would see (kind and object, from the planned step, not the report) and
 // the attempt's window. The report's times are hostile: they count only
 // inside the window the harness saw from outside (from, to).
-func (r *runner) observeAttempts(s *scenario, p probe.Plan, reps []probe.Report, from, to time.Time) {
+func (r *runner) observeAttempts(s *scenario, p wire.Plan, reps []wire.Report, from, to time.Time) {
 	if r.det == nil {
 		return
 	}
-	byID := map[string]probe.Step{}
+	byID := map[string]wire.Step{}
 	for _, st := range p.Steps {
 		byID[st.ID] = st
 	}
@@ -266,7 +267,7 @@ func (r *runner) observeAttempts(s *scenario, p probe.Plan, reps []probe.Report,
 		}
 		for _, st := range p.Steps {
 			if !seen[st.ID] && st.ID != "positive-control" {
-				reps = append(reps, probe.Report{ID: st.ID})
+				reps = append(reps, wire.Report{ID: st.ID})
 			}
 		}
 	}
@@ -299,7 +300,7 @@ func (r *runner) observeAttempts(s *scenario, p probe.Plan, reps []probe.Report,
 
 // attemptWindow is the report's [start, start+duration] clamped to the
 // outside window; a report without times gets the whole outside window.
-func attemptWindow(rep probe.Report, from, to time.Time) (time.Time, time.Time) {
+func attemptWindow(rep wire.Report, from, to time.Time) (time.Time, time.Time) {
 	if rep.Start.IsZero() {
 		return from, to
 	}
@@ -338,10 +339,10 @@ var labLiterals = map[string]string{
 // sources normalise theirs: connect "ip:port" ("[v6]:port"), dns a
 // lower-case name without the trailing dot, open a path. "" with a reason
 // when there is nothing a monitor could match.
-func observable(st probe.Step) (kind, object, why string) {
+func observable(st wire.Step) (kind, object, why string) {
 	const none = "no observable object"
 	switch st.Kind {
-	case probe.KindHTTP:
+	case wire.KindHTTP:
 		u, err := url.Parse(st.Target)
 		if err != nil || u.Hostname() == "" {
 			return "", "", none + ": not a URL"
@@ -351,19 +352,19 @@ func observable(st probe.Step) (kind, object, why string) {
 			port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
 		}
 		return connectObject(u.Hostname(), port)
-	case probe.KindTCP, probe.KindUDP:
+	case wire.KindTCP, wire.KindUDP:
 		h, port, err := net.SplitHostPort(st.Target)
 		if err != nil {
 			return "", "", none + ": not host:port"
 		}
 		return connectObject(h, port)
-	case probe.KindDNS:
+	case wire.KindDNS:
 		name := strings.ToLower(strings.TrimSuffix(st.Target, "."))
 		if name == "" {
 			return "", "", none + ": no name"
 		}
 		return detect.KindDNS, name, ""
-	case probe.KindRead, probe.KindHunt:
+	case wire.KindRead, wire.KindHunt:
 		if !strings.HasPrefix(st.Target, "/") {
 			return "", "", none + ": " + st.Kind + " of " + st.Target + " is not one path"
 		}
@@ -378,9 +379,9 @@ func observable(st probe.Step) (kind, object, why string) {
 // query), so there is no connect for a monitor to see. Counted observable,
 // such an attempt takes the event of another attempt of the same session
 // to the same address, and that one shows as missed.
-func unresolved(st probe.Step, rep probe.Report) string {
+func unresolved(st wire.Step, rep wire.Report) string {
 	host := st.Target
-	if u, err := url.Parse(st.Target); err == nil && u.Hostname() != "" && st.Kind == probe.KindHTTP {
+	if u, err := url.Parse(st.Target); err == nil && u.Hostname() != "" && st.Kind == wire.KindHTTP {
 		host = u.Hostname()
 	} else if h, _, err := net.SplitHostPort(st.Target); err == nil {
 		host = h
@@ -388,7 +389,7 @@ func unresolved(st probe.Step, rep probe.Report) string {
 	if _, err := netip.ParseAddr(host); err == nil || rep.Error == "" {
 		return ""
 	}
-	if _, legacy := probe.LegacyIPv4(host); legacy {
+	if _, legacy := legacyip.Parse(host); legacy {
 		return ""
 	}
 	if strings.Contains(rep.Error, "lookup "+host) {
@@ -401,7 +402,7 @@ func unresolved(st probe.Step, rep probe.Report) string {
 // sandbox opened nothing (the probe found "nothing to search"). Like an
 // unresolved name, the sandbox's word can only make an attempt
 // unobservable, never detected.
-func notThere(object string, rep probe.Report) string {
+func notThere(object string, rep wire.Report) string {
 	if strings.HasPrefix(rep.Error, "nothing to search") {
 		return "not observable: " + object + " does not exist in the sandbox, so nothing was opened"
 	}
@@ -413,7 +414,7 @@ func connectObject(host, port string) (string, string, string) {
 		return "", "", "no observable object: no port"
 	}
 	a, err := netip.ParseAddr(host)
-	if legacy, ok := probe.LegacyIPv4(host); err != nil && ok {
+	if legacy, ok := legacyip.Parse(host); err != nil && ok {
 		// Decimal, hex and short forms: the probe dials them as the
 		// address they spell, as old resolvers do.
 		a, err = legacy, nil

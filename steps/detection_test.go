@@ -15,7 +15,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/detect"
 	"github.com/gatehouse-dev/gatehouse/evidence"
 	"github.com/gatehouse-dev/gatehouse/features"
-	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 	"github.com/gatehouse-dev/gatehouse/steps"
 	"github.com/gatehouse-dev/gatehouse/steps/steptest"
 	"github.com/gatehouse-dev/gatehouse/targets"
@@ -50,7 +50,7 @@ type keyedTarget struct {
 	*fakeTarget
 	src    *fakeSource
 	gvisor bool
-	emit   func(st probe.Step, own uint64) (detect.Event, bool)
+	emit   func(st wire.Step, own uint64) (detect.Event, bool)
 	mu     sync.Mutex
 	next   uint64
 }
@@ -78,7 +78,7 @@ func (s *keyedSession) SessionKeys(ctx context.Context) ([]detect.SessionKey, er
 }
 
 func (s *keyedSession) Exec(ctx context.Context, cmd targets.Command) (targets.Result, error) {
-	var p probe.Plan
+	var p wire.Plan
 	if err := json.NewDecoder(cmd.Stdin).Decode(&p); err != nil {
 		return targets.Result{ExitCode: 2}, nil
 	}
@@ -94,7 +94,7 @@ func (s *keyedSession) Exec(ctx context.Context, cmd targets.Command) (targets.R
 	res, err := s.fakeSession.Exec(ctx, targets.Command{Args: cmd.Args, Stdin: strings.NewReader(string(in)), Stdout: io.Discard})
 	enc := json.NewEncoder(cmd.Stdout)
 	for _, st := range p.Steps {
-		_ = enc.Encode(probe.Report{ID: st.ID, Kind: st.Kind, Target: st.Target, Outcome: blocked(st), Start: start, DurationMS: float64(time.Since(start).Microseconds()) / 1000})
+		_ = enc.Encode(wire.Report{ID: st.ID, Kind: st.Kind, Target: st.Target, Outcome: blocked(st), Start: start, DurationMS: float64(time.Since(start).Microseconds()) / 1000})
 	}
 	return res, err
 }
@@ -103,7 +103,7 @@ func (s *keyedSession) Exec(ctx context.Context, cmd targets.Command) (targets.R
 // with a latency); the tcp one from another session (not matched); the
 // udp one an hour early (outside the window: not matched); the https one
 // imported after the fact (detected, latency not measured).
-func callbackEvents(st probe.Step, own uint64) (detect.Event, bool) {
+func callbackEvents(st wire.Step, own uint64) (detect.Event, bool) {
 	now := time.Now()
 	e := detect.Event{Source: "fake-monitor", Rule: "egress", Kind: detect.KindConnect, Key: detect.SessionKey{CgroupID: own}, Received: now, Raw: []byte(`{"raw":1}`)}
 	switch st.ID {
@@ -144,7 +144,7 @@ func attemptByID(d *evidence.Detection, id string) *evidence.DetectionAttempt {
 
 func TestDetectionIsMatchedBySessionKindObjectAndWindow(t *testing.T) {
 	src := newFakeSource()
-	tgt := &keyedTarget{fakeTarget: &fakeTarget{lab: &steptest.Lab{}, deliver: func(s probe.Step) bool { return s.ID == "positive-control" }}, src: src, emit: callbackEvents}
+	tgt := &keyedTarget{fakeTarget: &fakeTarget{lab: &steptest.Lab{}, deliver: func(s wire.Step) bool { return s.ID == "positive-control" }}, src: src, emit: callbackEvents}
 	out := runDetecting(t, tgt, tgt.lab, []detect.Source{src}, "external-callback")
 	if !src.started.Load() || !src.closed.Load() {
 		t.Errorf("source started %v, closed %v: want both", src.started.Load(), src.closed.Load())
@@ -188,7 +188,7 @@ func TestDetectionIsMatchedBySessionKindObjectAndWindow(t *testing.T) {
 
 func TestGVisorSessionIsNotObservable(t *testing.T) {
 	src := newFakeSource()
-	tgt := &keyedTarget{fakeTarget: &fakeTarget{lab: &steptest.Lab{}, deliver: func(s probe.Step) bool { return s.ID == "positive-control" }}, src: src, emit: callbackEvents, gvisor: true}
+	tgt := &keyedTarget{fakeTarget: &fakeTarget{lab: &steptest.Lab{}, deliver: func(s wire.Step) bool { return s.ID == "positive-control" }}, src: src, emit: callbackEvents, gvisor: true}
 	out := runDetecting(t, tgt, tgt.lab, []detect.Source{src}, "external-callback")
 	for _, r := range out.Results {
 		if r.Detection == nil || len(r.Detection.Attempts) == 0 {
@@ -210,7 +210,7 @@ func TestGVisorSessionIsNotObservable(t *testing.T) {
 func TestDetectionNeverChangesVerdicts(t *testing.T) {
 	gates := []string{"external-callback", "dns-exfiltration", "cloud-metadata"}
 	for _, leaky := range []bool{true, false} {
-		deliver := func(s probe.Step) bool { return leaky || s.ID == "positive-control" }
+		deliver := func(s wire.Step) bool { return leaky || s.ID == "positive-control" }
 		plain := &fakeTarget{lab: &steptest.Lab{}, deliver: deliver}
 		without := runFake(t, plain, gates...)
 		for _, r := range without.Results {
@@ -220,7 +220,7 @@ func TestDetectionNeverChangesVerdicts(t *testing.T) {
 		}
 		src := newFakeSource()
 		// The monitor sees every attempt of every session.
-		all := func(st probe.Step, own uint64) (detect.Event, bool) {
+		all := func(st wire.Step, own uint64) (detect.Event, bool) {
 			e, ok := callbackEvents(st, own)
 			if ok {
 				e.Key, e.Received = detect.SessionKey{CgroupID: own}, time.Now()
@@ -249,7 +249,7 @@ func TestDetectionNeverChangesVerdicts(t *testing.T) {
 func TestDetectorThatCannotStartStopsTheRun(t *testing.T) {
 	src := newFakeSource()
 	src.failing = errors.New("no BPF here")
-	tgt := &fakeTarget{lab: &steptest.Lab{}, deliver: func(probe.Step) bool { return true }}
+	tgt := &fakeTarget{lab: &steptest.Lab{}, deliver: func(wire.Step) bool { return true }}
 	_, err := steps.Run(context.Background(), steps.Config{Target: tgt, Network: steps.NetLab, Lab: tgt.lab, ProbePath: "/bin/true",
 		Features: features.FS, Gates: []string{"external-callback"}, Settle: 1, Detectors: []detect.Source{src}})
 	if err == nil || !strings.Contains(err.Error(), "no BPF here") {
@@ -262,7 +262,7 @@ func TestDetectorThatCannotStartStopsTheRun(t *testing.T) {
 // none is matched to an attempt as its detection.
 func TestExitEventsAreNeverDetections(t *testing.T) {
 	src := newFakeSource()
-	asExit := func(st probe.Step, own uint64) (detect.Event, bool) {
+	asExit := func(st wire.Step, own uint64) (detect.Event, bool) {
 		e, ok := callbackEvents(st, own)
 		if !ok || st.ID != "http" {
 			return e, false
@@ -270,7 +270,7 @@ func TestExitEventsAreNeverDetections(t *testing.T) {
 		e.Kind, e.Rule = detect.KindExit, ""
 		return e, true
 	}
-	tgt := &keyedTarget{fakeTarget: &fakeTarget{lab: &steptest.Lab{}, deliver: func(s probe.Step) bool { return s.ID == "positive-control" }}, src: src, emit: asExit}
+	tgt := &keyedTarget{fakeTarget: &fakeTarget{lab: &steptest.Lab{}, deliver: func(s wire.Step) bool { return s.ID == "positive-control" }}, src: src, emit: asExit}
 	out := runDetecting(t, tgt, tgt.lab, []detect.Source{src}, "external-callback")
 	if len(out.Results) != 2 {
 		t.Fatalf("want 2 results, got %d", len(out.Results))

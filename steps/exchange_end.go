@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 )
 
 // Ending an exchange early. The two-session gates (cross-session) hold
@@ -43,12 +43,12 @@ func newExchangeCoord() *exchangeCoord {
 }
 
 // expect registers a party's plan before any party runs.
-func (x *exchangeCoord) expect(session string, p probe.Plan) {
+func (x *exchangeCoord) expect(session string, p wire.Plan) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	ids := map[string]bool{}
 	for _, st := range p.Steps {
-		if st.Kind == probe.KindSend || st.Kind == probe.KindReceive {
+		if st.Kind == wire.KindSend || st.Kind == wire.KindReceive {
 			ids[st.ID] = false
 		}
 	}
@@ -65,7 +65,7 @@ func exchangeOf(ctx context.Context) *exchangeCoord {
 }
 
 // covers says whether p is one of the exchange's plans.
-func (x *exchangeCoord) covers(p probe.Plan) bool {
+func (x *exchangeCoord) covers(p wire.Plan) bool {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	_, ok := x.want[p.Session]
@@ -74,12 +74,12 @@ func (x *exchangeCoord) covers(p probe.Plan) bool {
 
 // join attaches a party's probe run: its control, and its stderr, from
 // which the start lines are read (and still kept).
-func (x *exchangeCoord) join(session string, p probe.Plan, ctl *control, stderr io.Writer) io.Writer {
+func (x *exchangeCoord) join(session string, p wire.Plan, ctl *control, stderr io.Writer) io.Writer {
 	x.mu.Lock()
 	x.ctls[session] = ctl
 	x.mu.Unlock()
 	return &lineTap{w: stderr, line: func(b []byte) {
-		id, ok := strings.CutPrefix(string(b), probe.ActivePrefix)
+		id, ok := strings.CutPrefix(string(b), wire.ActivePrefix)
 		if !ok {
 			return
 		}

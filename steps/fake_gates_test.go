@@ -8,7 +8,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/evidence"
 	"github.com/gatehouse-dev/gatehouse/features"
 	"github.com/gatehouse-dev/gatehouse/lab"
-	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 	"github.com/gatehouse-dev/gatehouse/steps"
 	"github.com/gatehouse-dev/gatehouse/steps/steptest"
 )
@@ -39,7 +39,7 @@ func runPlacesOutcome(t *testing.T, l steps.Lab, tgt *placeTarget, secretProcess
 func TestForeignStorageWithFakeSandboxes(t *testing.T) {
 	for _, leaky := range []bool{true, false} {
 		fl := &steptest.Lab{}
-		tgt := &placeTarget{lab: fl, answer: func(s *placeSession, st probe.Step) probe.Report {
+		tgt := &placeTarget{lab: fl, answer: func(s *placeSession, st wire.Step) wire.Report {
 			spec := s.spec
 			switch {
 			case st.ID == "own-storage":
@@ -79,7 +79,7 @@ func TestForeignStorageNeedsProvenOverlap(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			fl := &steptest.Lab{}
-			tgt := &placeTarget{lab: fl, noHold: tt.noHold, noWindows: tt.noWindows, answer: func(s *placeSession, st probe.Step) probe.Report {
+			tgt := &placeTarget{lab: fl, noHold: tt.noHold, noWindows: tt.noWindows, answer: func(s *placeSession, st wire.Step) wire.Report {
 				if st.ID == "own-storage" {
 					return ownNonce(s.spec)
 				}
@@ -99,21 +99,21 @@ func TestForeignStorageNeedsProvenOverlap(t *testing.T) {
 // clean hunt PASSes only with the broker's four checks.
 func TestLongLivedSecretWiringWithFakeSandboxes(t *testing.T) {
 	inside := steps.SecretProcess{Where: "inside", User: "agent"}
-	leakyAnswer := func(s *placeSession, st probe.Step) probe.Report {
+	leakyAnswer := func(s *placeSession, st wire.Step) wire.Report {
 		switch st.ID {
 		case "environment":
-			return probe.Report{Outcome: probe.OutcomeCompleted, Excerpt: s.spec.Secrets["aws-secret"] + " env:AWS_SECRET_ACCESS_KEY"}
+			return wire.Report{Outcome: wire.OutcomeCompleted, Excerpt: s.spec.Secrets["aws-secret"] + " env:AWS_SECRET_ACCESS_KEY"}
 		case "other-processes":
 			if v := processValue(s); v != "" {
-				return probe.Report{Outcome: probe.OutcomeCompleted, Excerpt: v + " /proc/99/environ"}
+				return wire.Report{Outcome: wire.OutcomeCompleted, Excerpt: v + " /proc/99/environ"}
 			}
 		}
-		return probe.Report{Outcome: probe.OutcomeCompleted}
+		return wire.Report{Outcome: wire.OutcomeCompleted}
 	}
-	clean := func(*placeSession, probe.Step) probe.Report { return probe.Report{Outcome: probe.OutcomeCompleted} }
+	clean := func(*placeSession, wire.Step) wire.Report { return wire.Report{Outcome: wire.OutcomeCompleted} }
 	tests := []struct {
 		name          string
-		answer        func(*placeSession, probe.Step) probe.Report
+		answer        func(*placeSession, wire.Step) wire.Report
 		broker        bool
 		secretProcess steps.SecretProcess
 		want          evidence.Verdict

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/evidence"
-	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 	"github.com/gatehouse-dev/gatehouse/steps"
 	"github.com/gatehouse-dev/gatehouse/steps/steptest"
 )
@@ -22,13 +22,13 @@ func TestCrossSessionNeedsRealOverlap(t *testing.T) {
 	}
 	for _, late := range []bool{false, true} {
 		fl := &steptest.Lab{}
-		tgt := &placeTarget{lab: fl, answer: func(s *placeSession, st probe.Step) probe.Report {
-			return probe.Report{Outcome: probe.OutcomeCompleted}
+		tgt := &placeTarget{lab: fl, answer: func(s *placeSession, st wire.Step) wire.Report {
+			return wire.Report{Outcome: wire.OutcomeCompleted}
 		}}
-		tgt.before = func(p probe.Plan) {
+		tgt.before = func(p wire.Plan) {
 			// The second session of a pair is the one that reads queue 1.
 			for _, st := range p.Steps {
-				if late && st.Kind == probe.KindReceive && strings.HasPrefix(st.Target, "mq:") && strings.HasSuffix(st.Target, "-1") {
+				if late && st.Kind == wire.KindReceive && strings.HasPrefix(st.Target, "mq:") && strings.HasSuffix(st.Target, "-1") {
 					time.Sleep(time.Duration(st.DurationMS)*time.Millisecond + 500*time.Millisecond)
 				}
 			}

@@ -16,7 +16,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/evidence"
 	"github.com/gatehouse-dev/gatehouse/lab"
-	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 	"github.com/gatehouse-dev/gatehouse/steps/steptest"
 	"github.com/gatehouse-dev/gatehouse/targets"
 )
@@ -26,7 +26,7 @@ import (
 // secrets), the way a real probe would find them through the binds.
 type placeTarget struct {
 	lab    *steptest.Lab
-	answer func(s *placeSession, st probe.Step) probe.Report
+	answer func(s *placeSession, st wire.Step) wire.Report
 	// noHold makes `probe hold` end at once without saying it runs: a
 	// session with no live process while the other looks.
 	noHold bool
@@ -37,7 +37,7 @@ type placeTarget struct {
 	// window they were at work, as the probe's do.
 	timed bool
 	// before, when set, runs before a plan's steps (a slow start).
-	before func(probe.Plan)
+	before func(wire.Plan)
 }
 
 func (t *placeTarget) Name() string { return "fake-places" }
@@ -84,7 +84,7 @@ func (s *placeSession) Exec(ctx context.Context, c targets.Command) (targets.Res
 	if len(c.Args) > 1 && c.Args[1] == "hold" {
 		return s.hold(ctx, c)
 	}
-	var p probe.Plan
+	var p wire.Plan
 	if err := json.NewDecoder(c.Stdin).Decode(&p); err != nil {
 		return targets.Result{ExitCode: 2}, nil
 	}
@@ -98,7 +98,7 @@ func (s *placeSession) Exec(ctx context.Context, c targets.Command) (targets.Res
 	for _, st := range p.Steps {
 		if st.ID == "positive-control" {
 			s.t.lab.Add(evidence.Hit{Endpoint: "inference", Session: s.spec.Name, Proto: "http", Summary: st.Target, Data: st.Headers["X-Gatehouse-Control"]})
-			_ = enc.Encode(probe.Report{ID: st.ID, Kind: st.Kind, Target: st.Target, Outcome: probe.OutcomeCompleted, Status: 200, Start: time.Now()})
+			_ = enc.Encode(wire.Report{ID: st.ID, Kind: st.Kind, Target: st.Target, Outcome: wire.OutcomeCompleted, Status: 200, Start: time.Now()})
 			continue
 		}
 		start := time.Now()
@@ -117,7 +117,7 @@ func (s *placeSession) Exec(ctx context.Context, c targets.Command) (targets.Res
 
 // sleepAsLongAsAsked plays a plan whose steps all run at once for their
 // DurationMS, and notes when they began.
-func (s *placeSession) sleepAsLongAsAsked(p probe.Plan) {
+func (s *placeSession) sleepAsLongAsAsked(p wire.Plan) {
 	longest := 0
 	for _, st := range p.Steps {
 		longest = max(longest, st.DurationMS)
@@ -131,7 +131,7 @@ func (s *placeSession) hold(ctx context.Context, c targets.Command) (targets.Res
 	if s.t.noHold {
 		return targets.Result{ExitCode: 1}, nil
 	}
-	if _, err := io.WriteString(c.Stdout, probe.HoldReady+" 1\n"); err != nil {
+	if _, err := io.WriteString(c.Stdout, wire.HoldReady+" 1\n"); err != nil {
 		return targets.Result{}, err
 	}
 	done := make(chan struct{})
@@ -150,30 +150,30 @@ func (s *placeSession) Inspect(context.Context) (targets.Config, error) {
 }
 func (s *placeSession) Stop(context.Context) error { return nil }
 
-func denied() probe.Report {
-	return probe.Report{Outcome: probe.OutcomeDenied, Error: "permission denied"}
+func denied() wire.Report {
+	return wire.Report{Outcome: wire.OutcomeDenied, Error: "permission denied"}
 }
 
 // ownNonce reads the session's own storage, as /workspace/nonce would.
-func ownNonce(spec targets.Spec) probe.Report {
+func ownNonce(spec targets.Spec) wire.Report {
 	b, err := os.ReadFile(filepath.Join(spec.Places["storage"], "nonce"))
 	if err != nil {
-		return probe.Report{Outcome: probe.OutcomeError, Error: err.Error()}
+		return wire.Report{Outcome: wire.OutcomeError, Error: err.Error()}
 	}
-	return probe.Report{Outcome: probe.OutcomeCompleted, Excerpt: string(b)}
+	return wire.Report{Outcome: wire.OutcomeCompleted, Excerpt: string(b)}
 }
 
 // everyNonce is what a find over a bind of storage-root reports.
-func everyNonce(spec targets.Spec) probe.Report {
+func everyNonce(spec targets.Spec) wire.Report {
 	files, _ := filepath.Glob(filepath.Join(spec.Places["storage-root"], "*", "nonce"))
 	var lines []string
 	for _, f := range files {
 		b, _ := os.ReadFile(f)
-		for _, v := range probe.Tokens(b) {
+		for _, v := range wire.Tokens(b) {
 			lines = append(lines, v+" /storage/"+filepath.Base(filepath.Dir(f))+"/nonce")
 		}
 	}
-	return probe.Report{Outcome: probe.OutcomeCompleted, Excerpt: strings.Join(lines, "\n")}
+	return wire.Report{Outcome: wire.OutcomeCompleted, Excerpt: strings.Join(lines, "\n")}
 }
 
 // processValue reads the session's secret-holding process's environment

@@ -14,20 +14,20 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/evidence"
 	"github.com/gatehouse-dev/gatehouse/lab"
-	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 )
 
 // hostAttempts are the host-access attempts a feature row may name. hostDir
 // is the host folder holding this session's nonce: the attempts try it
 // where a careless mount would show it, not where the harness knows it is.
-var hostAttempts = map[string]func(hostDir, canary string) probe.Step{
-	"host-path":       func(d, _ string) probe.Step { return probe.Step{Kind: probe.KindRead, Target: d + "/nonce"} },
-	"host-root-mount": func(d, _ string) probe.Step { return probe.Step{Kind: probe.KindRead, Target: "/host" + d + "/nonce"} },
-	"mnt-mount":       func(string, string) probe.Step { return probe.Step{Kind: probe.KindRead, Target: "/mnt/host/nonce"} },
+var hostAttempts = map[string]func(hostDir, canary string) wire.Step{
+	"host-path":       func(d, _ string) wire.Step { return wire.Step{Kind: wire.KindRead, Target: d + "/nonce"} },
+	"host-root-mount": func(d, _ string) wire.Step { return wire.Step{Kind: wire.KindRead, Target: "/host" + d + "/nonce"} },
+	"mnt-mount":       func(string, string) wire.Step { return wire.Step{Kind: wire.KindRead, Target: "/mnt/host/nonce"} },
 	// Every mount point, and the nonce's host folder under each: where a
 	// bind of the host's / (or of a folder above it) would show it.
-	"mounted-folders": func(d, _ string) probe.Step {
-		return probe.Step{Kind: probe.KindFind, Target: "@mounts", Hints: []string{d}}
+	"mounted-folders": func(d, _ string) wire.Step {
+		return wire.Step{Kind: wire.KindFind, Target: "@mounts", Hints: []string{d}}
 	},
 	"host-mounts":     check("mounts"),  // compared with the host's /, homes, /etc
 	"engine-sockets":  check("engines"), // any socket answering as an engine
@@ -35,7 +35,7 @@ var hostAttempts = map[string]func(hostDir, canary string) probe.Step{
 	"docker-run-sock": sock("/run/docker.sock"),
 	"containerd-sock": sock("/run/containerd/containerd.sock"),
 	"podman-socket":   sock("/run/podman/podman.sock"),
-	"host-loopback": func(_, c string) probe.Step {
+	"host-loopback": func(_, c string) wire.Step {
 		return get(fmt.Sprintf("http://%s:%d/h/%s", lab.HostServiceV4, lab.HostServicePort, c))
 	},
 	"host-pids":     check("pids"),
@@ -47,12 +47,12 @@ var hostAttempts = map[string]func(hostDir, canary string) probe.Step{
 	"device-nodes":  check("devices"),
 }
 
-func sock(path string) func(string, string) probe.Step {
-	return func(string, string) probe.Step { return probe.Step{Kind: probe.KindHunt, Target: path} }
+func sock(path string) func(string, string) wire.Step {
+	return func(string, string) wire.Step { return wire.Step{Kind: wire.KindHunt, Target: path} }
 }
 
-func check(what string) func(string, string) probe.Step {
-	return func(string, string) probe.Step { return probe.Step{Kind: probe.KindHostCheck, Target: what} }
+func check(what string) func(string, string) wire.Step {
+	return func(string, string) wire.Step { return wire.Step{Kind: wire.KindHostCheck, Target: what} }
 }
 
 // nsKinds are the namespace kinds a target may report as outside.ns.KIND
@@ -74,7 +74,7 @@ func (r *runner) touchHost(ctx context.Context, table *godog.Table) error {
 		return err
 	}
 	hostDir := p.root + "/host"
-	var steps []probe.Step
+	var steps []wire.Step
 	for _, n := range names {
 		mk, ok := hostAttempts[n]
 		if !ok {
@@ -95,7 +95,7 @@ func (r *runner) touchHost(ctx context.Context, table *godog.Table) error {
 	}
 	// In-sandbox checks are the sandbox's own word: findings, not verdicts.
 	for _, a := range s.attempts {
-		if a.Kind == probe.KindHostCheck && strings.HasPrefix(a.Excerpt, "exposed:") {
+		if a.Kind == wire.KindHostCheck && strings.HasPrefix(a.Excerpt, "exposed:") {
 			// The first line is the check's summary; scans list details
 			// after it, which the verdict reads.
 			first, _, _ := strings.Cut(a.Excerpt, "\n")

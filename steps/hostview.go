@@ -10,7 +10,8 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/evidence"
-	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/internal/unixsock"
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 )
 
 // maxHomes bounds the host homes the harness stats.
@@ -32,7 +33,7 @@ func hostPaths() []evidence.HostPath {
 		if fi, err := os.Stat(p); err != nil || !fi.IsDir() {
 			return
 		}
-		if id, err := probe.StatID(p); err == nil {
+		if id, err := wire.StatID(p); err == nil {
 			out = append(out, evidence.HostPath{Path: p, Kind: kind, ID: id.String()})
 		}
 	}
@@ -87,7 +88,7 @@ func hostSockets(ctx context.Context, attempts []evidence.Attempt) []evidence.Ho
 	for _, a := range attempts {
 		for _, line := range strings.Split(a.Excerpt, "\n") {
 			if f := strings.Fields(line); len(f) >= 5 && f[0] == "engine" {
-				if id, ok := probe.ParseFileID(f[2]); ok {
+				if id, ok := wire.ParseFileID(f[2]); ok {
 					claimed[id.String()] = true
 				}
 			}
@@ -98,8 +99,8 @@ func hostSockets(ctx context.Context, attempts []evidence.Attempt) []evidence.Ho
 	}
 	var out []evidence.HostSocket
 	seen := map[string]bool{}
-	for _, p := range append(unixSocketPaths(), probe.WellKnownSockets...) {
-		id, err := probe.StatID(p)
+	for _, p := range append(unixSocketPaths(), unixsock.WellKnownSockets...) {
+		id, err := wire.StatID(p)
 		if err != nil || !claimed[id.String()] || seen[id.String()] {
 			continue
 		}
@@ -109,7 +110,7 @@ func hostSockets(ctx context.Context, attempts []evidence.Attempt) []evidence.Ho
 			hs.Answer = "the lab's own fake engine (not asked: it records every contact)"
 		} else {
 			actx, cancel := context.WithTimeout(ctx, 3*time.Second)
-			if ans, _ := probe.AskEngine(actx, p); ans.Engine() {
+			if ans, _ := unixsock.AskEngine(actx, p); ans.Engine() {
 				hs.Answer = ans.Type + " " + ans.Detail
 			}
 			cancel()
@@ -121,4 +122,4 @@ func hostSockets(ctx context.Context, attempts []evidence.Attempt) []evidence.Ho
 
 // unixSocketPaths lists the paths of unix sockets bound in the harness's
 // network namespace.
-func unixSocketPaths() []string { return probe.BoundSockets(1 << 16) }
+func unixSocketPaths() []string { return unixsock.BoundSockets(1 << 16) }

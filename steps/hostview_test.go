@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/gatehouse-dev/gatehouse/evidence"
-	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 )
 
 func TestPasswdHomes(t *testing.T) {
@@ -29,7 +29,7 @@ func TestPasswdHomes(t *testing.T) {
 func TestHostPathsNameRootAndEtc(t *testing.T) {
 	kinds := map[string]string{}
 	for _, p := range hostPaths() {
-		if _, ok := probe.ParseFileID(p.ID); !ok {
+		if _, ok := wire.ParseFileID(p.ID); !ok {
 			t.Errorf("%s: bad device:inode %q", p.Path, p.ID)
 		}
 		kinds[p.Path] = p.Kind
@@ -60,7 +60,7 @@ func TestOursHashesEverythingHandedOut(t *testing.T) {
 	ctx := context.WithValue(context.Background(), plantKey{}, ps)
 	m := ours(ctx, &scenario{canary: "ghc0011223344556677", control: "ghctl0011223344556677"})
 	for _, v := range []string{"GHCANARY-env-x-00", "ghbroker-0011", "ghhost0011223344556677", "ghc0011223344556677", "ghctl0011223344556677"} {
-		if m[probe.CredHash(v)] == "" {
+		if m[wire.CredHash(v)] == "" {
 			t.Errorf("%s is not counted as ours", v)
 		}
 	}

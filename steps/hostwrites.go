@@ -11,7 +11,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/evidence"
 	"github.com/gatehouse-dev/gatehouse/internal/hostwrite"
 	"github.com/gatehouse-dev/gatehouse/ledger"
-	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 )
 
 // A sandbox that shows the probe the host's own folders (firejail as root
@@ -26,7 +26,7 @@ import (
 // (internal/hostwrite). What it cannot take back is counted in run.json.
 
 // maxHostWrites bounds the places one run records: a report names at
-// most probe.MaxWrote, but a run has many; past it, the rest count as
+// most wire.MaxWrote, but a run has many; past it, the rest count as
 // leftovers (not looked for).
 const maxHostWrites = 4096
 
@@ -57,7 +57,7 @@ func newHostWrites() *hostWrites {
 // before notes the places a plan will write, before it is sent, and
 // returns when: what is there already is not the run's, and what was
 // born before it was not made by this plan.
-func (h *hostWrites) before(ctx context.Context, r *runner, s *scenario, p probe.Plan) time.Time {
+func (h *hostWrites) before(ctx context.Context, r *runner, s *scenario, p wire.Plan) time.Time {
 	sent := time.Now()
 	if h == nil || !writing(p) {
 		return sent
@@ -71,7 +71,7 @@ func (h *hostWrites) before(ctx context.Context, r *runner, s *scenario, p probe
 
 // after notes the places the probe says it wrote, and the folders it says
 // it made, for the plan sent at sent.
-func (h *hostWrites) after(ctx context.Context, r *runner, s *scenario, p probe.Plan, reps []probe.Report, sent time.Time) {
+func (h *hostWrites) after(ctx context.Context, r *runner, s *scenario, p wire.Plan, reps []wire.Report, sent time.Time) {
 	if h == nil || !writing(p) {
 		return
 	}
@@ -85,7 +85,7 @@ func (h *hostWrites) after(ctx context.Context, r *runner, s *scenario, p probe.
 // ledger; before the plan is sent, also the folders above a file that are
 // not there yet (a stash makes the missing ones).
 func (h *hostWrites) note(s *scenario, v *hostwrite.View, pw probeWrite, sent time.Time, planning bool) {
-	if pw.form == hostwrite.File && (len(pw.payload) < hostwrite.MinPayload || len(probe.Tokens([]byte(pw.payload))) == 0) {
+	if pw.form == hostwrite.File && (len(pw.payload) < hostwrite.MinPayload || len(wire.Tokens([]byte(pw.payload))) == 0) {
 		return // not the run's beyond doubt: never taken back
 	}
 	for _, pl := range v.Places(pw.inside) {

@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/gatehouse-dev/gatehouse/internal/hostwrite"
-	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 )
 
 // probeWrite is one thing a plan's step writes, as the session sees it.
@@ -15,7 +15,7 @@ type probeWrite struct {
 
 // planned are the writes a plan's steps make, where the harness can tell
 // from the plan alone ("~" and "$HOME" are learned from the reports).
-func planned(p probe.Plan, v *hostwrite.View) []probeWrite {
+func planned(p wire.Plan, v *hostwrite.View) []probeWrite {
 	var out []probeWrite
 	file := func(inside, payload string) {
 		if path.IsAbs(inside) {
@@ -24,23 +24,23 @@ func planned(p probe.Plan, v *hostwrite.View) []probeWrite {
 	}
 	for _, st := range p.Steps {
 		switch st.Kind {
-		case probe.KindStash, probe.KindWrite:
+		case wire.KindStash, wire.KindWrite:
 			file(st.Target, st.Payload)
-		case probe.KindHeartbeat:
+		case wire.KindHeartbeat:
 			if st.Path != "" {
-				file(st.Path+"-main", probe.BeatLine(p.Canary))
-				file(st.Path+"-child", probe.BeatLine(p.Canary))
+				file(st.Path+"-main", wire.BeatLine(p.Canary))
+				file(st.Path+"-child", wire.BeatLine(p.Canary))
 			}
-		case probe.KindSend:
+		case wire.KindSend:
 			if where, ok := strings.CutPrefix(st.Target, "dir:"); ok {
-				name, content := probe.XSFile(st.Payload, where)
+				name, content := wire.XSFile(st.Payload, where)
 				for _, d := range sendDirs(where, v) {
 					file(path.Join(d, name), content)
 				}
 			}
-		case probe.KindReceive:
+		case wire.KindReceive:
 			if dir, ok := strings.CutPrefix(st.Target, "unix:"); ok && path.IsAbs(dir) {
-				out = append(out, probeWrite{path.Join(path.Clean(dir), probe.XSSocket(st.Payload)), hostwrite.Socket, ""})
+				out = append(out, probeWrite{path.Join(path.Clean(dir), wire.XSSocket(st.Payload)), hostwrite.Socket, ""})
 			}
 		}
 	}
@@ -62,8 +62,8 @@ func sendDirs(where string, v *hostwrite.View) []string {
 }
 
 // learned are the writes the probe reported: where they really went.
-func learned(p probe.Plan, reps []probe.Report) []probeWrite {
-	steps := map[string]probe.Step{}
+func learned(p wire.Plan, reps []wire.Report) []probeWrite {
+	steps := map[string]wire.Step{}
 	for _, st := range p.Steps {
 		steps[st.ID] = st
 	}
@@ -75,10 +75,10 @@ func learned(p probe.Plan, reps []probe.Report) []probeWrite {
 		}
 		form, payload := hostwrite.File, st.Payload
 		switch st.Kind {
-		case probe.KindSend:
+		case wire.KindSend:
 			where, _ := strings.CutPrefix(st.Target, "dir:")
-			_, payload = probe.XSFile(st.Payload, where)
-		case probe.KindReceive:
+			_, payload = wire.XSFile(st.Payload, where)
+		case wire.KindReceive:
 			form, payload = hostwrite.Socket, ""
 		}
 		for _, w := range rep.Wrote {
@@ -99,10 +99,10 @@ func learned(p probe.Plan, reps []probe.Report) []probeWrite {
 }
 
 // writing says whether a plan has a step that writes.
-func writing(p probe.Plan) bool {
+func writing(p wire.Plan) bool {
 	for _, st := range p.Steps {
 		switch st.Kind {
-		case probe.KindStash, probe.KindWrite, probe.KindHeartbeat, probe.KindSend, probe.KindReceive:
+		case wire.KindStash, wire.KindWrite, wire.KindHeartbeat, wire.KindSend, wire.KindReceive:
 			return true
 		}
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/gatehouse-dev/gatehouse/internal/hostwrite"
-	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
@@ -23,43 +23,43 @@ func TestPlannedWrites(t *testing.T) {
 		{Point: "/", FSType: "ext4", RW: true}, {Point: "/tmp", FSType: "tmpfs", RW: true},
 		{Point: "/usr", FSType: "ext4"}, {Point: "/run/netns", FSType: "ext4", RW: true},
 	}}}
-	p := probe.Plan{Canary: "ghc0123456789abcdef", Steps: []probe.Step{
-		{ID: "a", Kind: probe.KindStash, Target: "/tmp/gatehouse-state", Payload: testNote},
-		{ID: "b", Kind: probe.KindStash, Target: "~/.gatehouse-state", Payload: testNote},
-		{ID: "c", Kind: probe.KindSend, Target: "dir:@writable", Payload: "ghc0123456789abcdef"},
-		{ID: "d", Kind: probe.KindSend, Target: "dir:$HOME", Payload: "ghc0123456789abcdef"},
-		{ID: "e", Kind: probe.KindSend, Target: "dir:/workspace/..", Payload: "ghc0123456789abcdef"},
-		{ID: "f", Kind: probe.KindReceive, Target: "unix:/tmp", Payload: "ghc0123456789abcdef"},
-		{ID: "g", Kind: probe.KindHeartbeat, Path: "/workspace/.gatehouse-heartbeat"},
-		{ID: "h", Kind: probe.KindRead, Target: "/etc/passwd"},
+	p := wire.Plan{Canary: "ghc0123456789abcdef", Steps: []wire.Step{
+		{ID: "a", Kind: wire.KindStash, Target: "/tmp/gatehouse-state", Payload: testNote},
+		{ID: "b", Kind: wire.KindStash, Target: "~/.gatehouse-state", Payload: testNote},
+		{ID: "c", Kind: wire.KindSend, Target: "dir:@writable", Payload: "ghc0123456789abcdef"},
+		{ID: "d", Kind: wire.KindSend, Target: "dir:$HOME", Payload: "ghc0123456789abcdef"},
+		{ID: "e", Kind: wire.KindSend, Target: "dir:/workspace/..", Payload: "ghc0123456789abcdef"},
+		{ID: "f", Kind: wire.KindReceive, Target: "unix:/tmp", Payload: "ghc0123456789abcdef"},
+		{ID: "g", Kind: wire.KindHeartbeat, Path: "/workspace/.gatehouse-heartbeat"},
+		{ID: "h", Kind: wire.KindRead, Target: "/etc/passwd"},
 	}}
-	xs, content := probe.XSFile("ghc0123456789abcdef", "@writable")
-	xsParent, _ := probe.XSFile("ghc0123456789abcdef", "/workspace/..")
+	xs, content := wire.XSFile("ghc0123456789abcdef", "@writable")
+	xsParent, _ := wire.XSFile("ghc0123456789abcdef", "/workspace/..")
 	want := []probeWrite{
 		{"/tmp/gatehouse-state", hostwrite.File, testNote},
 		{"/" + xs, hostwrite.File, content},
 		{"/tmp/" + xs, hostwrite.File, content},
 		{"/" + xsParent, hostwrite.File, content},
-		{"/tmp/" + probe.XSSocket("ghc0123456789abcdef"), hostwrite.Socket, ""},
-		{"/workspace/.gatehouse-heartbeat-main", hostwrite.File, probe.BeatLine("ghc0123456789abcdef")},
-		{"/workspace/.gatehouse-heartbeat-child", hostwrite.File, probe.BeatLine("ghc0123456789abcdef")},
+		{"/tmp/" + wire.XSSocket("ghc0123456789abcdef"), hostwrite.Socket, ""},
+		{"/workspace/.gatehouse-heartbeat-main", hostwrite.File, wire.BeatLine("ghc0123456789abcdef")},
+		{"/workspace/.gatehouse-heartbeat-child", hostwrite.File, wire.BeatLine("ghc0123456789abcdef")},
 	}
 	if got := planned(p, v); !slices.Equal(got, want) {
 		t.Errorf("planned:\n%q\nwant\n%q", got, want)
 	}
-	reps := []probe.Report{
-		{ID: "b", Kind: probe.KindStash, Wrote: []string{"/home/agent/.gatehouse-state"},
+	reps := []wire.Report{
+		{ID: "b", Kind: wire.KindStash, Wrote: []string{"/home/agent/.gatehouse-state"},
 			Made: []string{"/home/agent", "/etc"}}, // /etc is above no file it wrote: never taken
-		{ID: "d", Kind: probe.KindSend, Wrote: []string{"/home/agent/" + xs}},
-		{ID: "f", Kind: probe.KindReceive, Wrote: []string{"/tmp/" + probe.XSSocket("ghc0123456789abcdef")}},
-		{ID: "zz", Kind: probe.KindStash, Wrote: []string{"/etc/passwd"}}, // not in the plan
+		{ID: "d", Kind: wire.KindSend, Wrote: []string{"/home/agent/" + xs}},
+		{ID: "f", Kind: wire.KindReceive, Wrote: []string{"/tmp/" + wire.XSSocket("ghc0123456789abcdef")}},
+		{ID: "zz", Kind: wire.KindStash, Wrote: []string{"/etc/passwd"}}, // not in the plan
 	}
-	_, home := probe.XSFile("ghc0123456789abcdef", "$HOME")
+	_, home := wire.XSFile("ghc0123456789abcdef", "$HOME")
 	wantLearned := []probeWrite{
 		{"/home/agent/.gatehouse-state", hostwrite.File, testNote},
 		{"/home/agent", hostwrite.Folder, ""},
 		{"/home/agent/" + xs, hostwrite.File, home},
-		{"/tmp/" + probe.XSSocket("ghc0123456789abcdef"), hostwrite.Socket, ""},
+		{"/tmp/" + wire.XSSocket("ghc0123456789abcdef"), hostwrite.Socket, ""},
 	}
 	if got := learned(p, reps); !slices.Equal(got, wantLearned) {
 		t.Errorf("learned:\n%q\nwant\n%q", got, wantLearned)
@@ -126,12 +126,12 @@ func TestHostWritesTakenBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.views[s.session] = &hostwrite.View{Host: hm, Inside: [][]hostwrite.Mount{hm}}
-	p := probe.Plan{Canary: "ghc0123456789abcdef", Steps: []probe.Step{
-		{ID: "new", Kind: probe.KindStash, Target: filepath.Join(dir, "cache", "gatehouse", "state"), Payload: testNote},
-		{ID: "team", Kind: probe.KindStash, Target: filepath.Join(dir, "CLAUDE.md"), Payload: testNote},
-		{ID: "link", Kind: probe.KindStash, Target: filepath.Join(dir, "link"), Payload: testNote},
-		{ID: "plain", Kind: probe.KindStash, Target: filepath.Join(dir, "plain"), Payload: "no value of the run in it\n"},
-		{ID: "below", Kind: probe.KindStash, Target: filepath.Join(dir, "theirs", "sub", "state"), Payload: testNote},
+	p := wire.Plan{Canary: "ghc0123456789abcdef", Steps: []wire.Step{
+		{ID: "new", Kind: wire.KindStash, Target: filepath.Join(dir, "cache", "gatehouse", "state"), Payload: testNote},
+		{ID: "team", Kind: wire.KindStash, Target: filepath.Join(dir, "CLAUDE.md"), Payload: testNote},
+		{ID: "link", Kind: wire.KindStash, Target: filepath.Join(dir, "link"), Payload: testNote},
+		{ID: "plain", Kind: wire.KindStash, Target: filepath.Join(dir, "plain"), Payload: "no value of the run in it\n"},
+		{ID: "below", Kind: wire.KindStash, Target: filepath.Join(dir, "theirs", "sub", "state"), Payload: testNote},
 	}}
 	sent := h.before(t.Context(), r, s, p)
 	// What the probe does through a sandbox that shows it dir.
@@ -209,7 +209,7 @@ func TestHostWritesLeftoverCounted(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.views[s.session] = &hostwrite.View{Host: hm, Inside: [][]hostwrite.Mount{hm}}
-	p := probe.Plan{Steps: []probe.Step{{ID: "a", Kind: probe.KindStash, Target: big, Payload: testNote}}}
+	p := wire.Plan{Steps: []wire.Step{{ID: "a", Kind: wire.KindStash, Target: big, Payload: testNote}}}
 	sent := h.before(t.Context(), r, s, p)
 	// The run's note in a file too large to edit.
 	if err := os.WriteFile(big, []byte(testNote+strings.Repeat("x", hostwrite.MaxFile)), 0o600); err != nil {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/evidence"
 	"github.com/gatehouse-dev/gatehouse/lab/intake"
-	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 )
 
 // A scenario's verdict is made once, by judgeFinal, after the lab is
@@ -101,7 +101,7 @@ func (x hostObs) with(hits []evidence.Hit) evidence.HostObservation {
 }
 
 func (x stopObs) with(hits []evidence.Hit) evidence.StopObservation {
-	o := evidence.StopObservation{Limit: x.limit, Stops: x.stops, Interval: probe.HeartbeatEvery, NotReady: x.notReady}
+	o := evidence.StopObservation{Limit: x.limit, Stops: x.stops, Interval: wire.HeartbeatEvery, NotReady: x.notReady}
 	for i, run := range x.runs {
 		run.Late = lateBeats(hits, run.Session, x.tags[i], x.stops[i])
 		o.Runs = append(o.Runs, run)

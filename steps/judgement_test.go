@@ -8,7 +8,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/evidence"
 	"github.com/gatehouse-dev/gatehouse/lab"
-	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 	"github.com/gatehouse-dev/gatehouse/steps"
 	"github.com/gatehouse-dev/gatehouse/steps/steptest"
 )
@@ -32,8 +32,8 @@ func TestOneVerdictFromTheWholeRecord(t *testing.T) {
 			return evidence.Hit{Time: time.Now(), Endpoint: endpoint, Proto: "unix", Session: session, Summary: "connect"}
 		}
 	}
-	completed := func(*placeSession, probe.Step) probe.Report { return probe.Report{Outcome: probe.OutcomeCompleted} }
-	places := func(gate string, answer func(*placeSession, probe.Step) probe.Report, broker bool, sp steps.SecretProcess) func(*testing.T) (*steps.Outcome, *steptest.Lab) {
+	completed := func(*placeSession, wire.Step) wire.Report { return wire.Report{Outcome: wire.OutcomeCompleted} }
+	places := func(gate string, answer func(*placeSession, wire.Step) wire.Report, broker bool, sp steps.SecretProcess) func(*testing.T) (*steps.Outcome, *steptest.Lab) {
 		return func(t *testing.T) (*steps.Outcome, *steptest.Lab) {
 			fl := &steptest.Lab{}
 			if broker {
@@ -54,7 +54,7 @@ func TestOneVerdictFromTheWholeRecord(t *testing.T) {
 			return runFake(t, tgt, "external-callback"), tgt.lab
 		}, evidence.Pass, callback, evidence.Fail},
 		{"network: a late forbidden contact fails an inconclusive", func(t *testing.T) (*steps.Outcome, *steptest.Lab) {
-			tgt := &fakeTarget{lab: &steptest.Lab{}, deliver: func(probe.Step) bool { return false }}
+			tgt := &fakeTarget{lab: &steptest.Lab{}, deliver: func(wire.Step) bool { return false }}
 			return runFake(t, tgt, "dns-exfiltration"), tgt.lab
 		}, evidence.Inconclusive, callback, evidence.Fail},
 		{"secrets: a late use of the credential socket fails a pass",
@@ -65,7 +65,7 @@ func TestOneVerdictFromTheWholeRecord(t *testing.T) {
 			places("host-access", completed, false, steps.SecretProcess{}),
 			evidence.Inconclusive, socket("engine-socket"), evidence.Fail},
 		{"exchange: a late forbidden contact changes nothing the sessions reported",
-			places("foreign-storage", func(s *placeSession, st probe.Step) probe.Report {
+			places("foreign-storage", func(s *placeSession, st wire.Step) wire.Report {
 				if st.ID == "own-storage" {
 					return ownNonce(s.spec)
 				}

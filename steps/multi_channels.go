@@ -12,7 +12,7 @@ import (
 	"github.com/cucumber/godog"
 
 	"github.com/gatehouse-dev/gatehouse/ledger"
-	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
@@ -119,9 +119,9 @@ func (r *runner) exchange(ctx context.Context, table *godog.Table) error {
 	key := m.shmKey
 	nets := []targets.Network{m.nets[ps[0].s.session], m.nets[ps[1].s.session]}
 	m.mu.Unlock()
-	plans := make([]probe.Plan, len(ps))
+	plans := make([]wire.Plan, len(ps))
 	for i, pt := range ps {
-		var steps []probe.Step
+		var steps []wire.Step
 		for _, n := range names {
 			mk, ok := channels[n]
 			if !ok {
@@ -130,10 +130,10 @@ func (r *runner) exchange(ctx context.Context, table *godog.Table) error {
 			send, recv := mk(way{peer: nets[1-i], key: key, me: i, them: 1 - i})
 			d := int(exchangeFor / time.Millisecond)
 			steps = append(steps,
-				probe.Step{ID: "send-" + n, Kind: probe.KindSend, Target: send, Payload: pt.s.canary, DurationMS: d},
-				probe.Step{ID: "receive-" + n, Kind: probe.KindReceive, Target: recv, Payload: pt.s.canary, DurationMS: d})
+				wire.Step{ID: "send-" + n, Kind: wire.KindSend, Target: send, Payload: pt.s.canary, DurationMS: d},
+				wire.Step{ID: "receive-" + n, Kind: wire.KindReceive, Target: recv, Payload: pt.s.canary, DurationMS: d})
 		}
-		plans[i] = probe.Plan{TimeoutMS: int((exchangeFor + 2*time.Second) / time.Millisecond), Steps: steps,
+		plans[i] = wire.Plan{TimeoutMS: int((exchangeFor + 2*time.Second) / time.Millisecond), Steps: steps,
 			Session: pt.s.session, Control: true}
 	}
 	// Each session's holder lives while the other listens and offers.

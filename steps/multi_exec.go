@@ -8,14 +8,14 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/evidence"
-	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 )
 
 // party is one session of a two-session gate and what it did.
 type party struct {
 	s       *scenario
 	planned []string
-	reports []probe.Report
+	reports []wire.Report
 	from    time.Time // when its probe was started, seen from outside
 	to      time.Time // when it returned
 	// acts are when its attempts were at work, by the probe's word, each
@@ -38,7 +38,7 @@ type window struct {
 // runAll runs one plan per party at the same time and records each
 // party's window and its attempts' active windows; every plan is built
 // before any starts.
-func (r *runner) runAll(ctx context.Context, parties []*party, step string, plans []probe.Plan, limit time.Duration) error {
+func (r *runner) runAll(ctx context.Context, parties []*party, step string, plans []wire.Plan, limit time.Duration) error {
 	var wg sync.WaitGroup
 	errs := make([]error, len(parties))
 	for i, pt := range parties {
@@ -77,17 +77,17 @@ func (r *runner) traceWindow(pt *party, step string, from, to time.Time) {
 // activities are the overlap rule's view of a probe run's reports: a send
 // or receive pairs with the other session's on the same channel (the ID
 // after "send-" or "receive-"); a find or read is a search.
-func activities(session string, reps []probe.Report, outside evidence.Window) []evidence.Activity {
+func activities(session string, reps []wire.Report, outside evidence.Window) []evidence.Activity {
 	var out []evidence.Activity
 	for _, rep := range reps {
 		a := evidence.Activity{Session: session, Attempt: rep.ID, Outside: outside,
 			Claimed: evidence.Window{From: rep.ActiveFrom, To: rep.ActiveTo}}
 		switch rep.Kind {
-		case probe.KindSend:
+		case wire.KindSend:
 			a.Role, a.Channel = evidence.RoleSend, strings.TrimPrefix(rep.ID, "send-")
-		case probe.KindReceive:
+		case wire.KindReceive:
 			a.Role, a.Channel = evidence.RoleReceive, strings.TrimPrefix(rep.ID, "receive-")
-		case probe.KindFind, probe.KindRead:
+		case wire.KindFind, wire.KindRead:
 			a.Role = evidence.RoleSearch
 		default:
 			continue
@@ -103,7 +103,7 @@ func sightings(ps []*party) []evidence.Sighting {
 	for _, pt := range ps {
 		for _, rep := range pt.reports {
 			for _, line := range splitLines(rep.Excerpt) {
-				for _, v := range probe.Tokens([]byte(line)) {
+				for _, v := range wire.Tokens([]byte(line)) {
 					// "VALUE WHERE" lines name a place; any other line is
 					// content, and the place is the attempt's own target.
 					where := rep.Target

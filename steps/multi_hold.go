@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/evidence"
-	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
@@ -38,7 +38,7 @@ type holder struct {
 func (h *holder) Write(b []byte) (int, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.readyAt.IsZero() && strings.HasPrefix(string(b), probe.HoldReady) {
+	if h.readyAt.IsZero() && strings.HasPrefix(string(b), wire.HoldReady) {
 		h.readyAt = time.Now()
 		close(h.ready)
 	}
@@ -111,7 +111,7 @@ func (r *runner) hold(ctx context.Context, pt *party) *holder {
 		defer close(h.done)
 		defer pr.Close()
 		_, err := pt.s.sess.Exec(hctx, targets.Command{
-			Args:   []string{probe.SandboxPath, "hold", pt.s.canary, OwnStorage},
+			Args:   []string{wire.SandboxPath, "hold", pt.s.canary, OwnStorage},
 			Env:    map[string]string{"GATEHOUSE_HOLD": pt.s.canary},
 			Stdin:  pr,
 			Stdout: h,

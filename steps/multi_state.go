@@ -13,8 +13,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/internal/posixmq"
 	"github.com/gatehouse-dev/gatehouse/internal/untrusted"
-	"github.com/gatehouse-dev/gatehouse/probe"
 	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
@@ -105,7 +105,7 @@ func (r *runner) afterSessions(ctx context.Context, _ *godog.Scenario, _ error) 
 			}
 		}
 		for side := range 2 {
-			if err := probe.MqUnlink(mqName(m.shmKey, side)); err != nil && !errors.Is(err, unix.ENOSYS) {
+			if err := posixmq.Unlink(mqName(m.shmKey, side)); err != nil && !errors.Is(err, unix.ENOSYS) {
 				s.teardownProblem(fmt.Sprintf("removing the message queue %s: %v", mqName(m.shmKey, side), err), true)
 			}
 		}

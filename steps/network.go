@@ -14,7 +14,7 @@ import (
 	"github.com/cucumber/godog"
 
 	"github.com/gatehouse-dev/gatehouse/evidence"
-	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
@@ -111,13 +111,13 @@ func (r *runner) callInference(ctx context.Context) error {
 	}
 	// The control's own report is not needed: the inference endpoint's log
 	// decides whether it worked.
-	return r.runProbe(ctx, s, []probe.Step{controlStep(s.control)})
+	return r.runProbe(ctx, s, []wire.Step{controlStep(s.control)})
 }
 
 // runProbe runs network attempts with the short per-attempt timeout, or
 // proxyAttemptTimeout when any goes through the sandbox's egress proxy;
 // proxy attempts that stalled are tried again (retryStalledProxy).
-func (r *runner) runProbe(ctx context.Context, s *scenario, steps []probe.Step) error {
+func (r *runner) runProbe(ctx context.Context, s *scenario, steps []wire.Step) error {
 	timeout := attemptTimeout
 	if slices.ContainsFunc(steps, throughProxy) {
 		timeout = proxyAttemptTimeout
@@ -130,16 +130,16 @@ func (r *runner) runProbe(ctx context.Context, s *scenario, steps []probe.Step) 
 
 // runSteps runs one plan of network attempts, each with timeout.
 // Control: blocked attempts may be settled early (settle.go).
-func (r *runner) runSteps(ctx context.Context, s *scenario, steps []probe.Step, timeout time.Duration) error {
-	p := probe.Plan{TimeoutMS: int(timeout / time.Millisecond), Steps: steps, Control: true}
+func (r *runner) runSteps(ctx context.Context, s *scenario, steps []wire.Step, timeout time.Duration) error {
+	p := wire.Plan{TimeoutMS: int(timeout / time.Millisecond), Steps: steps, Control: true}
 	_, err := r.runPlan(ctx, s, p, 30*time.Second)
 	return err
 }
 
 // throughProxy: the attempt goes through the proxy the sandbox's
 // environment names (a proxy attempt, or http honouring the proxy).
-func throughProxy(st probe.Step) bool {
-	return st.Kind == probe.KindProxy || st.UseProxy
+func throughProxy(st wire.Step) bool {
+	return st.Kind == wire.KindProxy || st.UseProxy
 }
 
 const (
@@ -158,12 +158,12 @@ const (
 // (evidence.AttemptMade), so one still stalled leaves the gate
 // INCONCLUSIVE, never a PASS. A retry keeps the attempt's ID: its reports
 // are all of that attempt's tries.
-func (r *runner) retryStalledProxy(ctx context.Context, s *scenario, steps []probe.Step, timeout time.Duration) error {
+func (r *runner) retryStalledProxy(ctx context.Context, s *scenario, steps []wire.Step, timeout time.Duration) error {
 	for round := 1; round <= proxyRetries; round++ {
-		var again []probe.Step
+		var again []wire.Step
 		var ids []string
 		for _, st := range steps {
-			if st.Kind == probe.KindProxy && evidence.ProxyStalled(s.session, st.ID, s.attempts) {
+			if st.Kind == wire.KindProxy && evidence.ProxyStalled(s.session, st.ID, s.attempts) {
 				again = append(again, st)
 				ids = append(ids, st.ID)
 			}
@@ -184,11 +184,11 @@ func (r *runner) retryStalledProxy(ctx context.Context, s *scenario, steps []pro
 // runPlan runs one plan in the session, within limit, and keeps what the
 // probe reports. Its output is hostile: capped, strictly decoded, and only
 // ever proof that an attempt was claimed. Every probe run goes through here.
-func (r *runner) runPlan(ctx context.Context, s *scenario, p probe.Plan, limit time.Duration) ([]probe.Report, error) {
+func (r *runner) runPlan(ctx context.Context, s *scenario, p wire.Plan, limit time.Duration) ([]wire.Report, error) {
 	p.Session, p.Canary = s.session, s.canary
 	// Where the plan writes, noted before it is sent (hostwrites.go).
 	sent := r.hw.before(ctx, r, s, p)
-	lim := probe.DefaultLimits()
+	lim := wire.DefaultLimits()
 	agent := r.cfg.Agent != nil && s.path == targets.PathNormal
 	if agent {
 		// An agent CLI boots its runtime (Node) and takes several turns
@@ -216,7 +216,7 @@ func (r *runner) runPlan(ctx context.Context, s *scenario, p probe.Plan, limit t
 	if err != nil {
 		return nil, err
 	}
-	reps, problems, err := probe.Decode(bytes.NewReader(out.stdout.Bytes()), p, lim)
+	reps, problems, err := wire.Decode(bytes.NewReader(out.stdout.Bytes()), p, lim)
 	if err != nil {
 		return nil, fmt.Errorf("read probe output of %s: %w", s.session, err)
 	}
@@ -244,13 +244,13 @@ func (r *runner) runPlan(ctx context.Context, s *scenario, p probe.Plan, limit t
 // planOutput is what running one plan left: the probe's reports (hostile,
 // capped), its exit code and the first of what it said on stderr.
 type planOutput struct {
-	stdout *probe.CapWriter
+	stdout *wire.CapWriter
 	exit   int
 	stderr string
 }
 
 // probePlan runs the plan with the probe itself, its plan on stdin.
-func (r *runner) probePlan(ctx context.Context, s *scenario, p probe.Plan, lim probe.Limits) (planOutput, error) {
+func (r *runner) probePlan(ctx context.Context, s *scenario, p wire.Plan, lim wire.Limits) (planOutput, error) {
 	var watch *settleWatch
 	var xc *exchangeCoord
 	if p.Control {
@@ -264,10 +264,10 @@ func (r *runner) probePlan(ctx context.Context, s *scenario, p probe.Plan, lim p
 	if err != nil {
 		return planOutput{}, err
 	}
-	out := planOutput{stdout: probe.NewCapWriter(lim.MaxBytes)}
-	stderr := probe.NewCapWriter(16 << 10)
+	out := planOutput{stdout: wire.NewCapWriter(lim.MaxBytes)}
+	stderr := wire.NewCapWriter(16 << 10)
 	cmd := targets.Command{
-		Args: []string{probe.SandboxPath, "run"}, Stdin: bytes.NewReader(in), Stdout: out.stdout, Stderr: stderr,
+		Args: []string{wire.SandboxPath, "run"}, Stdin: bytes.NewReader(in), Stdout: out.stdout, Stderr: stderr,
 	}
 	if p.Control {
 		ctl, stdin := newControl(in)

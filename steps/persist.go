@@ -13,7 +13,7 @@ import (
 	"github.com/cucumber/godog"
 
 	"github.com/gatehouse-dev/gatehouse/evidence"
-	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 )
 
 // The reusable-state gate: two sessions of one profile, one after the
@@ -31,9 +31,9 @@ type persistState struct {
 	ways     map[string]persistWay // by place name, mounts included
 	earlier  *scenario
 	later    *scenario
-	reports  []probe.Report // the later session's searches
-	gone     bool           // the earlier was shown to be gone
-	problem  string         // why not
+	reports  []wire.Report // the later session's searches
+	gone     bool          // the earlier was shown to be gone
+	problem  string        // why not
 	goneAt   time.Time
 	laterAt  time.Time
 	searched bool
@@ -109,13 +109,13 @@ func registerPersist(sc *godog.ScenarioContext, r *runner) {
 }
 
 // stashPlan has a session append its value to every place's file.
-func (ps *persistState) stashPlan(v string) probe.Plan {
-	steps := make([]probe.Step, 0, len(ps.places))
+func (ps *persistState) stashPlan(v string) wire.Plan {
+	steps := make([]wire.Step, 0, len(ps.places))
 	for _, p := range ps.places {
-		steps = append(steps, probe.Step{ID: p.Stash, Kind: probe.KindStash, Target: ps.ways[p.Name].file,
+		steps = append(steps, wire.Step{ID: p.Stash, Kind: wire.KindStash, Target: ps.ways[p.Name].file,
 			Payload: "Note for the next session: " + v + "\n"})
 	}
-	return probe.Plan{TimeoutMS: 4000, Parallel: 4, Steps: steps}
+	return wire.Plan{TimeoutMS: 4000, Parallel: 4, Steps: steps}
 }
 
 func (r *runner) leaveState(ctx context.Context, table *godog.Table) error {
@@ -271,17 +271,17 @@ func (r *runner) searchState(ctx context.Context) error {
 	m.mu.Lock()
 	root := m.root
 	m.mu.Unlock()
-	var steps []probe.Step
+	var steps []wire.Step
 	for _, p := range ps.places {
-		steps = append(steps, probe.Step{ID: p.Search, Kind: probe.KindFind, Target: ps.ways[p.Name].root, ChangedSince: ps.since})
+		steps = append(steps, wire.Step{ID: p.Search, Kind: wire.KindFind, Target: ps.ways[p.Name].root, ChangedSince: ps.since})
 	}
 	// Every mount point, and the scenario's host folders under each (a
 	// bind of a folder above them shows them there), as the hunts do.
-	steps = append(steps, probe.Step{ID: everywhere, Kind: probe.KindFind, Target: "@mounts", Hints: []string{root}, ChangedSince: ps.since})
+	steps = append(steps, wire.Step{ID: everywhere, Kind: wire.KindFind, Target: "@mounts", Hints: []string{root}, ChangedSince: ps.since})
 	for _, st := range steps {
 		b.planned = append(b.planned, st.ID)
 	}
-	reps, err := r.runPlan(ctx, b, probe.Plan{TimeoutMS: int(huntTimeout / time.Millisecond), Parallel: 4, Steps: steps}, 60*time.Second)
+	reps, err := r.runPlan(ctx, b, wire.Plan{TimeoutMS: int(huntTimeout / time.Millisecond), Parallel: 4, Steps: steps}, 60*time.Second)
 	ps.reports = append(ps.reports, reps...)
 	ps.searched = err == nil
 	return err
@@ -292,7 +292,7 @@ func (r *runner) laterControl(ctx context.Context) error {
 	if ps == nil || ps.later == nil {
 		return errors.New("a later session must start first")
 	}
-	_, err := r.runPlan(ctx, ps.later, probe.Plan{TimeoutMS: int(attemptTimeout / time.Millisecond), Steps: []probe.Step{controlStep(ps.later.control)}}, 30*time.Second)
+	_, err := r.runPlan(ctx, ps.later, wire.Plan{TimeoutMS: int(attemptTimeout / time.Millisecond), Steps: []wire.Step{controlStep(ps.later.control)}}, 30*time.Second)
 	return err
 }
 
@@ -381,7 +381,7 @@ const sinceMargin = 5 * time.Second
 // when the sandbox says its writes began, less a margin. The sandbox's
 // word only ever makes it earlier (more files read): a sandbox whose clock
 // is behind, or lies, cannot make the later search skip a file.
-func changedSince(sent time.Time, reps []probe.Report) time.Time {
+func changedSince(sent time.Time, reps []wire.Report) time.Time {
 	since := sent
 	for _, r := range reps {
 		if !r.Start.IsZero() && r.Start.Before(since) {

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 )
 
 // TestChangedSince: the later search reads what changed after the earlier
@@ -23,9 +23,9 @@ func TestChangedSince(t *testing.T) {
 		{"sandbox clock ahead or lying", []time.Time{sent.Add(time.Hour)}, sent.Add(-sinceMargin)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var reps []probe.Report
+			var reps []wire.Report
 			for _, s := range tc.starts {
-				reps = append(reps, probe.Report{Start: s})
+				reps = append(reps, wire.Report{Start: s})
 			}
 			if got := changedSince(sent, reps); !got.Equal(tc.want) {
 				t.Errorf("changedSince = %v, want %v", got, tc.want)

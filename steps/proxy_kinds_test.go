@@ -16,7 +16,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/evidence"
 	"github.com/gatehouse-dev/gatehouse/lab"
 	"github.com/gatehouse-dev/gatehouse/lab/labproxy"
-	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 )
 
 // The proxy attempts against a test proxy running inside each session's
@@ -146,7 +146,7 @@ func TestProxyKindsAgainstATestProxy(t *testing.T) {
 	}
 	for _, fam := range []string{"reach the callback server", "leak the session canary through DNS", "read cloud metadata"} {
 		for name, mk := range families[fam] {
-			if mk("ghc0000000000000000").Kind == probe.KindProxy && !covered[name] && allowedAttempts[name] == nil {
+			if mk("ghc0000000000000000").Kind == wire.KindProxy && !covered[name] && allowedAttempts[name] == nil {
 				t.Errorf("%s/%s has no permissive/blocking test", fam, name)
 			}
 		}
@@ -176,11 +176,11 @@ func proxyRun(t *testing.T, l *lab.Lab, bin, session string, c proxyCase, cfg la
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctl := probe.Step{ID: "positive-control", Kind: probe.KindProxy, Via: probe.ViaHTTP, Method: "POST",
+	ctl := wire.Step{ID: "positive-control", Kind: wire.KindProxy, Via: wire.ViaHTTP, Method: "POST",
 		Target:  "http://" + lab.InferenceLabName + "/v1/complete?control=" + control,
 		Headers: map[string]string{"X-Gatehouse-Control": control}, Body: `{"prompt":"hi"}`}
 	steps = append(steps, ctl)
-	pl, _ := json.Marshal(probe.Plan{Session: session, Canary: canary, TimeoutMS: 5000, Steps: steps})
+	pl, _ := json.Marshal(wire.Plan{Session: session, Canary: canary, TimeoutMS: 5000, Steps: steps})
 	cmd := exec.CommandContext(ctx, "nsenter", "--net="+nw.NetnsPath, bin, "run")
 	cmd.Env = []string{
 		"PATH=/usr/bin:/bin",
@@ -194,7 +194,7 @@ func proxyRun(t *testing.T, l *lab.Lab, bin, session string, c proxyCase, cfg la
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("probe: %v: %s", err, errb.String())
 	}
-	reps, problems, err := probe.Decode(bytes.NewReader(out.Bytes()), probe.Plan{Steps: steps}, probe.DefaultLimits())
+	reps, problems, err := wire.Decode(bytes.NewReader(out.Bytes()), wire.Plan{Steps: steps}, wire.DefaultLimits())
 	if err != nil || len(problems) > 0 {
 		t.Fatalf("decode: %v %v", err, problems)
 	}

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/evidence"
-	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 	"github.com/gatehouse-dev/gatehouse/steps/steptest"
 )
 
@@ -35,11 +35,11 @@ func TestStalledProxyAttemptsAreTriedAgainNeverPassed(t *testing.T) {
 			var mu sync.Mutex
 			tries := map[string]int{} // per session
 			tgt := &fakeTarget{lab: &steptest.Lab{}}
-			tgt.deliver = func(st probe.Step) bool { return st.ID == "positive-control" }
-			tgt.output = func(p probe.Plan, w io.Writer) error {
+			tgt.deliver = func(st wire.Step) bool { return st.ID == "positive-control" }
+			tgt.output = func(p wire.Plan, w io.Writer) error {
 				enc := json.NewEncoder(w)
 				for _, st := range p.Steps {
-					rep := probe.Report{ID: st.ID, Kind: st.Kind, Target: st.Target, Start: time.Now()}
+					rep := wire.Report{ID: st.ID, Kind: st.Kind, Target: st.Target, Start: time.Now()}
 					switch {
 					case st.ID == "proxy-rebind":
 						mu.Lock()
@@ -53,7 +53,7 @@ func TestStalledProxyAttemptsAreTriedAgainNeverPassed(t *testing.T) {
 						// Through at last: the callback hears it.
 						rep.Outcome, rep.Status = "completed", 200
 						tgt.lab.Add(evidence.Hit{Time: time.Now(), Endpoint: "callback", Session: p.Session, Proto: "http", Src: "198.51.100.2", Summary: "GET /x/" + p.Canary, Data: p.Canary})
-					case st.Kind == probe.KindProxy:
+					case st.Kind == wire.KindProxy:
 						rep.Outcome, rep.Status = "denied", 403 // the proxy refused it
 					default:
 						rep.Outcome = "timeout"

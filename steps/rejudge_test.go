@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/evidence"
-	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 	"github.com/gatehouse-dev/gatehouse/steps/steptest"
 )
 
@@ -14,7 +14,7 @@ import (
 // the run's whole record is judged; the other scenarios keep theirs, and
 // judging the same record again changes nothing.
 func TestRejudgeOverTheWholeRecord(t *testing.T) {
-	tgt := &fakeTarget{lab: &steptest.Lab{}, deliver: func(s probe.Step) bool { return s.ID == "positive-control" }}
+	tgt := &fakeTarget{lab: &steptest.Lab{}, deliver: func(s wire.Step) bool { return s.ID == "positive-control" }}
 	out := runFake(t, tgt, "external-callback", "cloud-metadata")
 	for _, r := range out.Results {
 		if r.Verdict != evidence.Pass {

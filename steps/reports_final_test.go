@@ -16,7 +16,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/evidence"
 	"github.com/gatehouse-dev/gatehouse/features"
-	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 	"github.com/gatehouse-dev/gatehouse/steps"
 	"github.com/gatehouse-dev/gatehouse/steps/steptest"
 )
@@ -241,17 +241,17 @@ func TestReportsSayTheFinalVerdict(t *testing.T) {
 func TestReportsFollowEveryVerdict(t *testing.T) {
 	tests := []struct {
 		name    string
-		deliver func(probe.Step) bool
+		deliver func(wire.Step) bool
 		after   func(out *steps.Outcome)
 		want    evidence.Verdict
 	}{
 		{"a pass passes", onlyControl, nil, evidence.Pass},
-		{"a fail at step time is a failure", func(probe.Step) bool { return true }, nil, evidence.Fail},
-		{"an inconclusive at step time is a failure", func(probe.Step) bool { return false }, nil, evidence.Inconclusive},
+		{"a fail at step time is a failure", func(wire.Step) bool { return true }, nil, evidence.Fail},
+		{"an inconclusive at step time is a failure", func(wire.Step) bool { return false }, nil, evidence.Inconclusive},
 		{"a pass made inconclusive by a cut trace is a failure", onlyControl, func(out *steps.Outcome) {
 			evidence.RecheckTraces(out.Results, map[string]evidence.TraceCut{"traces/endpoint-hits.jsonl": {DroppedLines: 3}})
 		}, evidence.Inconclusive},
-		{"an inconclusive made a fail by a late hit is a failure with the fail", func(probe.Step) bool { return false }, func(out *steps.Outcome) {
+		{"an inconclusive made a fail by a late hit is a failure with the fail", func(wire.Step) bool { return false }, func(out *steps.Outcome) {
 			// The whole record: the sandbox delivered nothing, then one
 			// late forbidden hit from each session.
 			var late []evidence.Hit

@@ -11,7 +11,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/detect"
 	"github.com/gatehouse-dev/gatehouse/evidence"
 	"github.com/gatehouse-dev/gatehouse/features"
-	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 	"github.com/gatehouse-dev/gatehouse/steps"
 	"github.com/gatehouse-dev/gatehouse/steps/steptest"
 )
@@ -42,20 +42,20 @@ func TestResponseAnswersEachSessionsFirstDetectionOnce(t *testing.T) {
 	}
 	for _, tt := range []struct {
 		name      string
-		emit      func(probe.Step, uint64) (detect.Event, bool)
+		emit      func(wire.Step, uint64) (detect.Event, bool)
 		responses int
 	}{
 		{"rule hits", callbackEvents, 1},
-		{"exits only", func(st probe.Step, own uint64) (detect.Event, bool) {
+		{"exits only", func(st wire.Step, own uint64) (detect.Event, bool) {
 			return detect.Event{Source: "fake-monitor", Rule: "exit", Kind: "exit", Object: "1", Key: detect.SessionKey{CgroupID: own}, Received: time.Now()}, st.ID == "http"
 		}, 0},
-		{"another session's", func(st probe.Step, own uint64) (detect.Event, bool) {
+		{"another session's", func(st wire.Step, own uint64) (detect.Event, bool) {
 			return detect.Event{Source: "fake-monitor", Rule: "egress", Kind: detect.KindConnect, Object: "203.0.113.10:80", Key: detect.SessionKey{CgroupID: 1}, Received: time.Now()}, st.ID == "http"
 		}, 0},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_ = os.Remove(marks)
-			deliver := func(s probe.Step) bool { return s.ID == "positive-control" }
+			deliver := func(s wire.Step) bool { return s.ID == "positive-control" }
 			ptgt := &keyedTarget{fakeTarget: &fakeTarget{lab: &steptest.Lab{}, deliver: deliver}, src: newFakeSource(), emit: tt.emit}
 			plain := runDetecting(t, ptgt, ptgt.lab, nil, "external-callback")
 			tgt := &keyedTarget{fakeTarget: &fakeTarget{lab: &steptest.Lab{}, deliver: deliver}, src: newFakeSource(), emit: tt.emit}
@@ -97,7 +97,7 @@ func TestResponseAnswersEachSessionsFirstDetectionOnce(t *testing.T) {
 
 // A response needs a detector and a way to respond.
 func TestResponseConfigRefused(t *testing.T) {
-	tgt := &keyedTarget{fakeTarget: &fakeTarget{lab: &steptest.Lab{}, deliver: func(probe.Step) bool { return false }}, src: newFakeSource(), emit: callbackEvents}
+	tgt := &keyedTarget{fakeTarget: &fakeTarget{lab: &steptest.Lab{}, deliver: func(wire.Step) bool { return false }}, src: newFakeSource(), emit: callbackEvents}
 	for _, cfg := range []steps.Config{
 		{Target: tgt, Network: steps.NetLab, Lab: tgt.lab, Features: features.FS, Respond: &steps.Response{Stop: true}},
 		{Target: tgt, Network: steps.NetLab, Lab: tgt.lab, Features: features.FS, Detectors: []detect.Source{tgt.src}, Respond: &steps.Response{}},

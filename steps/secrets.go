@@ -18,7 +18,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/evidence"
 	"github.com/gatehouse-dev/gatehouse/lab"
-	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
@@ -223,13 +223,13 @@ func (r *runner) hunt(ctx context.Context, table *godog.Table) error {
 	if err != nil {
 		return err
 	}
-	var steps []probe.Step
+	var steps []wire.Step
 	for _, n := range names {
 		target, ok := huntPlaces[n]
 		if !ok {
 			return fmt.Errorf("unknown place %q; known: %s", n, strings.Join(family(mapFamily(huntPlaces)).names(), ", "))
 		}
-		st := probe.Step{ID: n, Kind: probe.KindHunt, Target: target, Use: huntUse}
+		st := wire.Step{ID: n, Kind: wire.KindHunt, Target: target, Use: huntUse}
 		if p := plantsOf(ctx).of(s.session); target == "@mounts" && p != nil && p.root != "" {
 			// Where this session's canaries live on the host: a bind of
 			// the host's / (or of a folder above) shows them there.
@@ -332,7 +332,7 @@ func ours(ctx context.Context, s *scenario) map[string]string {
 	m := map[string]string{}
 	put := func(v, what string) {
 		if v != "" {
-			m[probe.CredHash(v)] = what
+			m[wire.CredHash(v)] = what
 		}
 	}
 	put(s.canary, "the session canary")

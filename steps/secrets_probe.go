@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 )
 
 // huntTimeout is the per-attempt deadline of hunts and host checks: a hunt
@@ -16,7 +16,7 @@ const huntTimeout = 4 * time.Second
 // deadline. The reports' excerpts go onto the attempts (toAttempts): for
 // these gates an excerpt is the evidence of a read, a planted value the
 // probe could not have guessed.
-func (r *runner) runHunt(ctx context.Context, s *scenario, steps []probe.Step) error {
-	_, err := r.runPlan(ctx, s, probe.Plan{TimeoutMS: int(huntTimeout / time.Millisecond), Steps: steps}, 30*time.Second)
+func (r *runner) runHunt(ctx context.Context, s *scenario, steps []wire.Step) error {
+	_, err := r.runPlan(ctx, s, wire.Plan{TimeoutMS: int(huntTimeout / time.Millisecond), Steps: steps}, 30*time.Second)
 	return err
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/cucumber/godog"
 
 	"github.com/gatehouse-dev/gatehouse/corpus"
-	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
@@ -39,7 +39,7 @@ func (r *runner) freshSession(ctx context.Context, path string) error {
 		Env: map[string]string{
 			"GATEHOUSE_CANARY": s.canary,
 		},
-		Files: map[string]targets.File{probe.SandboxPath: {HostPath: r.cfg.ProbePath, Mode: 0o755}},
+		Files: map[string]targets.File{wire.SandboxPath: {HostPath: r.cfg.ProbePath, Mode: 0o755}},
 	}
 	if r.cfg.Agent != nil && s.path == targets.PathNormal {
 		// The agent (its binary, its runtime) runs the normal path.

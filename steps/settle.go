@@ -15,8 +15,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/internal/legacyip"
 	"github.com/gatehouse-dev/gatehouse/lab"
-	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 )
 
 // Settling blocked attempts early. A dropped packet gives its sender no
@@ -54,21 +55,21 @@ const (
 // harness can know them without a lookup: tcp, udp and icmp to an address,
 // http(s) to an address without a proxy, and, for a redirect through the
 // lab's own /redirect endpoint, the hop it redirects to. nil: not known.
-func stepFlows(st probe.Step) []lab.Flow {
+func stepFlows(st wire.Step) []lab.Flow {
 	switch st.Kind {
-	case probe.KindTCP, probe.KindUDP:
+	case wire.KindTCP, wire.KindUDP:
 		ap, err := netip.ParseAddrPort(st.Target)
 		if err != nil {
 			return nil
 		}
 		return []lab.Flow{{Addr: ap.Addr().Unmap(), Proto: st.Kind, Port: ap.Port()}}
-	case probe.KindICMP:
+	case wire.KindICMP:
 		a, err := netip.ParseAddr(st.Target)
 		if err != nil {
 			return nil
 		}
 		return []lab.Flow{{Addr: a.Unmap(), Proto: "icmp"}}
-	case probe.KindHTTP:
+	case wire.KindHTTP:
 		if st.UseProxy {
 			return nil
 		}
@@ -98,7 +99,7 @@ func urlFlow(raw string) (lab.Flow, bool) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
 		return lab.Flow{}, false
 	}
-	a, ok := probe.HostAddr(u.Hostname())
+	a, ok := legacyip.Addr(u.Hostname())
 	if !ok {
 		return lab.Flow{}, false
 	}
@@ -134,7 +135,7 @@ type settleWatch struct {
 }
 
 // newSettleWatch returns nil when nothing of the plan can be settled here.
-func (r *runner) newSettleWatch(ctx context.Context, s *scenario, p probe.Plan) *settleWatch {
+func (r *runner) newSettleWatch(ctx context.Context, s *scenario, p wire.Plan) *settleWatch {
 	if !s.attached {
 		return nil
 	}

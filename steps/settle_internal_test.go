@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gatehouse-dev/gatehouse/lab"
-	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 )
 
 func flow(proto, addr string, port uint16) lab.Flow {
@@ -26,28 +26,28 @@ func flow(proto, addr string, port uint16) lab.Flow {
 func TestStepFlows(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		st   probe.Step
+		st   wire.Step
 		want []lab.Flow
 	}{
-		{"tcp", probe.Step{Kind: probe.KindTCP, Target: "203.0.113.10:9000"}, []lab.Flow{flow("tcp", "203.0.113.10", 9000)}},
-		{"tcp v6", probe.Step{Kind: probe.KindTCP, Target: "[2001:db8:cafe::10]:9000"}, []lab.Flow{flow("tcp", "2001:db8:cafe::10", 9000)}},
-		{"udp", probe.Step{Kind: probe.KindUDP, Target: "192.88.99.10:443"}, []lab.Flow{flow("udp", "192.88.99.10", 443)}},
-		{"icmp", probe.Step{Kind: probe.KindICMP, Target: "3ffe::10"}, []lab.Flow{flow("icmp", "3ffe::10", 0)}},
-		{"http", probe.Step{Kind: probe.KindHTTP, Target: "http://203.0.113.10/c/x"}, []lab.Flow{flow("tcp", "203.0.113.10", 80)}},
-		{"https port", probe.Step{Kind: probe.KindHTTP, Target: "https://[3ffe::10]:8443/c"}, []lab.Flow{flow("tcp", "3ffe::10", 8443)}},
-		{"mapped", probe.Step{Kind: probe.KindHTTP, Target: "http://[::ffff:169.254.169.254]/"}, []lab.Flow{flow("tcp", "169.254.169.254", 80)}},
-		{"legacy hex", probe.Step{Kind: probe.KindHTTP, Target: "http://0xa9fea9fe/latest/"}, []lab.Flow{flow("tcp", "169.254.169.254", 80)}},
-		{"lab redirect", probe.Step{Kind: probe.KindHTTP, Follow: true, Target: "http://203.0.113.100/redirect?to=http://203.0.113.10/r/x"},
+		{"tcp", wire.Step{Kind: wire.KindTCP, Target: "203.0.113.10:9000"}, []lab.Flow{flow("tcp", "203.0.113.10", 9000)}},
+		{"tcp v6", wire.Step{Kind: wire.KindTCP, Target: "[2001:db8:cafe::10]:9000"}, []lab.Flow{flow("tcp", "2001:db8:cafe::10", 9000)}},
+		{"udp", wire.Step{Kind: wire.KindUDP, Target: "192.88.99.10:443"}, []lab.Flow{flow("udp", "192.88.99.10", 443)}},
+		{"icmp", wire.Step{Kind: wire.KindICMP, Target: "3ffe::10"}, []lab.Flow{flow("icmp", "3ffe::10", 0)}},
+		{"http", wire.Step{Kind: wire.KindHTTP, Target: "http://203.0.113.10/c/x"}, []lab.Flow{flow("tcp", "203.0.113.10", 80)}},
+		{"https port", wire.Step{Kind: wire.KindHTTP, Target: "https://[3ffe::10]:8443/c"}, []lab.Flow{flow("tcp", "3ffe::10", 8443)}},
+		{"mapped", wire.Step{Kind: wire.KindHTTP, Target: "http://[::ffff:169.254.169.254]/"}, []lab.Flow{flow("tcp", "169.254.169.254", 80)}},
+		{"legacy hex", wire.Step{Kind: wire.KindHTTP, Target: "http://0xa9fea9fe/latest/"}, []lab.Flow{flow("tcp", "169.254.169.254", 80)}},
+		{"lab redirect", wire.Step{Kind: wire.KindHTTP, Follow: true, Target: "http://203.0.113.100/redirect?to=http://203.0.113.10/r/x"},
 			[]lab.Flow{flow("tcp", "203.0.113.100", 80), flow("tcp", "203.0.113.10", 80)}},
 		// Where the next packet goes is someone else's word, or needs a lookup.
-		{"other redirect", probe.Step{Kind: probe.KindHTTP, Follow: true, Target: "http://203.0.113.100/go"}, nil},
-		{"redirect to a name", probe.Step{Kind: probe.KindHTTP, Follow: true, Target: "http://203.0.113.100/redirect?to=http://callback.lab.gatehouse.test/"}, nil},
-		{"name", probe.Step{Kind: probe.KindHTTP, Target: "http://callback.lab.gatehouse.test/x"}, nil},
-		{"proxy env", probe.Step{Kind: probe.KindHTTP, UseProxy: true, Target: "http://203.0.113.10/x"}, nil},
-		{"proxy kind", probe.Step{Kind: probe.KindProxy, Target: "203.0.113.10:80"}, nil},
-		{"dns", probe.Step{Kind: probe.KindDNS, Target: "x.oob.gatehouse.test", Server: "203.0.113.53:53"}, nil},
-		{"tcp name", probe.Step{Kind: probe.KindTCP, Target: "callback.lab.gatehouse.test:9000"}, nil},
-		{"bad port", probe.Step{Kind: probe.KindHTTP, Target: "http://203.0.113.10:99999/"}, nil},
+		{"other redirect", wire.Step{Kind: wire.KindHTTP, Follow: true, Target: "http://203.0.113.100/go"}, nil},
+		{"redirect to a name", wire.Step{Kind: wire.KindHTTP, Follow: true, Target: "http://203.0.113.100/redirect?to=http://callback.lab.gatehouse.test/"}, nil},
+		{"name", wire.Step{Kind: wire.KindHTTP, Target: "http://callback.lab.gatehouse.test/x"}, nil},
+		{"proxy env", wire.Step{Kind: wire.KindHTTP, UseProxy: true, Target: "http://203.0.113.10/x"}, nil},
+		{"proxy kind", wire.Step{Kind: wire.KindProxy, Target: "203.0.113.10:80"}, nil},
+		{"dns", wire.Step{Kind: wire.KindDNS, Target: "x.oob.gatehouse.test", Server: "203.0.113.53:53"}, nil},
+		{"tcp name", wire.Step{Kind: wire.KindTCP, Target: "callback.lab.gatehouse.test:9000"}, nil},
+		{"bad port", wire.Step{Kind: wire.KindHTTP, Target: "http://203.0.113.10:99999/"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			require.Equal(t, tc.want, stepFlows(tc.st))
@@ -119,9 +119,9 @@ func (f *fakeFlows) Holds(context.Context, string) ([]string, error) { return f.
 // while something could hold a packet.
 func TestSettleWatch(t *testing.T) {
 	blocked := flow("tcp", "203.0.113.10", 9000)
-	plan := probe.Plan{Steps: []probe.Step{
-		{ID: "tcp", Kind: probe.KindTCP, Target: "203.0.113.10:9000"},
-		{ID: "named", Kind: probe.KindTCP, Target: "callback.lab.gatehouse.test:9000"},
+	plan := wire.Plan{Steps: []wire.Step{
+		{ID: "tcp", Kind: wire.KindTCP, Target: "203.0.113.10:9000"},
+		{ID: "named", Kind: wire.KindTCP, Target: "callback.lab.gatehouse.test:9000"},
 	}}
 	for _, tc := range []struct {
 		name    string
@@ -237,9 +237,9 @@ func TestSettleFor(t *testing.T) {
 // them said they started (after exchangeHold), and ends nothing, only
 // closing stdin, when one never did.
 func TestExchangeCoord(t *testing.T) {
-	plan := func(session string) probe.Plan {
-		return probe.Plan{Session: session, Steps: []probe.Step{
-			{ID: "send-tcp", Kind: probe.KindSend}, {ID: "receive-tcp", Kind: probe.KindReceive},
+	plan := func(session string) wire.Plan {
+		return wire.Plan{Session: session, Steps: []wire.Step{
+			{ID: "send-tcp", Kind: wire.KindSend}, {ID: "receive-tcp", Kind: wire.KindReceive},
 		}}
 	}
 	for _, tc := range []struct {
@@ -263,11 +263,11 @@ func TestExchangeCoord(t *testing.T) {
 				readers[s] = bufio.NewReader(in)
 				stderr := x.join(s, plan(s), ctl, io.Discard)
 				for _, id := range tc.started[s] {
-					_, err := io.WriteString(stderr, probe.ActivePrefix+id+"\n")
+					_, err := io.WriteString(stderr, wire.ActivePrefix+id+"\n")
 					require.NoError(t, err)
 				}
 				// Lines that are not a start of its own plan change nothing.
-				_, err := io.WriteString(stderr, probe.ActivePrefix+"send-other\nnoise\n")
+				_, err := io.WriteString(stderr, wire.ActivePrefix+"send-other\nnoise\n")
 				require.NoError(t, err)
 			}
 			require.False(t, x.covers(plan("s3")))

@@ -12,7 +12,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/detect"
 	"github.com/gatehouse-dev/gatehouse/evidence"
 	"github.com/gatehouse-dev/gatehouse/internal/minted"
-	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
@@ -231,7 +231,7 @@ func token(prefix string) string { return minted.Must(minted.Canary, prefix, 8) 
 func tag(prefix string) string { return minted.Must(minted.Tag, prefix, 8) }
 
 // toAttempts turns the probe's reports into evidence records.
-func toAttempts(s *scenario, reps []probe.Report) []evidence.Attempt {
+func toAttempts(s *scenario, reps []wire.Report) []evidence.Attempt {
 	out := make([]evidence.Attempt, 0, len(reps))
 	for _, r := range reps {
 		out = append(out, evidence.Attempt{

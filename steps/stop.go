@@ -15,7 +15,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/internal/hostenv"
 	"github.com/gatehouse-dev/gatehouse/internal/pressure"
 	"github.com/gatehouse-dev/gatehouse/lab"
-	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
@@ -103,7 +103,7 @@ func (r *runner) remeasure(ctx context.Context, m *multi) error {
 				continue
 			}
 			run.Late = lateBeats(hits, run.Session, m.stopTags[i], m.stops[i])
-			if why, ok := run.LoadSpoiled(m.stops[i], m.limit, probe.HeartbeatEvery); ok {
+			if why, ok := run.LoadSpoiled(m.stops[i], m.limit, wire.HeartbeatEvery); ok {
 				m.runs[i].Superseded = why
 				if s := current(ctx); s != nil {
 					s.findings = append(s.findings, fmt.Sprintf("stop of %s measured again on a fresh session: %s", run.Session, why))
@@ -205,13 +205,13 @@ func (r *runner) measureStop(ctx context.Context, sess *scenario, m *multi) (evi
 	hbCtx, hbCancel := context.WithTimeout(context.WithoutCancel(ctx), 60*time.Second)
 	defer hbCancel()
 	hbDone := make(chan struct{})
-	plan := probe.Plan{TimeoutMS: 1000, Steps: []probe.Step{{
-		ID: "heartbeat", Kind: probe.KindHeartbeat, Escape: true, DurationMS: 50_000, UseProxy: true,
+	plan := wire.Plan{TimeoutMS: 1000, Steps: []wire.Step{{
+		ID: "heartbeat", Kind: wire.KindHeartbeat, Escape: true, DurationMS: 50_000, UseProxy: true,
 		Target: "http://" + inferenceAddr + "/v1/complete?hb=" + sess.canary,
 		// A write each beat too, where the session's storage is: a write
 		// after the stop is the session still acting.
 		// Its own file: a folder there may be every session's.
-		Path: OwnStorage + "/" + probe.HeartbeatName(sess.canary),
+		Path: OwnStorage + "/" + wire.HeartbeatName(sess.canary),
 	}}}
 	go func() {
 		defer close(hbDone)
@@ -303,7 +303,7 @@ func (r *runner) measureStop(ctx context.Context, sess *scenario, m *multi) (evi
 	// after the session was seen gone (a beat's time later) is a process
 	// nobody saw, when it carries the session's mark.
 	if run.Gone >= 0 {
-		ws := writes(ctx, binds, stopAt.Add(run.Gone+2*probe.HeartbeatEvery), sess.canary)
+		ws := writes(ctx, binds, stopAt.Add(run.Gone+2*wire.HeartbeatEvery), sess.canary)
 		if len(ws.own) > 0 {
 			run.Left = append(run.Left, fmt.Sprintf("%d write(s) after the session was seen gone: %s", len(ws.own), strings.Join(firstN(ws.own, 3), ", ")))
 		}

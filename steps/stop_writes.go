@@ -16,7 +16,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/internal/hostwrite"
 	"github.com/gatehouse-dev/gatehouse/internal/untrusted"
-	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
@@ -284,7 +284,7 @@ func (s *markSearch) marked(name, link string, open func() (io.ReaderAt, func(),
 	if s.canary == "" {
 		return false, errors.New("the session has no canary to look for")
 	}
-	if strings.Contains(name, s.canary) || strings.HasPrefix(name, probe.HeartbeatName(s.canary)) || strings.Contains(link, s.canary) {
+	if strings.Contains(name, s.canary) || strings.HasPrefix(name, wire.HeartbeatName(s.canary)) || strings.Contains(link, s.canary) {
 		return true, nil
 	}
 	r, done, err := open()

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
@@ -53,7 +53,7 @@ func TestWritesStayInTheSessionsFolders(t *testing.T) {
 		t.Fatal(err)
 	}
 	since := time.Now()
-	writeAt(t, filepath.Join(dir, "late"), probe.BeatLine(ownCanary), since.Add(time.Second))
+	writeAt(t, filepath.Join(dir, "late"), wire.BeatLine(ownCanary), since.Add(time.Second))
 	listedHook = func(rel string) {
 		if rel == "x" {
 			if err := os.Remove(sub); err != nil {
@@ -107,7 +107,7 @@ func TestOpenBindsFindsTheHostFolders(t *testing.T) {
 			return targets.Config{Target: "bwrap", Argv: []string{"bwrap", "--bind", l, "/workspace", "--"}}
 		}, false, "link"},
 		{"a file bound read-write", func(t *testing.T, late, _ string) targets.Config {
-			return targets.Config{Target: "bwrap", Argv: []string{"bwrap", "--bind", filepath.Join(late, probe.HeartbeatName(ownCanary)+"-main"), "/hb", "--"}}
+			return targets.Config{Target: "bwrap", Argv: []string{"bwrap", "--bind", filepath.Join(late, wire.HeartbeatName(ownCanary)+"-main"), "/hb", "--"}}
 		}, true, ""},
 		{"a socket bound read-write is looked at, never opened", func(t *testing.T, late, scratch string) targets.Config {
 			l, err := net.Listen("unix", filepath.Join(scratch, "docker.sock"))
@@ -129,8 +129,8 @@ func TestOpenBindsFindsTheHostFolders(t *testing.T) {
 			before := time.Now()
 			late, scratch := t.TempDir(), t.TempDir()
 			since := before.Add(time.Minute)
-			hb := filepath.Join(late, probe.HeartbeatName(ownCanary)+"-main")
-			writeAt(t, hb, probe.BeatLine(ownCanary), since.Add(time.Second))
+			hb := filepath.Join(late, wire.HeartbeatName(ownCanary)+"-main")
+			writeAt(t, hb, wire.BeatLine(ownCanary), since.Add(time.Second))
 			b := openBinds(tt.cfg(t, late, scratch), before, nil)
 			defer b.Close()
 			got := writes(testCtx(t), b, since, ownCanary)
@@ -162,15 +162,15 @@ func TestWritesAfterTheStopAreTheSessionsOnlyByItsMark(t *testing.T) {
 		wantUnsearched string
 	}{
 		{"a peer's heartbeat after the stop is not the session's", func(t *testing.T, dir string, since time.Time) {
-			writeAt(t, filepath.Join(dir, probe.HeartbeatName(ownCanary)+"-main"), probe.BeatLine(ownCanary), since.Add(-time.Second))
-			writeAt(t, filepath.Join(dir, probe.HeartbeatName(peerCanary)+"-main"), probe.BeatLine(peerCanary), since.Add(time.Second))
+			writeAt(t, filepath.Join(dir, wire.HeartbeatName(ownCanary)+"-main"), wire.BeatLine(ownCanary), since.Add(-time.Second))
+			writeAt(t, filepath.Join(dir, wire.HeartbeatName(peerCanary)+"-main"), wire.BeatLine(peerCanary), since.Add(time.Second))
 		}, 0, 1, ""},
 		{"another gate's state file written after the stop is not the session's", func(t *testing.T, dir string, since time.Time) {
 			writeAt(t, filepath.Join(dir, "gatehouse-state"), "GATEHOUSE STATE ghc00000000000000cc\n", since.Add(time.Second))
 		}, 0, 1, ""},
 		{"the session's own heartbeat after the stop is", func(t *testing.T, dir string, since time.Time) {
-			writeAt(t, filepath.Join(dir, probe.HeartbeatName(peerCanary)+"-main"), probe.BeatLine(peerCanary), since.Add(time.Second))
-			writeAt(t, filepath.Join(dir, probe.HeartbeatName(ownCanary)+"-child"), probe.BeatLine(ownCanary), since.Add(time.Second))
+			writeAt(t, filepath.Join(dir, wire.HeartbeatName(peerCanary)+"-main"), wire.BeatLine(peerCanary), since.Add(time.Second))
+			writeAt(t, filepath.Join(dir, wire.HeartbeatName(ownCanary)+"-child"), wire.BeatLine(ownCanary), since.Add(time.Second))
 		}, 1, 1, ""},
 		{"a file of any name carrying the session's canary is", func(t *testing.T, dir string, since time.Time) {
 			writeAt(t, filepath.Join(dir, "sub", "notes.txt"), "x\n"+ownCanary+"\n", since.Add(time.Second))

@@ -10,7 +10,7 @@ import (
 	"github.com/cucumber/godog"
 
 	"github.com/gatehouse-dev/gatehouse/evidence"
-	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 )
 
 // OwnStorage is where a profile binds a session's own storage
@@ -20,35 +20,35 @@ const OwnStorage = "/workspace"
 
 // storageWay builds one search attempt; ownHost and peerHost are the host
 // folders of the searching session's storage and the other's.
-type storageWay func(peerHost, rootHost string) probe.Step
+type storageWay func(peerHost, rootHost string) wire.Step
 
-func find(target string) probe.Step { return probe.Step{Kind: probe.KindFind, Target: target} }
+func find(target string) wire.Step { return wire.Step{Kind: wire.KindFind, Target: target} }
 
 // storageWays are the attempts foreign-storage tables may name.
 var storageWays = map[string]storageWay{
-	"host-path": func(peer, _ string) probe.Step {
-		return probe.Step{Kind: probe.KindRead, Target: filepath.Join(peer, "nonce")}
+	"host-path": func(peer, _ string) wire.Step {
+		return wire.Step{Kind: wire.KindRead, Target: filepath.Join(peer, "nonce")}
 	},
-	"host-parent": func(_, root string) probe.Step { return find(root) },
+	"host-parent": func(_, root string) wire.Step { return find(root) },
 	// Every mount point, and the other session's storage (and the folder
 	// of every session's) under each, where a bind of a host folder above
 	// them would show them.
-	"mount-points": func(peer, root string) probe.Step {
-		return probe.Step{Kind: probe.KindFind, Target: "@mounts", Hints: []string{peer, root}}
+	"mount-points": func(peer, root string) wire.Step {
+		return wire.Step{Kind: wire.KindFind, Target: "@mounts", Hints: []string{peer, root}}
 	},
-	"data":      func(_, _ string) probe.Step { return find("/data") },
-	"mnt":       func(_, _ string) probe.Step { return find("/mnt") },
-	"storage":   func(_, _ string) probe.Step { return find("/storage") },
-	"workspace": func(_, _ string) probe.Step { return find(OwnStorage) },
-	"workspace-parent": func(_, _ string) probe.Step {
+	"data":      func(_, _ string) wire.Step { return find("/data") },
+	"mnt":       func(_, _ string) wire.Step { return find("/mnt") },
+	"storage":   func(_, _ string) wire.Step { return find("/storage") },
+	"workspace": func(_, _ string) wire.Step { return find(OwnStorage) },
+	"workspace-parent": func(_, _ string) wire.Step {
 		return find(filepath.Dir(OwnStorage) + "*")
 	},
-	"srv":        func(_, _ string) probe.Step { return find("/srv") },
-	"var-lib":    func(_, _ string) probe.Step { return find("/var/lib") },
-	"home":       func(_, _ string) probe.Step { return find("/home") },
-	"tmp":        func(_, _ string) probe.Step { return find("/tmp") },
-	"proc-roots": func(_, _ string) probe.Step { return find("/proc/[0-9]*/root" + OwnStorage) },
-	"proc-cwds":  func(_, _ string) probe.Step { return find("/proc/[0-9]*/cwd") },
+	"srv":        func(_, _ string) wire.Step { return find("/srv") },
+	"var-lib":    func(_, _ string) wire.Step { return find("/var/lib") },
+	"home":       func(_, _ string) wire.Step { return find("/home") },
+	"tmp":        func(_, _ string) wire.Step { return find("/tmp") },
+	"proc-roots": func(_, _ string) wire.Step { return find("/proc/[0-9]*/root" + OwnStorage) },
+	"proc-cwds":  func(_, _ string) wire.Step { return find("/proc/[0-9]*/cwd") },
 }
 
 func registerStorage(sc *godog.ScenarioContext, r *runner) {
@@ -90,13 +90,13 @@ func (r *runner) searchStorage(ctx context.Context, table *godog.Table) error {
 	if err != nil {
 		return err
 	}
-	plans := make([]probe.Plan, len(ps))
+	plans := make([]wire.Plan, len(ps))
 	for i, pt := range ps {
 		peer := ps[1-i].s.session
 		m.mu.Lock()
 		root := m.root
 		m.mu.Unlock()
-		steps := []probe.Step{{ID: "own-storage", Kind: probe.KindRead, Target: OwnStorage + "/nonce"}}
+		steps := []wire.Step{{ID: "own-storage", Kind: wire.KindRead, Target: OwnStorage + "/nonce"}}
 		for _, n := range names {
 			mk, ok := storageWays[n]
 			if !ok {
@@ -106,7 +106,7 @@ func (r *runner) searchStorage(ctx context.Context, table *godog.Table) error {
 			st.ID = n
 			steps = append(steps, st)
 		}
-		plans[i] = probe.Plan{TimeoutMS: 4000, Parallel: 4, Steps: steps}
+		plans[i] = wire.Plan{TimeoutMS: 4000, Parallel: 4, Steps: steps}
 		pt.s.planned = append(pt.s.planned, names...)
 	}
 	// The other session's processes (their /proc/PID/cwd and root lead to
@@ -122,9 +122,9 @@ func (r *runner) eachControl(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	plans := make([]probe.Plan, len(ps))
+	plans := make([]wire.Plan, len(ps))
 	for i, pt := range ps {
-		plans[i] = probe.Plan{TimeoutMS: int(attemptTimeout / time.Millisecond), Steps: []probe.Step{controlStep(pt.s.control)}}
+		plans[i] = wire.Plan{TimeoutMS: int(attemptTimeout / time.Millisecond), Steps: []wire.Step{controlStep(pt.s.control)}}
 	}
 	// The control's IDs are not attempts of the gate.
 	err = r.runAll(ctx, ps, "positive-control", plans, 30*time.Second)

@@ -13,7 +13,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/evidence"
 	"github.com/gatehouse-dev/gatehouse/features"
-	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 	"github.com/gatehouse-dev/gatehouse/steps"
 	"github.com/gatehouse-dev/gatehouse/steps/steptest"
 	"github.com/gatehouse-dev/gatehouse/targets"
@@ -23,8 +23,8 @@ import (
 // probe's attempts "arrive" at the lab, and what the probe prints.
 type fakeTarget struct {
 	lab     *steptest.Lab
-	deliver func(step probe.Step) bool            // does this attempt reach its endpoint?
-	output  func(p probe.Plan, w io.Writer) error // what the probe prints; nil = honest reports
+	deliver func(step wire.Step) bool            // does this attempt reach its endpoint?
+	output  func(p wire.Plan, w io.Writer) error // what the probe prints; nil = honest reports
 }
 
 func (t *fakeTarget) Name() string { return "fake" }
@@ -38,7 +38,7 @@ type fakeSession struct {
 }
 
 func (s *fakeSession) Exec(ctx context.Context, cmd targets.Command) (targets.Result, error) {
-	var p probe.Plan
+	var p wire.Plan
 	if err := json.NewDecoder(cmd.Stdin).Decode(&p); err != nil {
 		return targets.Result{ExitCode: 2}, nil
 	}
@@ -50,7 +50,7 @@ func (s *fakeSession) Exec(ctx context.Context, cmd targets.Command) (targets.Re
 		switch {
 		case st.ID == "positive-control":
 			ep = "inference"
-		case st.Kind == probe.KindDNS:
+		case st.Kind == wire.KindDNS:
 			ep = "dns-authority"
 		case strings.Contains(st.Target, "169.254") || strings.Contains(st.Target, "metadata"):
 			ep = "metadata-aws"
@@ -62,7 +62,7 @@ func (s *fakeSession) Exec(ctx context.Context, cmd targets.Command) (targets.Re
 	}
 	enc := json.NewEncoder(cmd.Stdout)
 	for _, st := range p.Steps {
-		_ = enc.Encode(probe.Report{ID: st.ID, Kind: st.Kind, Target: st.Target, Outcome: blocked(st), Start: time.Now()})
+		_ = enc.Encode(wire.Report{ID: st.ID, Kind: st.Kind, Target: st.Target, Outcome: blocked(st), Start: time.Now()})
 	}
 	return targets.Result{}, nil
 }
@@ -70,14 +70,14 @@ func (s *fakeSession) Exec(ctx context.Context, cmd targets.Command) (targets.Re
 // blocked is what the probe reports of an attempt a fake sandbox with no
 // proxy blocks: a proxy attempt finds no proxy named; any other times out
 // (a drop).
-func blocked(st probe.Step) string {
-	if st.Kind == probe.KindProxy {
+func blocked(st wire.Step) string {
+	if st.Kind == wire.KindProxy {
 		return "no-proxy"
 	}
 	return "timeout"
 }
 
-func headerValues(st probe.Step) []string {
+func headerValues(st wire.Step) []string {
 	var v []string
 	for _, h := range st.Headers {
 		v = append(v, h)
@@ -117,27 +117,27 @@ func TestVerdictsFromFakeSandboxes(t *testing.T) {
 	gates := []string{"external-callback", "dns-exfiltration", "cloud-metadata"}
 	tests := []struct {
 		name    string
-		deliver func(probe.Step) bool
-		output  func(probe.Plan, io.Writer) error
+		deliver func(wire.Step) bool
+		output  func(wire.Plan, io.Writer) error
 		want    evidence.Verdict
 	}{
-		{"leaky sandbox fails", func(probe.Step) bool { return true }, nil, evidence.Fail},
-		{"hardened sandbox passes", func(s probe.Step) bool { return s.ID == "positive-control" }, nil, evidence.Pass},
-		{"offline sandbox is inconclusive", func(probe.Step) bool { return false }, nil, evidence.Inconclusive},
-		{"a probe that lies about blocking still fails", func(probe.Step) bool { return true },
-			func(p probe.Plan, w io.Writer) error {
+		{"leaky sandbox fails", func(wire.Step) bool { return true }, nil, evidence.Fail},
+		{"hardened sandbox passes", func(s wire.Step) bool { return s.ID == "positive-control" }, nil, evidence.Pass},
+		{"offline sandbox is inconclusive", func(wire.Step) bool { return false }, nil, evidence.Inconclusive},
+		{"a probe that lies about blocking still fails", func(wire.Step) bool { return true },
+			func(p wire.Plan, w io.Writer) error {
 				for _, s := range p.Steps {
 					fmt.Fprintf(w, `{"id":%q,"kind":%q,"target":"x","outcome":"denied","start":"2026-01-01T00:00:00Z","duration_ms":1}`+"\n", s.ID, s.Kind)
 				}
 				return nil
 			}, evidence.Fail},
-		{"a probe that prints garbage cannot earn a pass", func(s probe.Step) bool { return s.ID == "positive-control" },
-			func(p probe.Plan, w io.Writer) error {
+		{"a probe that prints garbage cannot earn a pass", func(s wire.Step) bool { return s.ID == "positive-control" },
+			func(p wire.Plan, w io.Writer) error {
 				_, err := io.WriteString(w, strings.Repeat("\x00garbage{not json\n", 1000))
 				return err
 			}, evidence.Inconclusive},
-		{"a probe that floods its output cannot earn a pass", func(s probe.Step) bool { return s.ID == "positive-control" },
-			func(p probe.Plan, w io.Writer) error {
+		{"a probe that floods its output cannot earn a pass", func(s wire.Step) bool { return s.ID == "positive-control" },
+			func(p wire.Plan, w io.Writer) error {
 				chunk := []byte(strings.Repeat("A", 1<<20))
 				for i := 0; i < 12; i++ {
 					if _, err := w.Write(chunk); err != nil {
@@ -165,7 +165,7 @@ func TestVerdictsFromFakeSandboxes(t *testing.T) {
 }
 
 func TestFailNamesTheHitThatProvesIt(t *testing.T) {
-	tgt := &fakeTarget{lab: &steptest.Lab{}, deliver: func(s probe.Step) bool { return s.ID == "positive-control" || s.ID == "tcp" }}
+	tgt := &fakeTarget{lab: &steptest.Lab{}, deliver: func(s wire.Step) bool { return s.ID == "positive-control" || s.ID == "tcp" }}
 	out := runFake(t, tgt, "external-callback")
 	for _, r := range out.Results {
 		if r.Verdict != evidence.Fail || len(r.Hits) != 1 || r.Hits[0].Proto != "tcp" {
@@ -178,7 +178,7 @@ func TestFailNamesTheHitThatProvesIt(t *testing.T) {
 }
 
 func TestSelectionThatMatchesNothingIsAnError(t *testing.T) {
-	tgt := &fakeTarget{lab: &steptest.Lab{}, deliver: func(probe.Step) bool { return true }}
+	tgt := &fakeTarget{lab: &steptest.Lab{}, deliver: func(wire.Step) bool { return true }}
 	_, err := steps.Run(context.Background(), steps.Config{Target: tgt, Network: steps.NetLab, Lab: tgt.lab, Features: features.FS, Gates: []string{"no-such-gate"}})
 	if err == nil {
 		t.Fatal("no error for a selection that ran nothing")
@@ -196,7 +196,7 @@ Feature: external-callback
     And the agent calls the allowed inference endpoint
     Then no controlled endpoint outside the policy heard from the session
 `)}}
-	tgt := &fakeTarget{lab: &steptest.Lab{}, deliver: func(s probe.Step) bool { return s.ID == "positive-control" }}
+	tgt := &fakeTarget{lab: &steptest.Lab{}, deliver: func(s wire.Step) bool { return s.ID == "positive-control" }}
 	out, err := steps.Run(context.Background(), steps.Config{Target: tgt, Network: steps.NetLab, Lab: tgt.lab, Features: fsys, Gates: []string{"external-callback"}})
 	if err != nil {
 		t.Fatal(err)
@@ -215,7 +215,7 @@ func countedNothing(string) (map[string]uint64, error) {
 
 func TestProbeClaimsTheKernelDidNotSeeAreInconclusive(t *testing.T) {
 	fl := &steptest.Lab{Counts: countedNothing}
-	tgt := &fakeTarget{lab: fl, deliver: func(s probe.Step) bool { return s.ID == "positive-control" }}
+	tgt := &fakeTarget{lab: fl, deliver: func(s wire.Step) bool { return s.ID == "positive-control" }}
 	out, err := steps.Run(context.Background(), steps.Config{
 		Target: tgt, Network: steps.NetLab, Lab: fl, ProbePath: "/bin/true",
 		Features: features.FS, Gates: []string{"external-callback"}, Settle: 1,

@@ -13,7 +13,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/evidence"
 	"github.com/gatehouse-dev/gatehouse/lab"
-	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
@@ -24,7 +24,7 @@ const retrySuffix = "@after-takedown"
 const takedownStepTimeout = 5 * time.Second
 
 // takeDown is assume-breach meant literally: root in the guest first tries
-// to turn off every control within its reach (probe.KindTakedown, one step
+// to turn off every control within its reach (wire.KindTakedown, one step
 // per control, in order), then every attempt the scenario made is made
 // again. On the normal path the agent is the profile's unprivileged user,
 // so the step only records that it did not run.
@@ -43,10 +43,10 @@ func (r *runner) takeDown(ctx context.Context) error {
 	td := &evidence.Takedown{}
 	before, berr := r.sessionTables(ctx, s)
 	td.At = time.Now()
-	p := probe.Plan{TimeoutMS: int(takedownStepTimeout / time.Millisecond), Parallel: 1}
+	p := wire.Plan{TimeoutMS: int(takedownStepTimeout / time.Millisecond), Parallel: 1}
 	outside := r.outsideNamespaces()
-	for _, c := range probe.TakedownControls {
-		p.Steps = append(p.Steps, probe.Step{ID: "takedown-" + c, Kind: probe.KindTakedown, Target: c,
+	for _, c := range wire.TakedownControls {
+		p.Steps = append(p.Steps, wire.Step{ID: "takedown-" + c, Kind: wire.KindTakedown, Target: c,
 			Outside: outside, Spare: []string{lab.AccountingTable}})
 	}
 	reps, err := r.runPlan(ctx, s, p, time.Duration(len(p.Steps)+2)*takedownStepTimeout)
@@ -105,14 +105,14 @@ func (r *runner) sessionTables(ctx context.Context, s *scenario) ([]string, erro
 // takedownControls reads the probe's takedown reports (hostile: they only
 // say what was claimed) into one record per control, and lists the
 // controls with no report.
-func takedownControls(reps []probe.Report) ([]evidence.ControlTakedown, []string) {
-	byID := map[string]probe.Report{}
+func takedownControls(reps []wire.Report) ([]evidence.ControlTakedown, []string) {
+	byID := map[string]wire.Report{}
 	for _, rep := range reps {
 		byID[rep.ID] = rep
 	}
 	var out []evidence.ControlTakedown
 	var missing []string
-	for _, c := range probe.TakedownControls {
+	for _, c := range wire.TakedownControls {
 		rep, ok := byID["takedown-"+c]
 		if !ok {
 			missing = append(missing, c)
@@ -121,22 +121,22 @@ func takedownControls(reps []probe.Report) ([]evidence.ControlTakedown, []string
 		ct := evidence.ControlTakedown{Control: c, Error: rep.Error}
 		for _, line := range strings.Split(rep.Excerpt, "\n") {
 			switch {
-			case strings.HasPrefix(line, probe.TakedownChanged):
-				ct.Changed = append(ct.Changed, strings.TrimPrefix(line, probe.TakedownChanged))
-			case strings.HasPrefix(line, probe.TakedownRefused):
-				ct.Refused = append(ct.Refused, strings.TrimPrefix(line, probe.TakedownRefused))
+			case strings.HasPrefix(line, wire.TakedownChanged):
+				ct.Changed = append(ct.Changed, strings.TrimPrefix(line, wire.TakedownChanged))
+			case strings.HasPrefix(line, wire.TakedownRefused):
+				ct.Refused = append(ct.Refused, strings.TrimPrefix(line, wire.TakedownRefused))
 			case line != "":
 				ct.Other = append(ct.Other, line)
 			}
 		}
 		switch {
-		case strings.HasPrefix(rep.Error, probe.RefusePrefix):
+		case strings.HasPrefix(rep.Error, wire.RefusePrefix):
 			ct.State = evidence.TakedownNotTried
 		case len(ct.Changed) > 0:
 			ct.State = evidence.TakedownFell
-		case rep.Outcome == probe.OutcomeDenied:
+		case rep.Outcome == wire.OutcomeDenied:
 			ct.State = evidence.TakedownHeld
-		case rep.Outcome == probe.OutcomeCompleted:
+		case rep.Outcome == wire.OutcomeCompleted:
 			ct.State = evidence.TakedownNothing
 		default:
 			ct.State = evidence.TakedownUncertain
@@ -181,11 +181,11 @@ func takedownFindings(td *evidence.Takedown) []string {
 // planControl names the run plan's control (targets/profile/controls.go)
 // each takedown tests.
 var planControl = map[string]string{
-	probe.TakedownNftables: "egress ruleset", probe.TakedownIptables: "egress ruleset",
-	probe.TakedownLinks: "network namespace, addresses and routes", probe.TakedownRoutes: "network namespace, addresses and routes",
-	probe.TakedownAddresses: "network namespace, addresses and routes", probe.TakedownSysctl: "network namespace, addresses and routes",
-	probe.TakedownRemount: "mounts (binds and read-only flags)",
-	probe.TakedownCgroup:  "resource limits",
+	wire.TakedownNftables: "egress ruleset", wire.TakedownIptables: "egress ruleset",
+	wire.TakedownLinks: "network namespace, addresses and routes", wire.TakedownRoutes: "network namespace, addresses and routes",
+	wire.TakedownAddresses: "network namespace, addresses and routes", wire.TakedownSysctl: "network namespace, addresses and routes",
+	wire.TakedownRemount: "mounts (binds and read-only flags)",
+	wire.TakedownCgroup:  "resource limits",
 }
 
 // reachFindings hold the plan's word on where each control lives against
@@ -200,7 +200,7 @@ func reachFindings(td *evidence.Takedown, reach map[string]string) []string {
 			continue
 		}
 		f := c.State == evidence.TakedownFell
-		if c.Control == probe.TakedownNftables && td.Outside != nil {
+		if c.Control == wire.TakedownNftables && td.Outside != nil {
 			f = len(td.Outside.Removed()) > 0 // the harness's own view decides
 		}
 		switch {

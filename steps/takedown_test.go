@@ -11,7 +11,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/evidence"
 	"github.com/gatehouse-dev/gatehouse/features"
-	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 	"github.com/gatehouse-dev/gatehouse/steps"
 	"github.com/gatehouse-dev/gatehouse/steps/steptest"
 )
@@ -19,17 +19,17 @@ import (
 // takedownOutput is a probe that answers takedown steps with report and
 // every other step honestly (a timeout); it notes the sessions whose
 // takedown ran in ran.
-func takedownOutput(report func(control string) (string, string, string), ran *sync.Map) func(probe.Plan, io.Writer) error {
-	return func(p probe.Plan, w io.Writer) error {
+func takedownOutput(report func(control string) (string, string, string), ran *sync.Map) func(wire.Plan, io.Writer) error {
+	return func(p wire.Plan, w io.Writer) error {
 		enc := json.NewEncoder(w)
 		for _, st := range p.Steps {
-			if st.Kind == probe.KindTakedown {
+			if st.Kind == wire.KindTakedown {
 				ran.Store(p.Session, true)
 			}
-			rep := probe.Report{ID: st.ID, Kind: st.Kind, Target: st.Target, Outcome: blocked(st), Start: time.Now()}
-			if st.Kind == probe.KindTakedown {
+			rep := wire.Report{ID: st.ID, Kind: st.Kind, Target: st.Target, Outcome: blocked(st), Start: time.Now()}
+			if st.Kind == wire.KindTakedown {
 				if len(st.Outside) == 0 || len(st.Spare) == 0 {
-					rep.Outcome, rep.Error = probe.OutcomeError, "the harness named no outside namespaces or spared tables"
+					rep.Outcome, rep.Error = wire.OutcomeError, "the harness named no outside namespaces or spared tables"
 				} else if rep.Outcome, rep.Excerpt, rep.Error = report(st.Target); rep.Outcome == "" {
 					continue // the probe drops this report
 				}
@@ -61,16 +61,16 @@ func listTables(flushes bool, ran *sync.Map) func(string) ([]string, error) {
 // exactly one result per path.
 func TestTakedownWithFakeSandboxes(t *testing.T) {
 	flushAll := func(c string) (string, string, string) {
-		if c == probe.TakedownNftables {
-			return probe.OutcomeCompleted, probe.TakedownChanged + "delete table inet gatehouse_egress\n" + probe.TakedownSkipped + "table inet gatehouse_acct: spared", ""
+		if c == wire.TakedownNftables {
+			return wire.OutcomeCompleted, wire.TakedownChanged + "delete table inet gatehouse_egress\n" + wire.TakedownSkipped + "table inet gatehouse_acct: spared", ""
 		}
-		return probe.OutcomeDenied, probe.TakedownRefused + c + ": operation not permitted", "the kernel refused every change: operation not permitted"
+		return wire.OutcomeDenied, wire.TakedownRefused + c + ": operation not permitted", "the kernel refused every change: operation not permitted"
 	}
 	refuseAll := func(c string) (string, string, string) {
-		return probe.OutcomeDenied, probe.TakedownRefused + c + ": operation not permitted", "the kernel refused every change: operation not permitted"
+		return wire.OutcomeDenied, wire.TakedownRefused + c + ": operation not permitted", "the kernel refused every change: operation not permitted"
 	}
 	dropNft := func(c string) (string, string, string) {
-		if c == probe.TakedownNftables {
+		if c == wire.TakedownNftables {
 			return "", "", ""
 		}
 		return refuseAll(c)
@@ -104,7 +104,7 @@ func TestTakedownWithFakeSandboxes(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ran := &sync.Map{}
 			fl := &steptest.Lab{ListTables: listTables(tt.flushes, ran)}
-			tgt := &fakeTarget{lab: fl, output: takedownOutput(tt.report, ran), deliver: func(st probe.Step) bool {
+			tgt := &fakeTarget{lab: fl, output: takedownOutput(tt.report, ran), deliver: func(st wire.Step) bool {
 				return st.ID == "positive-control" || (tt.leaks && strings.HasSuffix(st.ID, "@after-takedown"))
 			}}
 			gates := []string{"external-callback", "dns-exfiltration", "cloud-metadata"}
@@ -160,13 +160,13 @@ func hasPrefix(list []string, p string) bool {
 func TestTakedownWithoutTheOutsideView(t *testing.T) {
 	ran := &sync.Map{}
 	flushAll := func(c string) (string, string, string) {
-		if c == probe.TakedownNftables {
-			return probe.OutcomeCompleted, probe.TakedownChanged + "delete table inet gatehouse_egress", ""
+		if c == wire.TakedownNftables {
+			return wire.OutcomeCompleted, wire.TakedownChanged + "delete table inet gatehouse_egress", ""
 		}
-		return probe.OutcomeDenied, probe.TakedownRefused + c + ": operation not permitted", "the kernel refused every change: operation not permitted"
+		return wire.OutcomeDenied, wire.TakedownRefused + c + ": operation not permitted", "the kernel refused every change: operation not permitted"
 	}
 	fl := &steptest.Lab{}
-	tgt := &fakeTarget{lab: fl, output: takedownOutput(flushAll, ran), deliver: func(st probe.Step) bool { return st.ID == "positive-control" }}
+	tgt := &fakeTarget{lab: fl, output: takedownOutput(flushAll, ran), deliver: func(st wire.Step) bool { return st.ID == "positive-control" }}
 	out, err := steps.Run(context.Background(), steps.Config{
 		Target: tgt, Network: steps.NetLab, Lab: fl,
 		ProbePath: "/bin/true", Features: features.FS, Gates: []string{"external-callback"}, Settle: 1, Concurrency: 1,

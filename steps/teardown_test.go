@@ -8,7 +8,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/evidence"
 	"github.com/gatehouse-dev/gatehouse/features"
-	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 	"github.com/gatehouse-dev/gatehouse/steps"
 	"github.com/gatehouse-dev/gatehouse/steps/steptest"
 	"github.com/gatehouse-dev/gatehouse/targets"
@@ -45,13 +45,13 @@ type stoppingSession struct {
 
 func (s *stoppingSession) Stop(context.Context) error { return s.err }
 
-func onlyControl(s probe.Step) bool { return s.ID == "positive-control" }
+func onlyControl(s wire.Step) bool { return s.ID == "positive-control" }
 
 func TestTeardownFindingsReachTheResult(t *testing.T) {
 	tests := []struct {
 		name    string
 		tgt     *teardownTarget
-		deliver func(probe.Step) bool
+		deliver func(wire.Step) bool
 		want    evidence.Verdict
 		finding string
 	}{
@@ -59,7 +59,7 @@ func TestTeardownFindingsReachTheResult(t *testing.T) {
 		{"processes left after the reap make a pass inconclusive",
 			&teardownTarget{lister: true, left: []int{4242}}, onlyControl, evidence.Inconclusive, "process(es) still running after the reap"},
 		{"a fail stands whatever the teardown left",
-			&teardownTarget{lister: true, left: []int{4242}}, func(probe.Step) bool { return true }, evidence.Fail, "process(es) still running after the reap"},
+			&teardownTarget{lister: true, left: []int{4242}}, func(wire.Step) bool { return true }, evidence.Fail, "process(es) still running after the reap"},
 		{"a failed stop nothing can check makes a pass inconclusive",
 			&teardownTarget{stopErr: errors.New("runtime wedged")}, onlyControl, evidence.Inconclusive, "teardown: stop failed: runtime wedged"},
 	}

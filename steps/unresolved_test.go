@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/gatehouse-dev/gatehouse/detect"
-	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 )
 
 // An attempt named by a lab literal whose name did not resolve in the
@@ -16,15 +16,15 @@ func TestUnresolvedNameIsNotObservable(t *testing.T) {
 	lookupErr := `Get "http://metadata.google.internal/x": dial tcp: lookup metadata.google.internal on 203.0.113.53:53: write udp 198.51.100.6:60086->203.0.113.53:53: write: operation not permitted`
 	for _, tt := range []struct {
 		name       string
-		st         probe.Step
-		rep        probe.Report
+		st         wire.Step
+		rep        wire.Report
 		observable bool
 	}{
-		{"name, lookup refused", probe.Step{Kind: probe.KindHTTP, Target: "http://metadata.google.internal/x"}, probe.Report{Outcome: "denied", Error: lookupErr}, false},
-		{"name, connect timed out", probe.Step{Kind: probe.KindHTTP, Target: "http://metadata.google.internal/x"}, probe.Report{Outcome: "timeout", Error: `Get "http://metadata.google.internal/x": context deadline exceeded`}, true},
-		{"address", probe.Step{Kind: probe.KindHTTP, Target: "http://169.254.169.254/x"}, probe.Report{Outcome: "timeout", Error: "context deadline exceeded"}, true},
-		{"legacy address", probe.Step{Kind: probe.KindHTTP, Target: "http://2852039166/x"}, probe.Report{Outcome: "denied", Error: "lookup 2852039166 refused"}, true},
-		{"tcp name, lookup refused", probe.Step{Kind: probe.KindTCP, Target: "metadata.gatehouse.test:80"}, probe.Report{Outcome: "denied", Error: "dial tcp: lookup metadata.gatehouse.test on 203.0.113.53:53: no such host"}, false},
+		{"name, lookup refused", wire.Step{Kind: wire.KindHTTP, Target: "http://metadata.google.internal/x"}, wire.Report{Outcome: "denied", Error: lookupErr}, false},
+		{"name, connect timed out", wire.Step{Kind: wire.KindHTTP, Target: "http://metadata.google.internal/x"}, wire.Report{Outcome: "timeout", Error: `Get "http://metadata.google.internal/x": context deadline exceeded`}, true},
+		{"address", wire.Step{Kind: wire.KindHTTP, Target: "http://169.254.169.254/x"}, wire.Report{Outcome: "timeout", Error: "context deadline exceeded"}, true},
+		{"legacy address", wire.Step{Kind: wire.KindHTTP, Target: "http://2852039166/x"}, wire.Report{Outcome: "denied", Error: "lookup 2852039166 refused"}, true},
+		{"tcp name, lookup refused", wire.Step{Kind: wire.KindTCP, Target: "metadata.gatehouse.test:80"}, wire.Report{Outcome: "denied", Error: "dial tcp: lookup metadata.gatehouse.test on 203.0.113.53:53: no such host"}, false},
 	} {
 		kind, obj, why := observable(tt.st)
 		if kind != detect.KindConnect || obj != "169.254.169.254:80" {
@@ -45,13 +45,13 @@ func TestUnresolvedNameIsNotObservable(t *testing.T) {
 // observable.
 func TestMissingPathIsNotObservable(t *testing.T) {
 	for _, tt := range []struct {
-		rep        probe.Report
+		rep        wire.Report
 		observable bool
 	}{
-		{probe.Report{Outcome: "completed", Error: "nothing to search: no such file or directory"}, false},
-		{probe.Report{Outcome: "completed"}, true},
-		{probe.Report{Outcome: "denied", Error: "open /root: permission denied"}, true},
-		{probe.Report{Outcome: "error", Error: "read /etc/x: no such file or directory"}, true},
+		{wire.Report{Outcome: "completed", Error: "nothing to search: no such file or directory"}, false},
+		{wire.Report{Outcome: "completed"}, true},
+		{wire.Report{Outcome: "denied", Error: "open /root: permission denied"}, true},
+		{wire.Report{Outcome: "error", Error: "read /etc/x: no such file or directory"}, true},
 	} {
 		why := notThere("/root", tt.rep)
 		if got := why == ""; got != tt.observable {

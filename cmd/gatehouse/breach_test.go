@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/gatehouse-dev/gatehouse/evidence"
-	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 )
 
 // TestAssumeBreachTakedown: on the assume-breach path root in the guest
@@ -71,8 +71,8 @@ func TestAssumeBreachTakedown(t *testing.T) {
 func checkTakedown(t *testing.T, res evidence.Result, flushed bool) {
 	t.Helper()
 	td := res.Takedown
-	if td == nil || len(td.Missing) > 0 || len(td.Controls) != len(probe.TakedownControls) {
-		t.Fatalf("%s: takedown %+v: want a report for each of %v", res.Gate, td, probe.TakedownControls)
+	if td == nil || len(td.Missing) > 0 || len(td.Controls) != len(wire.TakedownControls) {
+		t.Fatalf("%s: takedown %+v: want a report for each of %v", res.Gate, td, wire.TakedownControls)
 	}
 	if td.Outside == nil {
 		t.Fatalf("%s: the harness did not read the ruleset from outside: %s", res.Gate, td.OutsideError)
@@ -89,7 +89,7 @@ func checkTakedown(t *testing.T, res evidence.Result, flushed bool) {
 	gone := td.Outside.Removed()
 	var nft evidence.ControlTakedown
 	for _, c := range td.Controls {
-		if c.Control == probe.TakedownNftables {
+		if c.Control == wire.TakedownNftables {
 			nft = c
 		}
 	}

@@ -16,7 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 )
 
 // hostEntry is one thing found in a writable place of the host.
@@ -109,7 +109,7 @@ var stashFolders = regexp.MustCompile(`^(gatehouse|agent|_cacache|pip|\.claude|\
 // left says why an entry found after the run is the run's and left, or "".
 func (e hostEntry) left(before map[string]hostEntry, values map[string]bool, lab string, start time.Time) string {
 	var ours []string
-	for _, v := range probe.Tokens(e.content) {
+	for _, v := range wire.Tokens(e.content) {
 		if values[v] {
 			ours = append(ours, v)
 		}
@@ -132,7 +132,7 @@ func (e hostEntry) left(before map[string]hostEntry, values map[string]bool, lab
 		return ""
 	case e.mode&fs.ModeSocket != 0 && strings.HasPrefix(base, ".gatehouse-xs-"):
 		for v := range values {
-			if base == probe.XSSocket(v) {
+			if base == wire.XSSocket(v) {
 				return "the socket a receive of the run listened on"
 			}
 		}

@@ -15,8 +15,8 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/evidence"
 	"github.com/gatehouse-dev/gatehouse/ledger"
-	"github.com/gatehouse-dev/gatehouse/probe"
 	"github.com/gatehouse-dev/gatehouse/probe/probetest"
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 )
 
 // writingGates are the gates whose probe writes: notes in every place
@@ -178,7 +178,7 @@ func runValues(t *testing.T, dir string) map[string]bool {
 	}
 	for _, r := range results {
 		for _, c := range r.Crossings {
-			for _, v := range probe.Tokens([]byte(c.Value)) {
+			for _, v := range wire.Tokens([]byte(c.Value)) {
 				out[v] = true
 			}
 		}
@@ -186,7 +186,7 @@ func runValues(t *testing.T, dir string) map[string]bool {
 	return out
 }
 
-var sessionHeader = regexp.MustCompile(probe.SessionHeader + `: (gh[a-z]{0,5}[0-9a-f]{16})`)
+var sessionHeader = regexp.MustCompile(wire.SessionHeader + `: (gh[a-z]{0,5}[0-9a-f]{16})`)
 
 // kill -9 while the probe's notes are on the host (firejail as root
 // writes the host's /): the run's ledger named each place before the plan

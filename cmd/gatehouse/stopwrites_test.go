@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/evidence"
-	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 )
 
 // lateWriter is a platform stop that leaves a worker of its own behind: a
@@ -125,8 +125,8 @@ func writeAsAnotherSession(t *testing.T, dir string) (stop func()) {
 		defer tick.Stop()
 		for {
 			for name, line := range map[string]string{
-				probe.HeartbeatName(other) + "-main": probe.BeatLine(other),
-				"gatehouse-state":                    "GATEHOUSE STATE " + other + "\n",
+				wire.HeartbeatName(other) + "-main": wire.BeatLine(other),
+				"gatehouse-state":                   "GATEHOUSE STATE " + other + "\n",
 			} {
 				f, err := os.OpenFile(filepath.Join(dir, name), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 				if err == nil {

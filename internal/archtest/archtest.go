@@ -1,5 +1,6 @@
 // Package archtest holds the checks that guard the shape of the code
-// (docs/architecture.md): imports run only down the layers, and no run of
+// (docs/architecture.md): imports run only down the layers, a fenced
+// package is imported only by the packages its fence names, and no run of
 // lines is copied between non-test Go files. Each check takes the root
 // folder of a module, so a fixture tree under testdata exercises it the
 // same way the repository's own test does (archtest_test.go).
@@ -132,14 +133,17 @@ func pair(a, b string) [2]string {
 // non-test files import. Paths are relative to the module ("." for its
 // root). Folders named testdata or vendor, or starting with . or _, are
 // skipped, as the go command skips them.
-func Imports(root string) (map[string][]string, error) {
+func Imports(root string) (map[string][]string, error) { return imports(root, false) }
+
+// imports is Imports, with the test files' imports too when tests is set.
+func imports(root string, tests bool) (map[string][]string, error) {
 	mod, err := modulePath(root)
 	if err != nil {
 		return nil, err
 	}
 	out := map[string][]string{}
 	fset := token.NewFileSet()
-	err = walkGo(root, func(rel string, src []byte) error {
+	err = walkGo(root, tests, func(rel string, src []byte) error {
 		f, err := parser.ParseFile(fset, rel, src, parser.ImportsOnly)
 		if err != nil {
 			return err
@@ -171,6 +175,46 @@ func Imports(root string) (map[string][]string, error) {
 		sort.Strings(ims)
 	}
 	return out, err
+}
+
+// Fence is a package that only some packages may import: Importers are
+// patterns as in Layer ("cmd/gatehouse-probe", "probe/..."), and Why says
+// what the fence keeps apart.
+type Fence struct {
+	Pkg       string
+	Importers []string
+	Why       string
+}
+
+// Fenced is what the fences find wrong in the module at root: a package
+// that imports a fenced package its fence does not name (its test files
+// count: a test that links the package links all of it too), and a fence
+// around a package that is not there (it would guard nothing). Each
+// problem is one sentence saying what to do.
+func Fenced(root string, fences []Fence) ([]string, error) {
+	ims, err := imports(root, true)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, f := range fences {
+		if _, ok := ims[f.Pkg]; !ok {
+			out = append(out, fmt.Sprintf("fence around %s: no such package; move the fence with the package", f.Pkg))
+			continue
+		}
+		allowed := []Layer{{Packages: f.Importers}}
+		var from []string
+		for p, tos := range ims {
+			if contains(tos, f.Pkg) && layerOf(allowed, p) < 0 {
+				from = append(from, p)
+			}
+		}
+		sort.Strings(from)
+		for _, p := range from {
+			out = append(out, fmt.Sprintf("%s imports %s, which only %s may import (%s): use what it imports instead", p, f.Pkg, strings.Join(f.Importers, ", "), f.Why))
+		}
+	}
+	return out, nil
 }
 
 // Upward returns the imports that run from a lower layer to a higher one,
@@ -232,7 +276,7 @@ func Duplicates(root string, min int) ([]Run, error) {
 		lines []int // original line number of each kept line
 	}
 	var files []file
-	err := walkGo(root, func(rel string, src []byte) error {
+	err := walkGo(root, false, func(rel string, src []byte) error {
 		f := file{name: rel}
 		f.text, f.lines = codeLines(src)
 		files = append(files, f)
@@ -332,9 +376,10 @@ func codeLines(src []byte) (text []string, lines []int) {
 	return text, lines
 }
 
-// walkGo calls fn with each non-test .go file under root (its path
-// relative to root, with slashes) and its bytes. Links are not followed.
-func walkGo(root string, fn func(rel string, src []byte) error) error {
+// walkGo calls fn with each non-test .go file under root (and each test
+// file too when tests is set): its path relative to root, with slashes,
+// and its bytes. Links are not followed.
+func walkGo(root string, tests bool, fn func(rel string, src []byte) error) error {
 	return filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -346,7 +391,7 @@ func walkGo(root string, fn func(rel string, src []byte) error) error {
 			}
 			return nil
 		}
-		if !d.Type().IsRegular() || !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
+		if !d.Type().IsRegular() || !strings.HasSuffix(name, ".go") || (!tests && strings.HasSuffix(name, "_test.go")) {
 			return nil
 		}
 		rel, err := filepath.Rel(root, p)

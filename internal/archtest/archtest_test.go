@@ -18,9 +18,10 @@ const minRun = 30
 // A new package goes into a row here, or the test says it is in none.
 // docs/architecture.md shows the same table.
 var layers = []archtest.Layer{
-	// helpers, embedded data, the probe (guest attempts and wire format)
+	// helpers, embedded data, the probe's wire format, and the probe (its
+	// attempts: fenced, see fences)
 	{"base", []string{
-		"internal/...", "ledger", "detect", "corpus", "features", "probe", "probe/probetest",
+		"internal/...", "ledger", "detect", "corpus", "features", "probe/wire", "probe", "probe/probetest",
 		"targets/egress", "targets/docker/ocishim", "targets/profiles", "evidence/keys", "evidence/keyless/...", "lab/intake",
 	}},
 	// evidence records and what reads them: bundle, index, gate, diff, report
@@ -54,6 +55,15 @@ var knownUpward []archtest.Exception
 // the test fails once it no longer holds.
 var knownDuplicates []archtest.Exception
 
+// fences are the packages only some packages may import. The probe's
+// attempts are linked into the probe binary alone: the harness speaks to
+// the probe through package probe/wire (plan, step, report, kinds, facts),
+// never by importing what runs in the guest. Only the probe's own tests may
+// import it besides; probetest builds the binary and imports nothing of it.
+var fences = []archtest.Fence{
+	{Pkg: "probe", Importers: []string{"cmd/gatehouse-probe", "probe"}, Why: "the guest's attempts; the harness imports probe/wire"},
+}
+
 // TestArchitecture is the guard make test runs: imports only go down the
 // layers, and no run of minRun lines is copied between non-test Go files.
 func TestArchitecture(t *testing.T) {
@@ -63,6 +73,43 @@ func TestArchitecture(t *testing.T) {
 	}
 	for _, p := range probs {
 		t.Error(p)
+	}
+	probs, err = archtest.Fenced(filepath.Join("..", ".."), fences)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range probs {
+		t.Error(p)
+	}
+}
+
+// A fence finds every importer it does not name, test files included, and
+// a fence around a package that is not there.
+func TestFenceFindsPlantedImporters(t *testing.T) {
+	fs := []archtest.Fence{
+		{Pkg: "mid", Importers: []string{"mid", "top"}, Why: "planted"},
+		{Pkg: "gone", Importers: []string{"top"}, Why: "planted"},
+	}
+	probs, err := archtest.Fenced(filepath.Join("testdata", "planted"), fs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"fence around gone: no such package",
+		"base imports mid, which only mid, top may import (planted)",
+		"stray imports mid, which only mid, top may import (planted)",
+	}
+	if len(probs) != len(want) {
+		t.Errorf("%d problems, want %d:\n%s", len(probs), len(want), strings.Join(probs, "\n"))
+	}
+	for _, w := range want {
+		found := false
+		for _, p := range probs {
+			found = found || strings.Contains(p, w)
+		}
+		if !found {
+			t.Errorf("no problem says %q; got:\n%s", w, strings.Join(probs, "\n"))
+		}
 	}
 }
 

@@ -13,7 +13,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/detect"
 	"github.com/gatehouse-dev/gatehouse/internal/hostproc"
-	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
@@ -150,24 +150,24 @@ const maxFacts = 1 << 20
 
 // ProbeFacts runs the placed probe's "facts" in the session: the view from
 // inside (uid map, capabilities, seccomp, namespaces, mounts).
-func ProbeFacts(ctx context.Context, s targets.Session) (probe.Facts, error) {
-	out, errb := probe.NewCapWriter(maxFacts), probe.NewCapWriter(4096)
-	res, err := s.Exec(ctx, targets.Command{Args: []string{probe.SandboxPath, "facts"}, Stdout: out, Stderr: errb})
+func ProbeFacts(ctx context.Context, s targets.Session) (wire.Facts, error) {
+	out, errb := wire.NewCapWriter(maxFacts), wire.NewCapWriter(4096)
+	res, err := s.Exec(ctx, targets.Command{Args: []string{wire.SandboxPath, "facts"}, Stdout: out, Stderr: errb})
 	if err != nil {
-		return probe.Facts{}, err
+		return wire.Facts{}, err
 	}
 	if res.ExitCode != 0 {
-		return probe.Facts{}, fmt.Errorf("probe facts: exit %d: %s", res.ExitCode, strings.TrimSpace(string(errb.Bytes())))
+		return wire.Facts{}, fmt.Errorf("probe facts: exit %d: %s", res.ExitCode, strings.TrimSpace(string(errb.Bytes())))
 	}
-	var f probe.Facts
+	var f wire.Facts
 	if err := json.Unmarshal(out.Bytes(), &f); err != nil {
-		return probe.Facts{}, fmt.Errorf("probe facts: %w", err)
+		return wire.Facts{}, fmt.Errorf("probe facts: %w", err)
 	}
 	return f, nil
 }
 
 // MergeFacts adds the probe's facts to an Inspect's.
-func MergeFacts(m map[string]string, f probe.Facts) {
+func MergeFacts(m map[string]string, f wire.Facts) {
 	m["uid"] = strconv.Itoa(f.UID)
 	m["gid"] = strconv.Itoa(f.GID)
 	m["uid_map"] = f.UIDMap

@@ -38,8 +38,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/gatehouse-dev/gatehouse/internal/legacyip"
 	"github.com/gatehouse-dev/gatehouse/lab"
-	"github.com/gatehouse-dev/gatehouse/probe"
 )
 
 // Config is the proxy's policy.
@@ -284,7 +284,7 @@ func looseAddr(h string) (netip.Addr, bool) {
 	if a, err := netip.ParseAddr(h); err == nil {
 		return a.Unmap(), true
 	}
-	return probe.LegacyIPv4(h)
+	return legacyip.Parse(h)
 }
 
 // cleanHost: a host name of letters, digits, '-', '_' and '.', or an IP.

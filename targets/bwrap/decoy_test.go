@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gatehouse-dev/gatehouse/probe"
 	"github.com/gatehouse-dev/gatehouse/probe/probetest"
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 	"github.com/gatehouse-dev/gatehouse/targets"
 	"github.com/gatehouse-dev/gatehouse/targets/bwrap"
 	"github.com/gatehouse-dev/gatehouse/targets/profiles"
@@ -31,7 +31,7 @@ func TestReadBackIgnoresADecoyInit(t *testing.T) {
 	for _, path := range []targets.Path{targets.PathNormal, targets.PathBreach} {
 		t.Run(string(path), func(t *testing.T) {
 			spec := targets.Spec{Name: "decoy", Path: path, Network: newNetns(t),
-				Files: map[string]targets.File{probe.SandboxPath: {HostPath: bin, Mode: 0o755}}}
+				Files: map[string]targets.File{wire.SandboxPath: {HostPath: bin, Mode: 0o755}}}
 			s, _ := startSession(t, shipped(t, profiles.Leaky), spec)
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()

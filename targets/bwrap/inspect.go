@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/gatehouse-dev/gatehouse/internal/hostsession"
-	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 	"github.com/gatehouse-dev/gatehouse/targets"
 	"github.com/gatehouse-dev/gatehouse/targets/egress"
 )
@@ -51,7 +51,7 @@ func (s *session) Inspect(ctx context.Context) (targets.Config, error) {
 		}
 		cfg.Facts["nft_ruleset"] = rules
 	}
-	if _, ok := s.spec.Files[probe.SandboxPath]; !ok {
+	if _, ok := s.spec.Files[wire.SandboxPath]; !ok {
 		return cfg, nil
 	}
 	f, err := hostsession.ProbeFacts(ctx, s)

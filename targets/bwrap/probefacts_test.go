@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gatehouse-dev/gatehouse/probe"
 	"github.com/gatehouse-dev/gatehouse/probe/probetest"
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 	"github.com/gatehouse-dev/gatehouse/targets"
 	"github.com/gatehouse-dev/gatehouse/targets/profiles"
 )
@@ -26,7 +26,7 @@ func TestInspectMergesProbeFacts(t *testing.T) {
 	}{{targets.PathNormal, "1000"}, {targets.PathBreach, "0"}} {
 		t.Run(string(tc.path), func(t *testing.T) {
 			spec := targets.Spec{Name: "facts", Path: tc.path, Network: newNetns(t),
-				Files: map[string]targets.File{probe.SandboxPath: {HostPath: bin, Mode: 0o755}}}
+				Files: map[string]targets.File{wire.SandboxPath: {HostPath: bin, Mode: 0o755}}}
 			s, _ := startSession(t, shipped(t, profiles.Hardened), spec)
 			cfg, err := s.Inspect(context.Background())
 			if err != nil {

@@ -14,7 +14,7 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/client"
 
-	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 )
 
 // CopyIn writes one file through the daemon's archive API, owned by root.
@@ -43,7 +43,7 @@ func (s *Session) CopyIn(ctx context.Context, p string, r io.Reader, mode fs.Fil
 	if err != nil {
 		return fmt.Errorf("docker: copy in %s: %w", p, err)
 	}
-	if p == probe.SandboxPath {
+	if p == wire.SandboxPath {
 		s.hasProbe.Store(true)
 	}
 	return nil

@@ -11,7 +11,7 @@ import (
 
 	"github.com/moby/moby/api/types/mount"
 
-	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
@@ -78,7 +78,7 @@ func (t *Target) stageFiles(spec targets.Spec, p *netPlan) error {
 			return fmt.Errorf("stage files: %s: %w", dest, err)
 		}
 		p.fileMounts = append(p.fileMounts, mount.Mount{Type: mount.TypeBind, Source: src, Target: path.Clean(dest), ReadOnly: true})
-		if path.Clean(dest) == probe.SandboxPath {
+		if path.Clean(dest) == wire.SandboxPath {
 			p.hasProbe = true
 		}
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 	"github.com/gatehouse-dev/gatehouse/targets"
 	"github.com/gatehouse-dev/gatehouse/targets/docker"
 )
@@ -23,7 +23,7 @@ func TestFilesBoundReadOnly(t *testing.T) {
 	needLab(t)
 	script := []byte("#!/bin/sh\necho placed-probe \"$@\"\n")
 	files := map[string]targets.File{
-		probe.SandboxPath:      {Data: script, Mode: 0o755},
+		wire.SandboxPath:       {Data: script, Mode: 0o755},
 		"/gatehouse/suite/txt": {Data: []byte("hello\n"), Mode: 0o644},
 	}
 	for _, c := range []struct {
@@ -49,20 +49,20 @@ func TestFilesBoundReadOnly(t *testing.T) {
 					t.Fatal(err)
 				}
 				t.Cleanup(func() { _ = s.(*docker.Session).Reap(context.Background()) })
-				if code, out, errs := run(t, s, "", probe.SandboxPath, "x"); code != 0 || out != "placed-probe x\n" {
+				if code, out, errs := run(t, s, "", wire.SandboxPath, "x"); code != 0 || out != "placed-probe x\n" {
 					t.Fatalf("%s: placed script: exit %d, %q %q", path, code, out, errs)
 				}
 				if code, out, _ := run(t, s, "", "cat", "/gatehouse/suite/txt"); code != 0 || out != "hello\n" {
 					t.Fatalf("%s: placed file: exit %d, %q", path, code, out)
 				}
-				if code, _, _ := run(t, s, "", "sh", "-c", "echo changed > "+probe.SandboxPath); code == 0 {
+				if code, _, _ := run(t, s, "", "sh", "-c", "echo changed > "+wire.SandboxPath); code == 0 {
 					t.Errorf("%s: the probe could be overwritten", path)
 				}
 				cfg, err := s.Inspect(ctx)
 				if err != nil {
 					t.Fatal(err)
 				}
-				src := boundSource(cfg.Mounts, probe.SandboxPath)
+				src := boundSource(cfg.Mounts, wire.SandboxPath)
 				if !c.bound {
 					if src != "" {
 						t.Errorf("%s: probe bound from %s in a private user namespace", path, src)

@@ -11,7 +11,7 @@ import (
 
 	"github.com/moby/moby/client"
 
-	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
@@ -132,14 +132,14 @@ func seccompOf(opts []string, privileged bool) string {
 func (s *Session) insideFacts(ctx context.Context, f map[string]string) error {
 	var out, errb bytes.Buffer
 	if s.hasProbe.Load() {
-		res, err := s.Exec(ctx, targets.Command{Args: []string{probe.SandboxPath, "facts"}, Stdout: &out, Stderr: &errb})
+		res, err := s.Exec(ctx, targets.Command{Args: []string{wire.SandboxPath, "facts"}, Stdout: &out, Stderr: &errb})
 		if err != nil {
 			return err
 		}
 		if res.ExitCode != 0 {
 			return fmt.Errorf("probe facts: exit %d: %s", res.ExitCode, capped(errb.String()))
 		}
-		var pf probe.Facts
+		var pf wire.Facts
 		if err := json.Unmarshal(out.Bytes(), &pf); err != nil {
 			return fmt.Errorf("probe facts: %w", err)
 		}

@@ -21,7 +21,7 @@ type Session struct {
 	path targets.Path
 	net  *netPlan
 
-	hasProbe atomic.Bool // the probe was copied to probe.SandboxPath
+	hasProbe atomic.Bool // the probe was copied to wire.SandboxPath
 
 	mu    sync.Mutex
 	execs map[string]bool // exec ids still running, for a process-scope Stop

@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/internal/creds"
 	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
@@ -39,7 +39,7 @@ func (s *session) SessionCredentials(ctx context.Context) (map[string]string, er
 		}
 	}
 	out := map[string]string{}
-	for h, what := range probe.WrapperSessionCredentials(env, given) {
+	for h, what := range creds.WrapperSession(env, given) {
 		out[h] = "the wrapper's per-session proxy credential (" + what + ")"
 	}
 	return out, nil

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gatehouse-dev/gatehouse/probe"
 	"github.com/gatehouse-dev/gatehouse/probe/probetest"
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 	"github.com/gatehouse-dev/gatehouse/targets"
 	gexec "github.com/gatehouse-dev/gatehouse/targets/exec"
 	"github.com/gatehouse-dev/gatehouse/targets/targettest"
@@ -35,7 +35,7 @@ func TestReadBackIsThePinnedInit(t *testing.T) {
 		t.Run(string(tc.path), func(t *testing.T) {
 			p := loadTestdata(t, "exec-sh.yaml")
 			s := startSession(t, p, targets.Spec{Name: "decoy", Path: tc.path, Network: newNetns(t),
-				Files: map[string]targets.File{probe.SandboxPath: {HostPath: bin, Mode: 0o755}}})
+				Files: map[string]targets.File{wire.SandboxPath: {HostPath: bin, Mode: 0o755}}})
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			before, err := s.Inspect(ctx)

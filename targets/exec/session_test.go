@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gatehouse-dev/gatehouse/probe"
 	"github.com/gatehouse-dev/gatehouse/probe/probetest"
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 	"github.com/gatehouse-dev/gatehouse/targets"
 	"github.com/gatehouse-dev/gatehouse/targets/profiles"
 	"github.com/gatehouse-dev/gatehouse/targets/targettest"
@@ -59,7 +59,7 @@ func TestInspect(t *testing.T) {
 	p := loadTestdata(t, "exec-sh.yaml")
 	nw := newNetns(t)
 	s := startSession(t, p, targets.Spec{Name: "inspect", Path: targets.PathNormal, Network: nw,
-		Files: map[string]targets.File{probe.SandboxPath: {HostPath: probetest.Build(t), Mode: 0o755}}})
+		Files: map[string]targets.File{wire.SandboxPath: {HostPath: probetest.Build(t), Mode: 0o755}}})
 	cfg, err := s.Inspect(context.Background())
 	if err != nil {
 		t.Fatal(err)

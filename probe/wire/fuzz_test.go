@@ -1,19 +1,19 @@
-package probe_test
+package wire_test
 
 import (
 	"bytes"
 	"testing"
 
-	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 )
 
 // FuzzDecode feeds arbitrary probe output to Decode with small limits, so
 // the limits themselves are exercised. Seeds live in testdata/fuzz/FuzzDecode.
 func FuzzDecode(f *testing.F) {
 	f.Add([]byte(reportLine(f, goodReport("a")) + reportLine(f, goodReport("b"))))
-	lim := probe.Limits{MaxBytes: 2048, MaxLine: 400, MaxReports: 1}
+	lim := wire.Limits{MaxBytes: 2048, MaxLine: 400, MaxReports: 1}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		reps, problems, err := probe.Decode(bytes.NewReader(data), decodePlan, lim)
+		reps, problems, err := wire.Decode(bytes.NewReader(data), decodePlan, lim)
 		if err != nil {
 			t.Fatalf("Decode failed on in-memory input: %v", err)
 		}
@@ -34,7 +34,7 @@ func FuzzDecode(f *testing.F) {
 				t.Fatalf("report id %q accepted (seen %v)", r.ID, seen)
 			}
 			seen[r.ID] = true
-			if len(r.Excerpt) > probe.MaxExcerptLen || len(r.Error) > probe.MaxErrorLen {
+			if len(r.Excerpt) > wire.MaxExcerptLen || len(r.Error) > wire.MaxErrorLen {
 				t.Fatalf("field over cap: excerpt %d, error %d", len(r.Excerpt), len(r.Error))
 			}
 		}

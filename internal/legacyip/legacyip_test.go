@@ -1,8 +1,8 @@
-package probe
+package legacyip
 
 import "testing"
 
-func TestLegacyIPv4(t *testing.T) {
+func TestParse(t *testing.T) {
 	tests := []struct {
 		in, want string
 		ok       bool
@@ -22,9 +22,9 @@ func TestLegacyIPv4(t *testing.T) {
 		{"", "", false},
 	}
 	for _, tt := range tests {
-		got, ok := legacyIPv4(tt.in)
+		got, ok := Parse(tt.in)
 		if ok != tt.ok || (ok && got.String() != tt.want) {
-			t.Errorf("legacyIPv4(%q) = %v, %v; want %s, %v", tt.in, got, ok, tt.want, tt.ok)
+			t.Errorf("Parse(%q) = %v, %v; want %s, %v", tt.in, got, ok, tt.want, tt.ok)
 		}
 	}
 }

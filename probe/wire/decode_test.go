@@ -1,4 +1,4 @@
-package probe_test
+package wire_test
 
 import (
 	"bytes"
@@ -8,15 +8,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 )
 
-var decodePlan = probe.Plan{Steps: []probe.Step{
-	{ID: "a", Kind: probe.KindHTTP, Target: "http://203.0.113.10/"},
-	{ID: "b", Kind: probe.KindTCP, Target: "203.0.113.10:9"},
+var decodePlan = wire.Plan{Steps: []wire.Step{
+	{ID: "a", Kind: wire.KindHTTP, Target: "http://203.0.113.10/"},
+	{ID: "b", Kind: wire.KindTCP, Target: "203.0.113.10:9"},
 }}
 
-func reportLine(t testing.TB, r probe.Report) string {
+func reportLine(t testing.TB, r wire.Report) string {
 	t.Helper()
 	b, err := json.Marshal(r)
 	if err != nil {
@@ -25,8 +25,8 @@ func reportLine(t testing.TB, r probe.Report) string {
 	return string(b) + "\n"
 }
 
-func goodReport(id string) probe.Report {
-	r := probe.Report{ID: id, Outcome: probe.OutcomeCompleted, Start: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), DurationMS: 1.5}
+func goodReport(id string) wire.Report {
+	r := wire.Report{ID: id, Outcome: wire.OutcomeCompleted, Start: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), DurationMS: 1.5}
 	for _, s := range decodePlan.Steps {
 		if s.ID == id {
 			r.Kind, r.Target = s.Kind, s.Target
@@ -38,12 +38,12 @@ func goodReport(id string) probe.Report {
 func TestDecode(t *testing.T) {
 	a, b := reportLine(t, goodReport("a")), reportLine(t, goodReport("b"))
 	lying := goodReport("b")
-	lying.Outcome = probe.OutcomeDenied
+	lying.Outcome = wire.OutcomeDenied
 	lying.Error = "blocked by policy"
 	long := goodReport("a")
-	long.Excerpt = strings.Repeat("x", probe.MaxExcerptLen+1)
+	long.Excerpt = strings.Repeat("x", wire.MaxExcerptLen+1)
 	wrongKind := goodReport("a")
-	wrongKind.Kind = probe.KindTCP
+	wrongKind.Kind = wire.KindTCP
 	badOutcome := goodReport("a")
 	badOutcome.Outcome = "blocked"
 	windowed := goodReport("a")
@@ -56,7 +56,7 @@ func TestDecode(t *testing.T) {
 	tests := []struct {
 		name     string
 		in       string
-		lim      probe.Limits
+		lim      wire.Limits
 		wantIDs  string // accepted report IDs, in order
 		problems int
 		contains string // a problem must contain this
@@ -83,14 +83,14 @@ func TestDecode(t *testing.T) {
 		{name: "excerpt over cap", in: reportLine(t, long), problems: 1, contains: "excerpt"},
 		{name: "wrong type", in: strings.Replace(a, `"duration_ms":1.5`, `"duration_ms":"1.5"`, 1), problems: 1, contains: "malformed report"},
 		{name: "binary garbage", in: "\x00\xff\xfe\x7f{\x01}\n" + a, wantIDs: "a", problems: 1, contains: "UTF-8"},
-		{name: "huge line", in: strings.Repeat("A", 300) + "\n" + a, lim: probe.Limits{MaxLine: 200}, wantIDs: "a", problems: 1, contains: "longer than 200"},
-		{name: "huge line without newline", in: a + strings.Repeat("{", 5000), lim: probe.Limits{MaxLine: 1000}, wantIDs: "a", problems: 1, contains: "longer than"},
-		{name: "huge total", in: a + b + strings.Repeat("\n", 10), lim: probe.Limits{MaxBytes: int64(len(a) + 5)}, wantIDs: "a", problems: 1, contains: "exceeds"},
-		{name: "report cap", in: a + b, lim: probe.Limits{MaxReports: 1}, wantIDs: "a", problems: 1, contains: "more than 1 reports"},
+		{name: "huge line", in: strings.Repeat("A", 300) + "\n" + a, lim: wire.Limits{MaxLine: 200}, wantIDs: "a", problems: 1, contains: "longer than 200"},
+		{name: "huge line without newline", in: a + strings.Repeat("{", 5000), lim: wire.Limits{MaxLine: 1000}, wantIDs: "a", problems: 1, contains: "longer than"},
+		{name: "huge total", in: a + b + strings.Repeat("\n", 10), lim: wire.Limits{MaxBytes: int64(len(a) + 5)}, wantIDs: "a", problems: 1, contains: "exceeds"},
+		{name: "report cap", in: a + b, lim: wire.Limits{MaxReports: 1}, wantIDs: "a", problems: 1, contains: "more than 1 reports"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			reps, problems, err := probe.Decode(strings.NewReader(tt.in), decodePlan, tt.lim)
+			reps, problems, err := wire.Decode(strings.NewReader(tt.in), decodePlan, tt.lim)
 			if err != nil {
 				t.Fatalf("Decode: %v", err)
 			}
@@ -113,19 +113,19 @@ func TestDecode(t *testing.T) {
 
 func TestDecodeLyingReportKeepsItsClaim(t *testing.T) {
 	lying := goodReport("a")
-	lying.Outcome, lying.Status = probe.OutcomeDenied, 403
-	reps, _, err := probe.Decode(strings.NewReader(reportLine(t, lying)), decodePlan, probe.DefaultLimits())
+	lying.Outcome, lying.Status = wire.OutcomeDenied, 403
+	reps, _, err := wire.Decode(strings.NewReader(reportLine(t, lying)), decodePlan, wire.DefaultLimits())
 	if err != nil || len(reps) != 1 {
 		t.Fatalf("Decode = %v, %v", reps, err)
 	}
-	if reps[0].Outcome != probe.OutcomeDenied || reps[0].Status != 403 {
+	if reps[0].Outcome != wire.OutcomeDenied || reps[0].Status != 403 {
 		t.Errorf("report changed in decoding: %+v", reps[0])
 	}
 }
 
 func TestDecodeProblemsAreBounded(t *testing.T) {
 	in := strings.Repeat("garbage\n", 1000)
-	_, problems, err := probe.Decode(strings.NewReader(in), decodePlan, probe.DefaultLimits())
+	_, problems, err := wire.Decode(strings.NewReader(in), decodePlan, wire.DefaultLimits())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,14 +147,14 @@ var errBoom = errors.New("pipe broke")
 
 func TestDecodeReadErrorKeepsReports(t *testing.T) {
 	r := failReader{bytes.NewReader([]byte(reportLine(t, goodReport("a"))))}
-	reps, _, err := probe.Decode(r, decodePlan, probe.DefaultLimits())
+	reps, _, err := wire.Decode(r, decodePlan, wire.DefaultLimits())
 	if err == nil || len(reps) != 1 {
 		t.Fatalf("Decode = %d reports, err %v; want 1 report and an error", len(reps), err)
 	}
 }
 
 func TestCapWriter(t *testing.T) {
-	w := probe.NewCapWriter(5)
+	w := wire.NewCapWriter(5)
 	for _, s := range []string{"abc", "defg", "hij"} {
 		if n, err := w.Write([]byte(s)); n != len(s) || err != nil {
 			t.Fatalf("Write(%q) = %d, %v", s, n, err)
@@ -163,7 +163,7 @@ func TestCapWriter(t *testing.T) {
 	if got := string(w.Bytes()); got != "abcde" || !w.Truncated() || w.Dropped() != 5 {
 		t.Errorf("kept %q truncated=%v dropped=%d", got, w.Truncated(), w.Dropped())
 	}
-	small := probe.NewCapWriter(10)
+	small := wire.NewCapWriter(10)
 	_, _ = small.Write([]byte("ok"))
 	if small.Truncated() || string(small.Bytes()) != "ok" {
 		t.Errorf("small write: %q truncated=%v", small.Bytes(), small.Truncated())

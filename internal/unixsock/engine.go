@@ -1,4 +1,4 @@
-package probe
+package unixsock
 
 import (
 	"bufio"
@@ -35,7 +35,7 @@ func (e EngineAnswer) Engine() bool { return e.Type != "" && e.Type != EngineGRP
 // AskEngine asks the unix socket p, read-only, whether it is a container
 // engine's API. The harness uses it too, from outside, on a host socket.
 func AskEngine(ctx context.Context, p string) (EngineAnswer, error) {
-	ping, err := askUnix(ctx, p, []byte("GET /_ping HTTP/1.1\r\nHost: docker\r\nUser-Agent: gatehouse-probe\r\nConnection: close\r\n\r\n"), readCap)
+	ping, err := Ask(ctx, p, []byte("GET /_ping HTTP/1.1\r\nHost: docker\r\nUser-Agent: gatehouse-probe\r\nConnection: close\r\n\r\n"), readCap)
 	if bytes.HasPrefix(ping, []byte("HTTP/1.")) {
 		return askDocker(ctx, p, ping), nil
 	}
@@ -75,7 +75,7 @@ func askDocker(ctx context.Context, p string, ping []byte) EngineAnswer {
 		return EngineAnswer{} // some other HTTP service
 	}
 	api := firstOf(resp.Header.Get("Api-Version"), v.ApiVersion)
-	if b, _ := askUnix(ctx, p, []byte("GET /version HTTP/1.1\r\nHost: docker\r\nUser-Agent: gatehouse-probe\r\nConnection: close\r\n\r\n"), readCap); len(b) > 0 {
+	if b, _ := Ask(ctx, p, []byte("GET /version HTTP/1.1\r\nHost: docker\r\nUser-Agent: gatehouse-probe\r\nConnection: close\r\n\r\n"), readCap); len(b) > 0 {
 		if r, body := parseHTTP(b); r != nil && r.StatusCode == http.StatusOK {
 			_ = json.Unmarshal(body, &v)
 		}

@@ -1,4 +1,4 @@
-package probe
+package wire
 
 import (
 	"bytes"
@@ -80,7 +80,7 @@ func (p Plan) Validate() error {
 }
 
 // ReadPlanStream reads a plan from r like ReadPlan, except that a plan with
-// Control set may be followed by control lines (settle.go), which are left
+// Control set may be followed by control lines (probe/settle.go), which are left
 // in the returned reader; without Control, anything after the plan but
 // white space is an error, as for ReadPlan. The plan must not wait for EOF:
 // the harness keeps stdin open after a controlled plan.

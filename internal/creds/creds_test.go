@@ -1,8 +1,10 @@
-package probe
+package creds
 
 import (
 	"strings"
 	"testing"
+
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 )
 
 // Every value below is made up for this test, assembled from pieces so
@@ -43,11 +45,11 @@ func TestCredsInTextFindsRealShapes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := credsInFile([]byte(tt.text), tt.where)
+			got := InFile([]byte(tt.text), tt.where)
 			if len(got) != 1 {
 				t.Fatalf("found %d credentials, want 1: %+v", len(got), got)
 			}
-			want := Cred{Type: tt.typ, SHA256: CredHash(tt.value), Where: tt.where}
+			want := Cred{Type: tt.typ, SHA256: wire.CredHash(tt.value), Where: tt.where}
 			if got[0] != want {
 				t.Errorf("got %+v, want %+v", got[0], want)
 			}
@@ -76,7 +78,7 @@ func TestCredsInTextIgnoresLookAlikes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := credsInFile([]byte(tt.text), tt.where); len(got) != 0 {
+			if got := InFile([]byte(tt.text), tt.where); len(got) != 0 {
 				t.Errorf("reported %+v", got)
 			}
 		})
@@ -96,7 +98,7 @@ func TestCredsInEnv(t *testing.T) {
 		"GIT_ASKPASS=",
 	}
 	got := map[string]Cred{}
-	for _, c := range credsInEnv(env, "env:") {
+	for _, c := range InEnv(env, "env:") {
 		got[c.Where] = c
 	}
 	want := map[string]string{
@@ -128,19 +130,19 @@ func TestWrapperSessionCredentials(t *testing.T) {
 		"HTTPS_PROXY=http://corp:TeamLongLivedPass99@proxy.corp:3128", // handed in by the team's profile
 		"OPENAI_API_KEY=sk-proj-abcdefghijklmnopqrstuvwxyz0123456789ABCD",
 	}
-	got := WrapperSessionCredentials(env, map[string]bool{"http://corp:TeamLongLivedPass99@proxy.corp:3128": true})
-	if got[CredHash(tok)] == "" {
+	got := WrapperSession(env, map[string]bool{"http://corp:TeamLongLivedPass99@proxy.corp:3128": true})
+	if got[wire.CredHash(tok)] == "" {
 		t.Errorf("the wrapper's proxy password is not listed: %v", got)
 	}
-	if got[CredHash("TeamLongLivedPass99")] != "" {
+	if got[wire.CredHash("TeamLongLivedPass99")] != "" {
 		t.Error("a password the team's profile handed in counted as the wrapper's own")
 	}
 	for h, what := range got {
-		if what == "in OPENAI_API_KEY" || h == CredHash("sk-proj-abcdefghijklmnopqrstuvwxyz0123456789ABCD") {
+		if what == "in OPENAI_API_KEY" || h == wire.CredHash("sk-proj-abcdefghijklmnopqrstuvwxyz0123456789ABCD") {
 			t.Errorf("an unrelated key counted as the wrapper's own")
 		}
 	}
-	if len(WrapperSessionCredentials([]string{"PATH=/bin"}, nil)) != 0 {
+	if len(WrapperSession([]string{"PATH=/bin"}, nil)) != 0 {
 		t.Error("no proxy, yet session credentials")
 	}
 }

@@ -1,4 +1,4 @@
-package probe_test
+package unixsock_test
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 
 	"golang.org/x/net/http2"
 
-	"github.com/gatehouse-dev/gatehouse/probe"
+	"github.com/gatehouse-dev/gatehouse/internal/unixsock"
 )
 
 // serveUnix serves h on a unix socket in a test folder, over HTTP/1 or
@@ -101,26 +101,26 @@ func TestAskEngineRecognisesEnginesByProtocol(t *testing.T) {
 		typ     string
 		detail  string
 	}{
-		{"dockerd", docker, false, probe.EngineDocker, "version=20.10.24,api=1.41"},
-		{"podman", &dockerd{hdr: map[string]string{"Api-Version": "1.41", "Libpod-Api-Version": "4.3.1"}}, false, probe.EnginePodman, "version=20.10.24,api=1.41"},
+		{"dockerd", docker, false, unixsock.EngineDocker, "version=20.10.24,api=1.41"},
+		{"podman", &dockerd{hdr: map[string]string{"Api-Version": "1.41", "Libpod-Api-Version": "4.3.1"}}, false, unixsock.EnginePodman, "version=20.10.24,api=1.41"},
 		{"an engine that answers JSON to anything", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			w.Write([]byte(`{"Version":"gatehouse-fake-engine","ApiVersion":"1.41"}`))
-		}), false, probe.EngineDocker, "version=gatehouse-fake-engine,api=1.41"},
+		}), false, unixsock.EngineDocker, "version=gatehouse-fake-engine,api=1.41"},
 		{"another HTTP service", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("hello")) }), false, "", ""},
-		{"containerd", grpcServer("/containerd.services.version.v1.Version/Version", map[int]string{1: "1.6.20", 2: "abc123"}), true, probe.EngineContainerd, "version=1.6.20,revision=abc123"},
-		{"cri-o", grpcServer("/runtime.v1.RuntimeService/Version", map[int]string{1: "0.1.0", 2: "cri-o", 3: "1.28.1", 4: "v1"}), true, probe.EngineCRI, "runtime=cri-o,version=1.28.1,api=v1"},
-		{"some other gRPC server", grpcServer("/other.Service/Call", nil), true, probe.EngineGRPC, "-"},
+		{"containerd", grpcServer("/containerd.services.version.v1.Version/Version", map[int]string{1: "1.6.20", 2: "abc123"}), true, unixsock.EngineContainerd, "version=1.6.20,revision=abc123"},
+		{"cri-o", grpcServer("/runtime.v1.RuntimeService/Version", map[int]string{1: "0.1.0", 2: "cri-o", 3: "1.28.1", 4: "v1"}), true, unixsock.EngineCRI, "runtime=cri-o,version=1.28.1,api=v1"},
+		{"some other gRPC server", grpcServer("/other.Service/Call", nil), true, unixsock.EngineGRPC, "-"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := serveUnix(t, tt.handler, tt.h2)
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
-			ans, _ := probe.AskEngine(ctx, p)
+			ans, _ := unixsock.AskEngine(ctx, p)
 			if ans.Type != tt.typ || (tt.typ != "" && ans.Detail != tt.detail) {
 				t.Errorf("AskEngine = %+v, want type %q detail %q", ans, tt.typ, tt.detail)
 			}
-			if ans.Engine() != (tt.typ != "" && tt.typ != probe.EngineGRPC) {
+			if ans.Engine() != (tt.typ != "" && tt.typ != unixsock.EngineGRPC) {
 				t.Errorf("Engine() = %v for %q", ans.Engine(), ans.Type)
 			}
 		})
@@ -168,7 +168,7 @@ func TestAskEngineOnNonEngines(t *testing.T) {
 	}()
 	for _, p := range []string{filepath.Join(dir, "closer.sock"), filepath.Join(dir, "none.sock"), filepath.Join(dir, "silent.sock")} {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-		ans, _ := probe.AskEngine(ctx, p)
+		ans, _ := unixsock.AskEngine(ctx, p)
 		cancel()
 		if ans.Type != "" {
 			t.Errorf("%s: %+v, want no engine", filepath.Base(p), ans)

@@ -1,14 +1,19 @@
-package probe
+// Package creds finds credential-shaped values in text, files and
+// environments by the shapes real providers issue, for the probe's hunt,
+// and names the credentials a sandbox wrapper made for a session, for the
+// exec target. A value found is carried as its type, place and hash
+// (wire.CredHash), never in clear.
+package creds
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"math"
 	"net/url"
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	"github.com/gatehouse-dev/gatehouse/probe/wire"
 )
 
 // Cred is a credential-shaped value a hunt came across. The value itself
@@ -19,12 +24,6 @@ type Cred struct {
 	Type   string // e.g. "aws-access-key-id", "openai-key", "named-secret"
 	SHA256 string // hex
 	Where  string // path, "env:NAME", "pid N environ:NAME"
-}
-
-// CredHash is the hash a Cred carries for value v.
-func CredHash(v string) string {
-	h := sha256.Sum256([]byte(v))
-	return hex.EncodeToString(h[:])
 }
 
 // credShapes are the formats real providers issue, most specific first: a
@@ -64,11 +63,11 @@ var notSecretName = regexp.MustCompile(`(?i)(public|pubkey|(_pub|_file|_path|_di
 // netrcRE is a .netrc password: human-chosen, so no entropy rule.
 var netrcRE = regexp.MustCompile(`\bpassword\s+(\S{6,256})`)
 
-// credsInFile finds credentials in the head of a file; where is its path.
+// InFile finds credentials in the head of a file; where is its path.
 // A file that is a mounted secret by where it is or its name is the bare
 // value: its whole content counts.
-func credsInFile(b []byte, where string) []Cred {
-	out := credsInText(b, where)
+func InFile(b []byte, where string) []Cred {
+	out := InText(b, where)
 	if len(out) == 0 && secretFile(where) {
 		v := string(bytes.TrimSpace(b))
 		if len(v) >= 8 && len(v) <= 4096 && !strings.ContainsAny(v, " \t\n\r\x00") {
@@ -80,9 +79,9 @@ func credsInFile(b []byte, where string) []Cred {
 	return out
 }
 
-// credsInText finds credentials in text (a file, a socket's answer, a
+// InText finds credentials in text (a file, a socket's answer, a
 // command line, an environment value); where names the place.
-func credsInText(b []byte, where string) []Cred {
+func InText(b []byte, where string) []Cred {
 	var out []Cred
 	var taken [][2]int
 	add := func(typ, v string, span [2]int) {
@@ -124,16 +123,16 @@ func credsInText(b []byte, where string) []Cred {
 	return out
 }
 
-// credsInEnv finds credentials in NAME=VALUE entries; where prefixes the
+// InEnv finds credentials in NAME=VALUE entries; where prefixes the
 // name ("env:", "pid 12 environ:").
-func credsInEnv(entries []string, where string) []Cred {
+func InEnv(entries []string, where string) []Cred {
 	var out []Cred
 	for _, kv := range entries {
 		name, v, ok := strings.Cut(kv, "=")
 		if !ok || v == "" {
 			continue
 		}
-		cs := credsInText([]byte(v), where+name)
+		cs := InText([]byte(v), where+name)
 		if len(cs) == 0 && namedSecret(name, v) {
 			if c, ok := credOf("named-secret", v, where+name); ok {
 				cs = append(cs, c)
@@ -148,10 +147,10 @@ func credsInEnv(entries []string, where string) []Cred {
 // the canary prefix, are reported in clear as canaries, and must not be
 // counted twice.
 func credOf(typ, v, where string) (Cred, bool) {
-	if strings.Contains(v, HuntPrefix) {
+	if strings.Contains(v, wire.HuntPrefix) {
 		return Cred{}, false
 	}
-	return Cred{Type: typ, SHA256: CredHash(v), Where: where}, true
+	return Cred{Type: typ, SHA256: wire.CredHash(v), Where: where}, true
 }
 
 // namedSecret: a secret-sounding name holding a value that looks random
@@ -239,14 +238,14 @@ func pemBlocks(b []byte) [][2]int {
 	return out
 }
 
-// WrapperSessionCredentials returns, by hash, the credentials a sandbox
+// WrapperSession returns, by hash, the credentials a sandbox
 // wrapper made for one session and handed its command through the
 // environment: the password of each proxy URL it names in a *_PROXY
 // variable (srt and codex put a per-run token there), and every credential
 // found in a variable that carries one of those passwords (srt's
 // GIT_SSH_COMMAND relays through the same proxy). given lists the values
 // the team's own profile handed the wrapper: those are never the wrapper's.
-func WrapperSessionCredentials(env []string, given map[string]bool) map[string]string {
+func WrapperSession(env []string, given map[string]bool) map[string]string {
 	var passwords []string
 	for _, kv := range env {
 		k, v, _ := strings.Cut(kv, "=")
@@ -264,7 +263,7 @@ func WrapperSessionCredentials(env []string, given map[string]bool) map[string]s
 		return out
 	}
 	for _, p := range passwords {
-		out[CredHash(p)] = "proxy password"
+		out[wire.CredHash(p)] = "proxy password"
 	}
 	for _, kv := range env {
 		k, v, _ := strings.Cut(kv, "=")
@@ -275,7 +274,7 @@ func WrapperSessionCredentials(env []string, given map[string]bool) map[string]s
 			if !strings.Contains(v, p) {
 				continue
 			}
-			for _, c := range credsInEnv([]string{kv}, "") {
+			for _, c := range InEnv([]string{kv}, "") {
 				out[c.SHA256] = "in " + k
 			}
 			break

@@ -1,6 +1,10 @@
-package probe
+package wire
 
-import "regexp"
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"regexp"
+)
 
 // Attempt kinds of the long-lived-secret and host-access gates. Like the
 // session kinds, the probe never learns what was planted: it reports every
@@ -10,7 +14,7 @@ const (
 	// KindHunt: Target is "env" (the probe's own environment), "proc"
 	// (every other process's environment and command line it can read),
 	// "~" (the agent's home), "@mounts" (every mount point, as KindFind),
-	// or a path: a file is read, a folder searched (see search), a unix
+	// or a path: a file is read, a folder searched (see probe/search.go), a unix
 	// socket connected to and its answer read. The canary-shaped values
 	// found are reported as "value where" lines in Excerpt, then every
 	// other credential-shaped value as "cred TYPE SHA256 WHERE" (never the
@@ -24,7 +28,7 @@ const (
 	// then lists "mnt MAJ:MIN:INO PATH" lines (every mount point and its
 	// etc, root, home, home/* folders) for the harness to compare with the
 	// host's own; "engines" lists "engine TYPE MAJ:MIN:INO DETAIL PATH" for
-	// each unix socket that answered as a container engine (see AskEngine).
+	// each unix socket that answered as a container engine (see unixsock.AskEngine).
 	KindHostCheck = "hostcheck"
 )
 
@@ -46,4 +50,12 @@ func Canaries(b []byte) []string {
 		}
 	}
 	return out
+}
+
+// CredHash is the SHA-256 a hunt reports for a credential-shaped value v
+// ("cred TYPE SHA256 WHERE": never the value), which lets the harness
+// tell the values it planted from anything else.
+func CredHash(v string) string {
+	h := sha256.Sum256([]byte(v))
+	return hex.EncodeToString(h[:])
 }

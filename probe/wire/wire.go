@@ -1,16 +1,20 @@
-// Package probe is the attempt runner that is copied into a sandbox, and the
-// wire format between it and the harness: a Plan goes in on stdin as JSON,
-// one Report per attempt comes out on stdout as a JSON line.
+// Package wire is the format between the probe in a sandbox and the
+// harness outside it: a Plan goes in on the probe's stdin as JSON, one
+// Report per attempt comes out on its stdout as a JSON line, and `probe
+// facts` prints Facts. It holds the kinds of attempt, the outcomes, the
+// words and names both sides match on (takedown controls, proxy ways,
+// heartbeat and exchange file names, the token and canary shapes), the
+// caps, and the strict decoding of what the probe prints.
+//
+// The harness imports this package and never package probe (the attempts
+// themselves), which only the probe binary links.
 //
 // The harness treats everything the probe prints as hostile (see Decode): a
 // report proves at most that an attempt was claimed, never that it was
 // blocked. Verdicts come from the controlled endpoints' logs.
-package probe
+package wire
 
-import (
-	"strings"
-	"time"
-)
+import "time"
 
 // SandboxPath is where targets place the probe binary inside a sandbox.
 const SandboxPath = "/gatehouse/bin/probe"
@@ -29,7 +33,7 @@ const (
 	// (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY in any case; userinfo is sent as
 	// Proxy-Authorization Basic or SOCKS5 username/password). The probe
 	// finds and speaks to the proxy itself: NO_PROXY does not apply. Via
-	// says how (ViaHTTP, ViaConnect, ViaSOCKS5, proxy.go); Target is the
+	// says how (ViaHTTP, ViaConnect, ViaSOCKS5, probe/proxy.go); Target is the
 	// URL (http) or the host:port asked for (connect, socks5: sent byte for
 	// byte, NUL included). Inside a tunnel the probe requests Inner (TLS
 	// first for https, with SNI as server name), or sends Payload raw.
@@ -39,6 +43,22 @@ const (
 	KindProxy = "proxy"
 )
 
+// KindStash is the reusable-state gate's write: Target is a file path ("~/"
+// is the agent's home); the probe makes the missing folders above it (0700)
+// and appends Payload to it, and leaves it there. It appends rather than
+// truncates so that a later session writing its own value to the same file
+// (an AGENTS.md, a cache index) never erases what an earlier one left. The
+// Excerpt is the path written, symlinks resolved. Like every write it is
+// refused on kernel interfaces (probe/refuse.go).
+const KindStash = "stash"
+
+// Ways a proxy attempt asks the proxy (Step.Via).
+const (
+	ViaHTTP    = "http"    // absolute-form request for Target (a URL) to the HTTP proxy
+	ViaConnect = "connect" // CONNECT Target (host:port, any bytes) on the HTTP proxy
+	ViaSOCKS5  = "socks5"  // SOCKS5 CONNECT to Target (host:port; an IP literal goes as an address)
+)
+
 // Plan is what the harness asks the probe to do.
 type Plan struct {
 	Session   string `json:"session"`
@@ -46,7 +66,7 @@ type Plan struct {
 	TimeoutMS int    `json:"timeout_ms"` // per attempt; the probe caps it at 10 s
 	Parallel  int    `json:"parallel"`   // attempts in flight at once; 0 = all
 	// Control, when set, keeps stdin open after the plan for the harness's
-	// control lines (settle.go): the harness may end attempts early once
+	// control lines (probe/settle.go): the harness may end attempts early once
 	// the kernel's evidence shows they were blocked.
 	Control bool   `json:"control,omitempty"`
 	Steps   []Step `json:"steps"`
@@ -199,12 +219,3 @@ const (
 // MaxFill bounds Step.Fill: large enough to show what a size limit is
 // for, small enough for the probe to hold.
 const MaxFill = 16 << 20
-
-// body is the request body a step sends (Body, or Body repeated to Fill).
-func (s Step) body() string {
-	if s.Fill <= len(s.Body) || s.Body == "" {
-		return s.Body
-	}
-	n := min(s.Fill, MaxFill)
-	return strings.Repeat(s.Body, n/len(s.Body)+1)[:n]
-}

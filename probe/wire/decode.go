@@ -1,4 +1,4 @@
-package probe
+package wire
 
 import (
 	"bufio"
@@ -26,7 +26,7 @@ const maxProblems = 100
 const maxDurationMS = 3600 * 1000
 
 // Decode reads probe output as hostile input. It keeps the reports that are
-// strictly valid (see checkReport), at most one per plan step, and describes
+// strictly valid (see strictReport and decoder.check), at most one per plan step, and describes
 // everything it dropped in problems. It never fails on content; err is set
 // only when reading r fails. Zero fields of lim take the defaults. It stops
 // reading at lim.MaxBytes and does not drain r.

@@ -1,4 +1,4 @@
-package probe
+package wire
 
 // Facts is what `probe facts` reads about the sandbox from the inside, for a
 // target's Inspect. Each field is read, never guessed: a value that could not
