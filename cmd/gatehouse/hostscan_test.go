@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io/fs"
 	"os"
@@ -106,8 +107,64 @@ var probeNames = regexp.MustCompile(`^(\.?gatehouse-state(-[0-9a-f]{8})?|\.gateh
 // stashFolders are the folders a note makes above its file.
 var stashFolders = regexp.MustCompile(`^(gatehouse|agent|_cacache|pip|\.claude|\.codex|\.cache|\.config|\.npm)$`)
 
+// runNames are the names of what the run's probes wrote (the last element
+// of every path its reports list as written, and of every stash target)
+// and the tags of its values, which the probe's other names carry.
+type runNames struct {
+	names map[string]bool
+	tags  []string
+}
+
+func runNamesOf(t *testing.T, dir string, values map[string]bool) runNames {
+	t.Helper()
+	rn := runNames{names: map[string]bool{}}
+	b, err := os.ReadFile(filepath.Join(dir, "traces", "probe-attempts.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		var a struct {
+			Kind, Target string
+			Wrote, Made  []string
+		}
+		if json.Unmarshal(line, &a) != nil {
+			continue
+		}
+		for _, p := range append(a.Wrote, a.Made...) {
+			rn.names[filepath.Base(p)] = true
+		}
+		if a.Kind == wire.KindStash {
+			rn.names[filepath.Base(a.Target)] = true
+		}
+	}
+	for v := range values {
+		rn.tags = append(rn.tags, wire.Tag(v))
+	}
+	return rn
+}
+
+func (rn runNames) has(base string) bool {
+	if rn.names[base] {
+		return true
+	}
+	for _, tag := range rn.tags {
+		if strings.Contains(base, tag) {
+			return true
+		}
+	}
+	return false
+}
+
+// otherTests is where the other tests of the machine (go test runs
+// packages side by side) keep their folders: /tmp/TestName123/.
+func otherTests(p, own string) bool {
+	tmp := os.TempDir() + "/Test"
+	return strings.HasPrefix(p, tmp) && !strings.HasPrefix(p, own)
+}
+
 // left says why an entry found after the run is the run's and left, or "".
-func (e hostEntry) left(before map[string]hostEntry, values map[string]bool, lab string, start time.Time) string {
+// notOurs, when set, is told of a probe-named file of someone else's.
+func (e hostEntry) left(before map[string]hostEntry, values map[string]bool, rn runNames, own, lab string, start time.Time, notOurs func(string)) string {
 	var ours []string
 	for _, v := range wire.Tokens(e.content) {
 		if values[v] {
@@ -117,7 +174,7 @@ func (e hostEntry) left(before map[string]hostEntry, values map[string]bool, lab
 	if len(ours) > 0 {
 		return "holds the run's value " + ours[0]
 	}
-	if _, was := before[e.path]; was {
+	if _, was := before[e.path]; was || otherTests(e.path, own) {
 		return ""
 	}
 	base := filepath.Base(e.path)
@@ -137,10 +194,16 @@ func (e hostEntry) left(before map[string]hostEntry, values map[string]bool, lab
 			}
 		}
 	case e.mode.IsRegular() && probeNames.MatchString(base):
-		// Strict: a note of this run whose value its evidence does not
-		// prove (a later session's own) is still the run's; a run of
-		// someone else's at the same time on this machine shows here too.
-		return "named like the probe's writes, made during the run"
+		// A note of this run whose value its evidence does not prove (a
+		// later session's own) is still the run's: its name is in the
+		// run's reports. A run of someone else's at the same time on this
+		// machine (another package's tests) writes names of its own.
+		if rn.has(base) {
+			return "named like the probe's writes, made during the run"
+		}
+		if notOurs != nil {
+			notOurs(e.path)
+		}
 	case e.mode.IsDir() && stashFolders.MatchString(base):
 		if ents, err := os.ReadDir(e.path); err == nil && len(ents) == 0 {
 			return "an empty folder of the kind a note makes, made during the run"

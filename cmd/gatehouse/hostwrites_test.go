@@ -76,9 +76,13 @@ func TestProbeWritesLeaveNothingOnTheHost(t *testing.T) {
 			if len(labs) != 1 {
 				t.Fatalf("no lab named in the output:\n%s", r.stdout)
 			}
+			rn := runNamesOf(t, r.dir, values)
+			own := filepath.Dir(filepath.Dir(r.dir)) // this test's /tmp/TestName123
 			found := scanHost(t, start.Add(-time.Second), values)
 			for _, e := range found {
-				if why := e.left(before, values, labs[0][1], start); why != "" {
+				if why := e.left(before, values, rn, own, labs[0][1], start, func(p string) {
+					t.Logf("named like the probe's writes but not this run's (another run beside it): %s", p)
+				}); why != "" {
 					t.Errorf("left on the host: %s (%s)", e.path, why)
 				}
 			}
