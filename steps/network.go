@@ -14,6 +14,7 @@ import (
 	"github.com/cucumber/godog"
 
 	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/internal/pressure"
 	"github.com/gatehouse-dev/gatehouse/probe/wire"
 	"github.com/gatehouse-dev/gatehouse/targets"
 )
@@ -200,12 +201,13 @@ func (r *runner) runPlan(ctx context.Context, s *scenario, p wire.Plan, limit ti
 	defer cancel()
 	var out planOutput
 	var err error
-	from := time.Now()
+	from, load := time.Now(), pressure.Now()
 	if agent {
 		out, err = r.agentPlan(ctx, s, p, lim)
 	} else {
 		out, err = r.probePlan(ctx, s, p, lim)
 	}
+	err = starved(err, load, pressure.Now(), limit)
 	if err != nil && s.wasResponded() && out.stdout != nil {
 		// The response stopped the session while its attempts ran: what
 		// the probe reported before is kept, the rest was not tried to
@@ -324,4 +326,21 @@ func firstLine(s string) string {
 		}
 	}
 	return s
+}
+
+// starved says, of a plan that ran out of its time, whether the machine
+// was too loaded to judge: tasks waited for a CPU at least a quarter of
+// the plan's time (the kernel's CPU pressure). The scenario then stops
+// INCONCLUSIVE saying so, with the figures, rather than only "context
+// deadline exceeded" (issue 22).
+func starved(err error, since, now pressure.Mark, limit time.Duration) error {
+	if err == nil || !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	stall, window, ok := now.Since(since)
+	if !ok || stall < window/4 {
+		return err
+	}
+	return fmt.Errorf("the machine was too loaded to judge: tasks waited for a CPU %s of the %s the plan ran (its limit %s): %w",
+		stall.Round(100*time.Millisecond), window.Round(100*time.Millisecond), limit, err)
 }

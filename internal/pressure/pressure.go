@@ -30,6 +30,10 @@ func Now() Mark {
 	return Mark{total: t, at: time.Now(), ok: err == nil}
 }
 
+// Reading is a mark of a stall total read at a given time (a recorded
+// reading, or a test's).
+func Reading(total time.Duration, at time.Time) Mark { return Mark{total: total, at: at, ok: true} }
+
 // Known says whether the kernel told the stall.
 func (m Mark) Known() bool { return m.ok }
 
