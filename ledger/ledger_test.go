@@ -6,8 +6,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -198,5 +200,51 @@ func TestSweepUndoesProbeWrites(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(host, "forged")); err != nil {
 		t.Errorf("the forged record's file was touched: %v", err)
+	}
+}
+
+// Live names an owner whose lock is held and not one whose lock is free
+// (its process died) or missing: `lab down --all` refuses on the first.
+func TestLiveNamesOnlyOwnersThatHoldTheirLock(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the ledger lives under /run/gatehouse")
+	}
+	mk := func(name string, lock bool) string {
+		t.Helper()
+		dir := filepath.Join(ledger.Root, name)
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(dir) })
+		if lock {
+			if err := os.WriteFile(filepath.Join(dir, "lock"), nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return dir
+	}
+	held := mk("2-0000aaaa", true)
+	mk("3-0000bbbb", true)
+	mk("4-0000cccc", false)
+	// A second open file description conflicts with this one's flock, as
+	// another process's would.
+	f, err := os.OpenFile(filepath.Join(held, "lock"), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	has := func(live []string, name string) bool { return slices.Contains(live, name) }
+	live, err := ledger.Live()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !has(live, "2-0000aaaa") || has(live, "3-0000bbbb") || has(live, "4-0000cccc") {
+		t.Fatalf("live owners %v: want 2-0000aaaa (lock held) and neither the free lock nor the folder without one", live)
+	}
+	f.Close()
+	if live, err = ledger.Live(); err != nil || has(live, "2-0000aaaa") {
+		t.Fatalf("after the lock was dropped: live %v, %v", live, err)
 	}
 }

@@ -247,3 +247,52 @@ func removeCgroup(ctx context.Context, dir string) error {
 	}
 	return nil
 }
+
+// Live is the ledger folders whose owner still runs (its lock is held),
+// this process's own excepted: what `lab down --all` must not pull from
+// under a run that is going on.
+func Live() ([]string, error) {
+	dirs, err := filepath.Glob(filepath.Join(Root, "*"))
+	if err != nil {
+		return nil, err
+	}
+	var live []string
+	for _, dir := range dirs {
+		if dir == Dir() {
+			continue
+		}
+		held, err := locked(filepath.Join(dir, "lock"))
+		if err != nil {
+			return live, fmt.Errorf("ledger: %s: %w", filepath.Base(dir), err)
+		}
+		if held {
+			live = append(live, filepath.Base(dir))
+		}
+	}
+	return live, nil
+}
+
+// locked says whether another process holds the lock file's flock. A
+// lock taken here to find out is dropped at once (closing the file).
+func locked(file string) (bool, error) {
+	f, err := os.OpenFile(file, os.O_RDWR|syscall.O_NOFOLLOW, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		switch {
+		case err == nil:
+			return false, nil
+		case errors.Is(err, syscall.EINTR):
+			continue
+		case errors.Is(err, syscall.EWOULDBLOCK):
+			return true, nil
+		}
+		return false, err
+	}
+}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/internal/hostenv"
 	"github.com/gatehouse-dev/gatehouse/lab"
+	"github.com/gatehouse-dev/gatehouse/ledger"
 	"github.com/gatehouse-dev/gatehouse/runner"
 )
 
@@ -37,7 +38,9 @@ its own; these commands are for exploring it by hand.
             each run keeps a ledger under /run/gatehouse/own, locked while
             it lives, so a live run's things are never touched
             (--all: also every other gh-* namespace and /run/gatehouse
-            entry, e.g. from older versions; only when no run is going on)
+            entry, e.g. from older versions; refused while a run is
+            going on, naming its pid: it would pull the run's lab from
+            under it)
   status    list the gh-* namespaces present and the detached lab, if any
 
 The public-looking callback and second DNS authority (192.88.99.10, 3ffe::10,
@@ -187,6 +190,15 @@ func labDown(ctx context.Context, stdout io.Writer, all bool) error {
 		}
 		return nil
 	}
+	// --all removes every namespace and everything under /run/gatehouse:
+	// a run going on would lose its lab, its ledger and its scratch
+	// folders mid-verdict (seen: a CI run next to it failed on a vanished
+	// scratch folder). Refuse while any run holds its ledger.
+	if live, err := ledger.Live(); err != nil {
+		return fmt.Errorf("lab down --all: cannot tell whether a run is going on: %w", err)
+	} else if len(live) > 0 {
+		return &busyError{live: live}
+	}
 	if err := lab.Cleanup(ctx); err != nil {
 		return err
 	}
@@ -204,6 +216,20 @@ func labDown(ctx context.Context, stdout io.Writer, all bool) error {
 	}
 	fmt.Fprintln(stdout, "no lab namespaces left")
 	return nil
+}
+
+// busyError is lab down --all refusing: runs are going on.
+type busyError struct{ live []string }
+
+func (e *busyError) Error() string {
+	var pids []string
+	for _, o := range e.live {
+		pid, _, _ := strings.Cut(o, "-")
+		pids = append(pids, pid)
+	}
+	return fmt.Sprintf("lab down --all: %d Gatehouse run(s) are going on (pid %s): --all would remove their labs and folders mid-run. "+
+		"Wait for them to end or stop them (kill PID; what they leave is swept by 'gatehouse lab down'), then run it again",
+		len(pids), strings.Join(pids, ", "))
 }
 
 // sweepLeftovers removes what runs that died left behind (runner.Sweep).
