@@ -30,17 +30,30 @@ import (
 const Base = "/run/gatehouse/scratch"
 
 var (
-	baseOnce sync.Once
-	base     string
-	baseErr  error
+	baseMu sync.Mutex
+	base   string
 )
 
 // Dir is the folder scratch folders go in: Base as root; for an
 // unprivileged user (who runs no sandbox of ours: verify, diff, tests of
 // pure code) a folder of their own, 0700, under the system temp folder.
+// A folder removed under a long-lived process (an old `lab down --all`
+// next to it, a tidy-up of /run) is made again, checked as the first
+// time, rather than failing every later session.
 func Dir() (string, error) {
-	baseOnce.Do(func() { base, baseErr = ensure() })
-	return base, baseErr
+	baseMu.Lock()
+	defer baseMu.Unlock()
+	if base != "" {
+		if fi, err := os.Lstat(base); err == nil && fi.IsDir() {
+			return base, nil
+		}
+	}
+	d, err := ensure()
+	if err != nil {
+		return "", err
+	}
+	base = d
+	return d, nil
 }
 
 func ensure() (string, error) {
