@@ -1,9 +1,7 @@
 package steps_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"io/fs"
@@ -19,6 +17,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/steps"
 	"github.com/gatehouse-dev/gatehouse/steps/steptest"
 	"github.com/gatehouse-dev/gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/targets/fake"
 )
 
 // fakeAgent stands in for an agent CLI: its command names the document and
@@ -57,112 +56,47 @@ func (m *scripted) Script(key, session, doc string) error {
 	return nil
 }
 
-// agentTarget is a sandbox where the fake agent plays an obedient model's
-// chain: it reads the document it was given and runs only the directive
-// lines in it; refuse makes its "permission layer" refuse the probe.
-type agentTarget struct {
-	lab     *steptest.Lab
-	model   *scripted
-	deliver func(wire.Step) bool
-	refuse  bool
-}
-
-func (t *agentTarget) Name() string { return "fake-agent-target" }
-func (t *agentTarget) Start(ctx context.Context, spec targets.Spec) (targets.Session, error) {
-	return &agentSession{t: t, name: spec.Name, files: map[string][]byte{}}, nil
-}
-
-type agentSession struct {
-	t     *agentTarget
-	name  string
-	mu    sync.Mutex
-	files map[string][]byte
-}
-
-func (s *agentSession) CopyIn(ctx context.Context, p string, r io.Reader, m fs.FileMode) error {
-	b, err := io.ReadAll(r)
-	s.mu.Lock()
-	s.files[p] = b
-	s.mu.Unlock()
-	return err
-}
-func (s *agentSession) Inspect(context.Context) (targets.Config, error) {
-	return targets.Config{Target: "fake", Runtime: "fake"}, nil
-}
-func (s *agentSession) Stop(context.Context) error { return nil }
-
-func (s *agentSession) Exec(ctx context.Context, c targets.Command) (targets.Result, error) {
-	switch {
-	case c.Args[0] == "fake-agent":
-		return s.agent(c.Args[1], c.Args[2], c.Stdout)
-	case len(c.Args) == 3 && c.Args[1] == "show":
-		s.mu.Lock()
-		_, _ = c.Stdout.Write(s.files[c.Args[2]])
-		s.mu.Unlock()
+// obeying is a sandbox where the fake agent plays an obedient model's
+// chain: it reads the document it was given and runs, through the
+// sandbox's probe, only the directive lines in it; refuse makes its
+// "permission layer" refuse the probe. The model's request carries the
+// key, so the session's control token reaches inference.
+func obeying(fl *steptest.Lab, deliver func(wire.Step) bool, refuse bool) *fake.Target {
+	agent := func(ctx context.Context, s *fake.Session, c targets.Command) (targets.Result, error) {
+		doc, key := c.Args[1], c.Args[2]
+		fl.Add(evidence.Hit{Time: time.Now(), Endpoint: "inference", Session: s.Spec().Name, Proto: "http", Summary: "POST /v1/messages", Data: "x-api-key: " + key})
+		text, _ := s.File(doc)
+		for _, line := range strings.Split(string(text), "\n") {
+			cmd, ok := strings.CutPrefix(line, steps.DirectiveMarker)
+			if !ok || !strings.HasPrefix(cmd, wire.SandboxPath+" run") {
+				continue
+			}
+			if refuse {
+				fmt.Fprintf(c.Stdout, "denied: %s\n", cmd)
+				continue
+			}
+			res, err := s.Probe(ctx, targets.Command{Args: strings.Fields(cmd), Stdout: io.Discard})
+			if err != nil || res.ExitCode != 0 {
+				return targets.Result{ExitCode: 1}, err
+			}
+		}
 		return targets.Result{}, nil
 	}
-	var p wire.Plan // the probe itself (assume-breach path)
-	if err := json.NewDecoder(c.Stdin).Decode(&p); err != nil {
-		return targets.Result{ExitCode: 2}, nil
-	}
-	_, err := c.Stdout.Write(s.run(p))
-	return targets.Result{}, err
-}
-
-// agent reads the document and obeys its directive: the model's request
-// carries the key (so the session's control token reaches inference).
-func (s *agentSession) agent(doc, key string, stdout io.Writer) (targets.Result, error) {
-	s.t.lab.Add(evidence.Hit{Time: time.Now(), Endpoint: "inference", Session: s.name, Proto: "http", Summary: "POST /v1/messages", Data: "x-api-key: " + key})
-	s.mu.Lock()
-	text := string(s.files[doc])
-	s.mu.Unlock()
-	for _, line := range strings.Split(text, "\n") {
-		cmd, ok := strings.CutPrefix(line, steps.DirectiveMarker)
-		if !ok || !strings.HasPrefix(cmd, wire.SandboxPath+" run") {
-			continue
-		}
-		if s.t.refuse {
-			fmt.Fprintf(stdout, "denied: %s\n", cmd)
-			continue
-		}
-		f := strings.Fields(cmd) // probe run --plan P --out O
-		s.mu.Lock()
-		var p wire.Plan
-		err := json.Unmarshal(s.files[f[3]], &p)
-		s.mu.Unlock()
-		if err != nil {
-			return targets.Result{ExitCode: 1}, nil
-		}
-		out := s.run(p)
-		s.mu.Lock()
-		s.files[f[5]] = append(s.files[f[5]], out...)
-		s.mu.Unlock()
-	}
-	return targets.Result{}, nil
-}
-
-// run plays the probe: deliveries become hits, every step is reported.
-func (s *agentSession) run(p wire.Plan) []byte {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	for _, st := range p.Steps {
-		if s.t.deliver(st) {
-			ep := "callback"
-			if st.ID == "positive-control" {
-				ep = "inference"
+	return &fake.Target{Lab: fl, Deliver: deliver,
+		ExecFunc: func(ctx context.Context, s *fake.Session, c targets.Command) (targets.Result, error) {
+			if c.Args[0] == "fake-agent" {
+				return agent(ctx, s, c)
 			}
-			s.t.lab.Add(evidence.Hit{Time: time.Now(), Endpoint: ep, Session: s.name, Proto: st.Kind, Summary: st.Target, Data: strings.Join(headerValues(st), " ")})
-		}
-		_ = enc.Encode(wire.Report{ID: st.ID, Kind: st.Kind, Target: st.Target, Outcome: blocked(st), Start: time.Now()})
+			return s.Probe(ctx, c)
+		},
 	}
-	return b.Bytes()
 }
 
-func runAgent(t *testing.T, tgt *agentTarget, fsys fs.FS) *steps.Outcome {
+func runAgent(t *testing.T, tgt *fake.Target, model *scripted, fsys fs.FS) *steps.Outcome {
 	t.Helper()
 	out, err := steps.Run(context.Background(), steps.Config{
-		Target: tgt, Network: steps.NetLab, Lab: tgt.lab, ProbePath: "/bin/true", Features: fsys,
-		Gates: []string{"external-callback"}, Settle: 1, Agent: fakeAgent{}, Model: tgt.model, AgentUID: 1000,
+		Target: tgt, Network: steps.NetLab, Lab: labOf(tgt), ProbePath: "/bin/true", Features: fsys,
+		Gates: []string{"external-callback"}, Settle: 1, Agent: fakeAgent{}, Model: model, AgentUID: 1000,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -204,8 +138,8 @@ Feature: external-callback
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tgt := &agentTarget{lab: &steptest.Lab{}, model: &scripted{}, deliver: tt.deliver, refuse: tt.refuse}
-			out := runAgent(t, tgt, tt.fsys)
+			model := &scripted{}
+			out := runAgent(t, obeying(&steptest.Lab{}, tt.deliver, tt.refuse), model, tt.fsys)
 			seen := false
 			for _, r := range out.Results {
 				if r.Path != string(targets.PathNormal) {
@@ -226,7 +160,7 @@ Feature: external-callback
 			if !seen {
 				t.Fatal("no normal-path result")
 			}
-			if len(tgt.model.keys) == 0 {
+			if len(model.keys) == 0 {
 				t.Error("the scripted model was never told about a run")
 			}
 		})

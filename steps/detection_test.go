@@ -2,12 +2,9 @@ package steps_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -19,6 +16,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/steps"
 	"github.com/gatehouse-dev/gatehouse/steps/steptest"
 	"github.com/gatehouse-dev/gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/targets/fake"
 )
 
 // fakeSource is a detect.Source the test feeds.
@@ -43,60 +41,25 @@ func (f *fakeSource) Events() <-chan detect.Event { return f.ch }
 func (f *fakeSource) Dropped() uint64             { return 0 }
 func (f *fakeSource) Close() error                { f.closed.Store(true); return nil }
 
-// keyedTarget plays a sandbox watched by a monitor: each session has a
-// cgroup id, and while the probe runs, the monitor reports what emit says
-// for each step.
-type keyedTarget struct {
-	*fakeTarget
-	src    *fakeSource
-	gvisor bool
-	emit   func(st wire.Step, own uint64) (detect.Event, bool)
-	mu     sync.Mutex
-	next   uint64
-}
-
-func (t *keyedTarget) Start(ctx context.Context, spec targets.Spec) (targets.Session, error) {
-	s, _ := t.fakeTarget.Start(ctx, spec)
-	t.mu.Lock()
-	t.next++
-	id := 1000 + t.next
-	t.mu.Unlock()
-	return &keyedSession{fakeSession: s.(*fakeSession), t: t, cgroup: id}, nil
-}
-
-type keyedSession struct {
-	*fakeSession
-	t      *keyedTarget
-	cgroup uint64
-}
-
-func (s *keyedSession) SessionKeys(ctx context.Context) ([]detect.SessionKey, error) {
-	if s.t.gvisor {
-		return nil, fmt.Errorf("fake gvisor: %w", targets.ErrNotObservable)
+// watched is a fake sandbox watched by a monitor: each session has a
+// cgroup id (gvisor: monitors cannot see inside), and as the probe makes
+// each attempt, the monitor reports what emit says of it.
+func watched(deliver func(wire.Step) bool, src *fakeSource, emit func(st wire.Step, own uint64) (detect.Event, bool), gvisor bool) *fake.Target {
+	cgroup := func(s *fake.Session) uint64 { return 1000 + uint64(s.N()) }
+	return &fake.Target{Lab: &steptest.Lab{}, Deliver: deliver,
+		KeysFunc: func(_ context.Context, s *fake.Session) ([]detect.SessionKey, error) {
+			if gvisor {
+				return nil, fmt.Errorf("fake gvisor: %w", targets.ErrNotObservable)
+			}
+			return []detect.SessionKey{{CgroupID: cgroup(s)}}, nil
+		},
+		Answer: func(s *fake.Session, st wire.Step) wire.Report {
+			if e, ok := emit(st, cgroup(s)); ok {
+				src.ch <- e
+			}
+			return fake.Blocked(st)
+		},
 	}
-	return []detect.SessionKey{{CgroupID: s.cgroup}}, nil
-}
-
-func (s *keyedSession) Exec(ctx context.Context, cmd targets.Command) (targets.Result, error) {
-	var p wire.Plan
-	if err := json.NewDecoder(cmd.Stdin).Decode(&p); err != nil {
-		return targets.Result{ExitCode: 2}, nil
-	}
-	start := time.Now()
-	for _, st := range p.Steps {
-		if e, ok := s.t.emit(st, s.cgroup); ok {
-			s.t.src.ch <- e
-		}
-	}
-	// The lab hears what the fake delivers; the reports are ours, with
-	// the attempts' real start and duration.
-	in, _ := json.Marshal(p)
-	res, err := s.fakeSession.Exec(ctx, targets.Command{Args: cmd.Args, Stdin: strings.NewReader(string(in)), Stdout: io.Discard})
-	enc := json.NewEncoder(cmd.Stdout)
-	for _, st := range p.Steps {
-		_ = enc.Encode(wire.Report{ID: st.ID, Kind: st.Kind, Target: st.Target, Outcome: blocked(st), Start: start, DurationMS: float64(time.Since(start).Microseconds()) / 1000})
-	}
-	return res, err
 }
 
 // The monitor reports: the http attempt from its own session (detected,
@@ -144,8 +107,8 @@ func attemptByID(d *evidence.Detection, id string) *evidence.DetectionAttempt {
 
 func TestDetectionIsMatchedBySessionKindObjectAndWindow(t *testing.T) {
 	src := newFakeSource()
-	tgt := &keyedTarget{fakeTarget: &fakeTarget{lab: &steptest.Lab{}, deliver: func(s wire.Step) bool { return s.ID == "positive-control" }}, src: src, emit: callbackEvents}
-	out := runDetecting(t, tgt, tgt.lab, []detect.Source{src}, "external-callback")
+	tgt := watched(onlyControl, src, callbackEvents, false)
+	out := runDetecting(t, tgt, labOf(tgt), []detect.Source{src}, "external-callback")
 	if !src.started.Load() || !src.closed.Load() {
 		t.Errorf("source started %v, closed %v: want both", src.started.Load(), src.closed.Load())
 	}
@@ -188,8 +151,8 @@ func TestDetectionIsMatchedBySessionKindObjectAndWindow(t *testing.T) {
 
 func TestGVisorSessionIsNotObservable(t *testing.T) {
 	src := newFakeSource()
-	tgt := &keyedTarget{fakeTarget: &fakeTarget{lab: &steptest.Lab{}, deliver: func(s wire.Step) bool { return s.ID == "positive-control" }}, src: src, emit: callbackEvents, gvisor: true}
-	out := runDetecting(t, tgt, tgt.lab, []detect.Source{src}, "external-callback")
+	tgt := watched(onlyControl, src, callbackEvents, true)
+	out := runDetecting(t, tgt, labOf(tgt), []detect.Source{src}, "external-callback")
 	for _, r := range out.Results {
 		if r.Detection == nil || len(r.Detection.Attempts) == 0 {
 			t.Fatalf("%s: no attempts scored: %+v", r.Path, r.Detection)
@@ -211,7 +174,7 @@ func TestDetectionNeverChangesVerdicts(t *testing.T) {
 	gates := []string{"external-callback", "dns-exfiltration", "cloud-metadata"}
 	for _, leaky := range []bool{true, false} {
 		deliver := func(s wire.Step) bool { return leaky || s.ID == "positive-control" }
-		plain := &fakeTarget{lab: &steptest.Lab{}, deliver: deliver}
+		plain := &fake.Target{Lab: &steptest.Lab{}, Deliver: deliver}
 		without := runFake(t, plain, gates...)
 		for _, r := range without.Results {
 			if r.Detection == nil || r.Detection.Measured || r.Detection.Reason != evidence.NotMeasured || evidence.DetectionCell(r) != "not measured" {
@@ -227,8 +190,8 @@ func TestDetectionNeverChangesVerdicts(t *testing.T) {
 			}
 			return e, ok
 		}
-		kt := &keyedTarget{fakeTarget: &fakeTarget{lab: &steptest.Lab{}, deliver: deliver}, src: src, emit: all}
-		with := runDetecting(t, kt, kt.lab, []detect.Source{src}, gates...)
+		kt := watched(deliver, src, all, false)
+		with := runDetecting(t, kt, labOf(kt), []detect.Source{src}, gates...)
 		a, b := verdicts(without), verdicts(with)
 		if len(a) != 6 || fmt.Sprint(a) != fmt.Sprint(b) {
 			t.Errorf("leaky=%v: verdicts without detection %v, with %v", leaky, a, b)
@@ -249,8 +212,8 @@ func TestDetectionNeverChangesVerdicts(t *testing.T) {
 func TestDetectorThatCannotStartStopsTheRun(t *testing.T) {
 	src := newFakeSource()
 	src.failing = errors.New("no BPF here")
-	tgt := &fakeTarget{lab: &steptest.Lab{}, deliver: func(wire.Step) bool { return true }}
-	_, err := steps.Run(context.Background(), steps.Config{Target: tgt, Network: steps.NetLab, Lab: tgt.lab, ProbePath: "/bin/true",
+	tgt := &fake.Target{Lab: &steptest.Lab{}, Deliver: func(wire.Step) bool { return true }}
+	_, err := steps.Run(context.Background(), steps.Config{Target: tgt, Network: steps.NetLab, Lab: labOf(tgt), ProbePath: "/bin/true",
 		Features: features.FS, Gates: []string{"external-callback"}, Settle: 1, Detectors: []detect.Source{src}})
 	if err == nil || !strings.Contains(err.Error(), "no BPF here") {
 		t.Fatalf("err = %v, want the source's refusal", err)
@@ -270,8 +233,8 @@ func TestExitEventsAreNeverDetections(t *testing.T) {
 		e.Kind, e.Rule = detect.KindExit, ""
 		return e, true
 	}
-	tgt := &keyedTarget{fakeTarget: &fakeTarget{lab: &steptest.Lab{}, deliver: func(s wire.Step) bool { return s.ID == "positive-control" }}, src: src, emit: asExit}
-	out := runDetecting(t, tgt, tgt.lab, []detect.Source{src}, "external-callback")
+	tgt := watched(onlyControl, src, asExit, false)
+	out := runDetecting(t, tgt, labOf(tgt), []detect.Source{src}, "external-callback")
 	if len(out.Results) != 2 {
 		t.Fatalf("want 2 results, got %d", len(out.Results))
 	}

@@ -11,14 +11,16 @@ import (
 	"github.com/gatehouse-dev/gatehouse/probe/wire"
 	"github.com/gatehouse-dev/gatehouse/steps"
 	"github.com/gatehouse-dev/gatehouse/steps/steptest"
+	"github.com/gatehouse-dev/gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/targets/fake"
 )
 
-func runPlaces(t *testing.T, l steps.Lab, tgt *placeTarget, secretProcess steps.SecretProcess, gate string) []evidence.Result {
+func runPlaces(t *testing.T, l steps.Lab, tgt targets.Target, secretProcess steps.SecretProcess, gate string) []evidence.Result {
 	t.Helper()
 	return runPlacesOutcome(t, l, tgt, secretProcess, gate).Results
 }
 
-func runPlacesOutcome(t *testing.T, l steps.Lab, tgt *placeTarget, secretProcess steps.SecretProcess, gate string) *steps.Outcome {
+func runPlacesOutcome(t *testing.T, l steps.Lab, tgt targets.Target, secretProcess steps.SecretProcess, gate string) *steps.Outcome {
 	t.Helper()
 	out, err := steps.Run(context.Background(), steps.Config{
 		Target: tgt, Network: steps.NetLab, Lab: l, ProbePath: "/bin/true",
@@ -39,8 +41,8 @@ func runPlacesOutcome(t *testing.T, l steps.Lab, tgt *placeTarget, secretProcess
 func TestForeignStorageWithFakeSandboxes(t *testing.T) {
 	for _, leaky := range []bool{true, false} {
 		fl := &steptest.Lab{}
-		tgt := &placeTarget{lab: fl, answer: func(s *placeSession, st wire.Step) wire.Report {
-			spec := s.spec
+		tgt := placeSandbox(fl, func(s *fake.Session, st wire.Step) wire.Report {
+			spec := s.Spec()
 			switch {
 			case st.ID == "own-storage":
 				return ownNonce(spec)
@@ -48,7 +50,7 @@ func TestForeignStorageWithFakeSandboxes(t *testing.T) {
 				return everyNonce(spec)
 			}
 			return denied()
-		}}
+		})
 		for _, r := range runPlaces(t, fl, tgt, steps.SecretProcess{}, "foreign-storage") {
 			switch {
 			case leaky && (r.Verdict != evidence.Fail || len(r.Crossings) == 0):
@@ -79,12 +81,16 @@ func TestForeignStorageNeedsProvenOverlap(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			fl := &steptest.Lab{}
-			tgt := &placeTarget{lab: fl, noHold: tt.noHold, noWindows: tt.noWindows, answer: func(s *placeSession, st wire.Step) wire.Report {
+			tgt := placeSandbox(fl, func(s *fake.Session, st wire.Step) wire.Report {
 				if st.ID == "own-storage" {
-					return ownNonce(s.spec)
+					return ownNonce(s.Spec())
 				}
 				return denied()
-			}}
+			})
+			tgt.NoWindows = tt.noWindows
+			if tt.noHold {
+				noHold(tgt)
+			}
 			for _, r := range runPlaces(t, fl, tgt, steps.SecretProcess{}, "foreign-storage") {
 				if r.Verdict != evidence.Inconclusive || !strings.Contains(r.Reason, tt.reason) {
 					t.Errorf("%s: %s (%s), want INCONCLUSIVE with %q", r.Path, r.Verdict, r.Reason, tt.reason)
@@ -99,10 +105,10 @@ func TestForeignStorageNeedsProvenOverlap(t *testing.T) {
 // clean hunt PASSes only with the broker's four checks.
 func TestLongLivedSecretWiringWithFakeSandboxes(t *testing.T) {
 	inside := steps.SecretProcess{Where: "inside", User: "agent"}
-	leakyAnswer := func(s *placeSession, st wire.Step) wire.Report {
+	leakyAnswer := func(s *fake.Session, st wire.Step) wire.Report {
 		switch st.ID {
 		case "environment":
-			return wire.Report{Outcome: wire.OutcomeCompleted, Excerpt: s.spec.Secrets["aws-secret"] + " env:AWS_SECRET_ACCESS_KEY"}
+			return wire.Report{Outcome: wire.OutcomeCompleted, Excerpt: s.Spec().Secrets["aws-secret"] + " env:AWS_SECRET_ACCESS_KEY"}
 		case "other-processes":
 			if v := processValue(s); v != "" {
 				return wire.Report{Outcome: wire.OutcomeCompleted, Excerpt: v + " /proc/99/environ"}
@@ -110,10 +116,10 @@ func TestLongLivedSecretWiringWithFakeSandboxes(t *testing.T) {
 		}
 		return wire.Report{Outcome: wire.OutcomeCompleted}
 	}
-	clean := func(*placeSession, wire.Step) wire.Report { return wire.Report{Outcome: wire.OutcomeCompleted} }
+	clean := func(*fake.Session, wire.Step) wire.Report { return wire.Report{Outcome: wire.OutcomeCompleted} }
 	tests := []struct {
 		name          string
-		answer        func(*placeSession, wire.Step) wire.Report
+		answer        func(*fake.Session, wire.Step) wire.Report
 		broker        bool
 		secretProcess steps.SecretProcess
 		want          evidence.Verdict
@@ -131,7 +137,7 @@ func TestLongLivedSecretWiringWithFakeSandboxes(t *testing.T) {
 			if tt.broker {
 				fl.CredBroker = lab.NewBroker(lab.BrokerOptions{})
 			}
-			tgt := &placeTarget{lab: fl, answer: tt.answer}
+			tgt := placeSandbox(fl, tt.answer)
 			for _, r := range runPlaces(t, fl, tgt, tt.secretProcess, "long-lived-secret") {
 				if r.Verdict != tt.want {
 					t.Errorf("%s: %s (%s), want %s", r.Path, r.Verdict, r.Reason, tt.want)

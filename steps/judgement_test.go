@@ -11,6 +11,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/probe/wire"
 	"github.com/gatehouse-dev/gatehouse/steps"
 	"github.com/gatehouse-dev/gatehouse/steps/steptest"
+	"github.com/gatehouse-dev/gatehouse/targets/fake"
 )
 
 // Every gate family's verdict is made once, after the suite, from what its
@@ -32,14 +33,14 @@ func TestOneVerdictFromTheWholeRecord(t *testing.T) {
 			return evidence.Hit{Time: time.Now(), Endpoint: endpoint, Proto: "unix", Session: session, Summary: "connect"}
 		}
 	}
-	completed := func(*placeSession, wire.Step) wire.Report { return wire.Report{Outcome: wire.OutcomeCompleted} }
-	places := func(gate string, answer func(*placeSession, wire.Step) wire.Report, broker bool, sp steps.SecretProcess) func(*testing.T) (*steps.Outcome, *steptest.Lab) {
+	completed := func(*fake.Session, wire.Step) wire.Report { return wire.Report{Outcome: wire.OutcomeCompleted} }
+	places := func(gate string, answer func(*fake.Session, wire.Step) wire.Report, broker bool, sp steps.SecretProcess) func(*testing.T) (*steps.Outcome, *steptest.Lab) {
 		return func(t *testing.T) (*steps.Outcome, *steptest.Lab) {
 			fl := &steptest.Lab{}
 			if broker {
 				fl.CredBroker = lab.NewBroker(lab.BrokerOptions{})
 			}
-			return runPlacesOutcome(t, fl, &placeTarget{lab: fl, answer: answer}, sp, gate), fl
+			return runPlacesOutcome(t, fl, placeSandbox(fl, answer), sp, gate), fl
 		}
 	}
 	tests := []struct {
@@ -50,12 +51,12 @@ func TestOneVerdictFromTheWholeRecord(t *testing.T) {
 		final       evidence.Verdict // with the late hit
 	}{
 		{"network: a late forbidden contact fails a pass", func(t *testing.T) (*steps.Outcome, *steptest.Lab) {
-			tgt := &fakeTarget{lab: &steptest.Lab{}, deliver: onlyControl}
-			return runFake(t, tgt, "external-callback"), tgt.lab
+			tgt := &fake.Target{Lab: &steptest.Lab{}, Deliver: onlyControl}
+			return runFake(t, tgt, "external-callback"), labOf(tgt)
 		}, evidence.Pass, callback, evidence.Fail},
 		{"network: a late forbidden contact fails an inconclusive", func(t *testing.T) (*steps.Outcome, *steptest.Lab) {
-			tgt := &fakeTarget{lab: &steptest.Lab{}, deliver: func(wire.Step) bool { return false }}
-			return runFake(t, tgt, "dns-exfiltration"), tgt.lab
+			tgt := &fake.Target{Lab: &steptest.Lab{}, Deliver: func(wire.Step) bool { return false }}
+			return runFake(t, tgt, "dns-exfiltration"), labOf(tgt)
 		}, evidence.Inconclusive, callback, evidence.Fail},
 		{"secrets: a late use of the credential socket fails a pass",
 			places("long-lived-secret", completed, true, steps.SecretProcess{Where: "inside", User: "agent"}),
@@ -65,9 +66,9 @@ func TestOneVerdictFromTheWholeRecord(t *testing.T) {
 			places("host-access", completed, false, steps.SecretProcess{}),
 			evidence.Inconclusive, socket("engine-socket"), evidence.Fail},
 		{"exchange: a late forbidden contact changes nothing the sessions reported",
-			places("foreign-storage", func(s *placeSession, st wire.Step) wire.Report {
+			places("foreign-storage", func(s *fake.Session, st wire.Step) wire.Report {
 				if st.ID == "own-storage" {
-					return ownNonce(s.spec)
+					return ownNonce(s.Spec())
 				}
 				return denied()
 			}, false, steps.SecretProcess{}),

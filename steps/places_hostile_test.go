@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/gatehouse-dev/gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/targets/fake"
 )
 
 // A session whose profile binds storage-root writable can reach the name
@@ -43,7 +44,7 @@ func TestPlacesRefusePlantedStorage(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			outside := t.TempDir()
-			tgt := &startTarget{}
+			tgt, started := refusing()
 			r := &runner{cfg: Config{LabNetns: "/run/netns/gh-placetest", Target: tgt}}
 			m := &multi{nets: map[string]targets.Network{}, nonces: map[string]string{}}
 			ctx := context.WithValue(context.Background(), multiKey{}, m)
@@ -80,7 +81,7 @@ func TestPlacesRefusePlantedStorage(t *testing.T) {
 				t.Errorf("the harness wrote its nonce into %s, which it did not make", next)
 			}
 			if err == nil {
-				if _, _ = r.start(ctx, spec2); tgt.started {
+				if _, _ = r.start(ctx, spec2); *started {
 					t.Error("the target was asked to bind a place that is not the harness's")
 				}
 			}
@@ -104,7 +105,7 @@ func TestStartRefusesReplacedPlaces(t *testing.T) {
 		{"cache slot swapped for another folder", "cache", func(p, _ string) error { return os.Mkdir(p, 0o755) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tgt := &startTarget{}
+			tgt, started := refusing()
 			r := &runner{cfg: Config{LabNetns: "/run/netns/gh-placetest", Target: tgt}}
 			m := &multi{nets: map[string]targets.Network{}, nonces: map[string]string{}}
 			ctx := context.WithValue(context.Background(), multiKey{}, m)
@@ -121,7 +122,7 @@ func TestStartRefusesReplacedPlaces(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, err := r.start(ctx, spec)
-			if err == nil || tgt.started {
+			if err == nil || *started {
 				t.Fatalf("started on a replaced %s (err %v)", tc.place, err)
 			}
 			if tc.name != "storage swapped for a link" && !errors.Is(err, targets.ErrPlaceSwapped) {
@@ -136,10 +137,12 @@ func hasNonce(dir string) bool {
 	return err == nil
 }
 
-type startTarget struct{ started bool }
-
-func (t *startTarget) Name() string { return "fake-start" }
-func (t *startTarget) Start(context.Context, targets.Spec) (targets.Session, error) {
-	t.started = true
-	return nil, errors.New("fake: no session")
+// refusing is a target that notes it was asked to start a session and
+// starts none.
+func refusing() (*fake.Target, *bool) {
+	started := new(bool)
+	return &fake.Target{StartFunc: func(context.Context, targets.Spec) (targets.Session, error) {
+		*started = true
+		return nil, errors.New("fake: no session")
+	}}, started
 }

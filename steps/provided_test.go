@@ -14,6 +14,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/steps"
 	"github.com/gatehouse-dev/gatehouse/steps/steptest"
 	"github.com/gatehouse-dev/gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/targets/fake"
 )
 
 // The profile loader refuses any {{place:NAME}} or {{secret:NAME}} that
@@ -33,12 +34,23 @@ func TestSessionsGetExactlyTheProvidedNames(t *testing.T) {
 		{steps.NetNone, nil},
 	} {
 		t.Run(tc.network, func(t *testing.T) {
-			tgt := &recordingTarget{}
+			// A target that records each spec it is asked to start and starts
+			// nothing: the scenario then ends early, which is all this test
+			// needs.
+			var mu sync.Mutex
+			var specs []targets.Spec
+			tgt := &fake.Target{StartFunc: func(_ context.Context, spec targets.Spec) (targets.Session, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				specs = append(specs, spec)
+				return nil, errors.New("recording target: starts nothing")
+			}}
 			_, _ = steps.Run(context.Background(), steps.Config{
 				Target: tgt, Network: tc.network, Lab: tc.lab, ProbePath: "/bin/true",
 				Features: features.FS, Gates: []string{"cloud-metadata"}, Settle: 1,
 			})
-			specs := tgt.seen()
+			mu.Lock()
+			defer mu.Unlock()
 			if len(specs) == 0 {
 				t.Fatal("no session was started: nothing to compare")
 			}
@@ -76,25 +88,4 @@ func keys[V any](m map[string]V) string {
 	}
 	sort.Strings(out)
 	return strings.Join(out, ",")
-}
-
-// recordingTarget records each spec it is asked to start and starts
-// nothing: the scenario then ends early, which is all this test needs.
-type recordingTarget struct {
-	mu    sync.Mutex
-	specs []targets.Spec
-}
-
-func (t *recordingTarget) Name() string { return "recording" }
-func (t *recordingTarget) Start(_ context.Context, spec targets.Spec) (targets.Session, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.specs = append(t.specs, spec)
-	return nil, errors.New("recording target: starts nothing")
-}
-
-func (t *recordingTarget) seen() []targets.Spec {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return append([]targets.Spec(nil), t.specs...)
 }

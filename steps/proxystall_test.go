@@ -11,6 +11,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/evidence"
 	"github.com/gatehouse-dev/gatehouse/probe/wire"
 	"github.com/gatehouse-dev/gatehouse/steps/steptest"
+	"github.com/gatehouse-dev/gatehouse/targets/fake"
 )
 
 // A sandbox's egress proxy that lets a name through connects onward
@@ -34,9 +35,9 @@ func TestStalledProxyAttemptsAreTriedAgainNeverPassed(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var mu sync.Mutex
 			tries := map[string]int{} // per session
-			tgt := &fakeTarget{lab: &steptest.Lab{}}
-			tgt.deliver = func(st wire.Step) bool { return st.ID == "positive-control" }
-			tgt.output = func(p wire.Plan, w io.Writer) error {
+			fl := &steptest.Lab{}
+			tgt := &fake.Target{Lab: fl, Deliver: onlyControl}
+			tgt.Output = func(p wire.Plan, w io.Writer) error {
 				enc := json.NewEncoder(w)
 				for _, st := range p.Steps {
 					rep := wire.Report{ID: st.ID, Kind: st.Kind, Target: st.Target, Start: time.Now()}
@@ -52,7 +53,7 @@ func TestStalledProxyAttemptsAreTriedAgainNeverPassed(t *testing.T) {
 						}
 						// Through at last: the callback hears it.
 						rep.Outcome, rep.Status = "completed", 200
-						tgt.lab.Add(evidence.Hit{Time: time.Now(), Endpoint: "callback", Session: p.Session, Proto: "http", Src: "198.51.100.2", Summary: "GET /x/" + p.Canary, Data: p.Canary})
+						fl.Add(evidence.Hit{Time: time.Now(), Endpoint: "callback", Session: p.Session, Proto: "http", Src: "198.51.100.2", Summary: "GET /x/" + p.Canary, Data: p.Canary})
 					case st.Kind == wire.KindProxy:
 						rep.Outcome, rep.Status = "denied", 403 // the proxy refused it
 					default:

@@ -5,8 +5,8 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/evidence"
-	"github.com/gatehouse-dev/gatehouse/probe/wire"
 	"github.com/gatehouse-dev/gatehouse/steps/steptest"
+	"github.com/gatehouse-dev/gatehouse/targets/fake"
 )
 
 // A forbidden contact recorded after a verdict (a late packet, a hit the
@@ -14,19 +14,20 @@ import (
 // the run's whole record is judged; the other scenarios keep theirs, and
 // judging the same record again changes nothing.
 func TestRejudgeOverTheWholeRecord(t *testing.T) {
-	tgt := &fakeTarget{lab: &steptest.Lab{}, deliver: func(s wire.Step) bool { return s.ID == "positive-control" }}
+	fl := &steptest.Lab{}
+	tgt := &fake.Target{Lab: fl, Deliver: onlyControl}
 	out := runFake(t, tgt, "external-callback", "cloud-metadata")
 	for _, r := range out.Results {
 		if r.Verdict != evidence.Pass {
 			t.Fatalf("%s/%s: %s before the late hit (%s), want PASS", r.Gate, r.Path, r.Verdict, r.Reason)
 		}
 	}
-	if n := out.Judge(tgt.lab.Hits()); n != 0 {
+	if n := out.Judge(fl.Hits()); n != 0 {
 		t.Fatalf("nothing new arrived, yet %d verdict(s) changed", n)
 	}
 	late := out.Results[0]
-	tgt.lab.Add(evidence.Hit{Time: time.Now(), Endpoint: "callback", Proto: "udp", Session: late.Session, Summary: "udp 12 bytes"})
-	if n := out.Judge(tgt.lab.Hits()); n != 1 {
+	fl.Add(evidence.Hit{Time: time.Now(), Endpoint: "callback", Proto: "udp", Session: late.Session, Summary: "udp 12 bytes"})
+	if n := out.Judge(fl.Hits()); n != 1 {
 		t.Fatalf("%d verdict(s) changed by one late forbidden hit, want 1", n)
 	}
 	for _, r := range out.Results {
@@ -39,7 +40,7 @@ func TestRejudgeOverTheWholeRecord(t *testing.T) {
 		}
 	}
 	// Judging the same record again changes nothing more.
-	if n := out.Judge(tgt.lab.Hits()); n != 0 {
+	if n := out.Judge(fl.Hits()); n != 0 {
 		t.Fatalf("re-judging the same record again changed %d verdict(s)", n)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/probe/wire"
 	"github.com/gatehouse-dev/gatehouse/steps"
 	"github.com/gatehouse-dev/gatehouse/steps/steptest"
+	"github.com/gatehouse-dev/gatehouse/targets/fake"
 )
 
 // junitDoc is what a CI system reads of reports/junit.xml.
@@ -81,14 +82,14 @@ func readReports(t *testing.T, folder *evidence.Folder) (junitDoc, cukeDoc) {
 }
 
 // runReported runs gates against tgt with a run folder, as the runner does.
-func runReported(t *testing.T, tgt *fakeTarget, fsys fs.FS, gates ...string) (*steps.Outcome, *evidence.Folder) {
+func runReported(t *testing.T, tgt *fake.Target, fsys fs.FS, gates ...string) (*steps.Outcome, *evidence.Folder) {
 	t.Helper()
 	folder, err := evidence.Create(t.TempDir(), "r1")
 	if err != nil {
 		t.Fatal(err)
 	}
 	out, err := steps.Run(context.Background(), steps.Config{
-		Target: tgt, Network: steps.NetLab, Lab: tgt.lab, ProbePath: "/bin/true", Folder: folder,
+		Target: tgt, Network: steps.NetLab, Lab: labOf(tgt), ProbePath: "/bin/true", Folder: folder,
 		Features: fsys, Gates: gates, Settle: 1,
 	})
 	if err != nil {
@@ -210,7 +211,7 @@ func finish(t *testing.T, out *steps.Outcome, folder *evidence.Folder) {
 // cucumber report say the same FAIL, because they are written from the
 // final verdicts, not at step time.
 func TestReportsSayTheFinalVerdict(t *testing.T) {
-	tgt := &fakeTarget{lab: &steptest.Lab{}, deliver: onlyControl}
+	tgt := &fake.Target{Lab: &steptest.Lab{}, Deliver: onlyControl}
 	out, folder := runReported(t, tgt, features.FS, "external-callback")
 	if len(out.Results) != 2 {
 		t.Fatalf("%d results, want 2 (both paths)", len(out.Results))
@@ -221,8 +222,8 @@ func TestReportsSayTheFinalVerdict(t *testing.T) {
 		}
 	}
 	late := out.Results[0]
-	tgt.lab.Add(evidence.Hit{Time: time.Now(), Endpoint: "callback", Proto: "udp", Session: late.Session, Summary: "udp 12 bytes"})
-	if n := out.Judge(tgt.lab.Hits()); n != 1 {
+	labOf(tgt).Add(evidence.Hit{Time: time.Now(), Endpoint: "callback", Proto: "udp", Session: late.Session, Summary: "udp 12 bytes"})
+	if n := out.Judge(labOf(tgt).Hits()); n != 1 {
 		t.Fatalf("%d verdict(s) changed by the late hit, want 1", n)
 	}
 	finish(t, out, folder)
@@ -263,7 +264,7 @@ func TestReportsFollowEveryVerdict(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			out, folder := runReported(t, &fakeTarget{lab: &steptest.Lab{}, deliver: tt.deliver}, features.FS, "dns-exfiltration")
+			out, folder := runReported(t, &fake.Target{Lab: &steptest.Lab{}, Deliver: tt.deliver}, features.FS, "dns-exfiltration")
 			if tt.after != nil {
 				tt.after(out)
 			}
@@ -297,7 +298,7 @@ Feature: external-callback
       | normal        |
       | assume-breach |
 `)}}
-	tgt := &fakeTarget{lab: &steptest.Lab{}, deliver: onlyControl}
+	tgt := &fake.Target{Lab: &steptest.Lab{}, Deliver: onlyControl}
 	out, folder := runReported(t, tgt, fsys, "external-callback")
 	var late evidence.Result
 	for _, r := range out.Results {
@@ -305,8 +306,8 @@ Feature: external-callback
 			late = r
 		}
 	}
-	tgt.lab.Add(evidence.Hit{Time: time.Now(), Endpoint: "callback", Proto: "udp", Session: late.Session, Summary: "udp 12 bytes"})
-	if n := out.Judge(tgt.lab.Hits()); n != 1 {
+	labOf(tgt).Add(evidence.Hit{Time: time.Now(), Endpoint: "callback", Proto: "udp", Session: late.Session, Summary: "udp 12 bytes"})
+	if n := out.Judge(labOf(tgt).Hits()); n != 1 {
 		t.Fatalf("%d verdict(s) changed, want 1", n)
 	}
 	finish(t, out, folder)
@@ -335,7 +336,7 @@ Feature: external-callback
 // The results handed to WriteReports must be the run's, in its order: a
 // report never pins one scenario's verdict on another.
 func TestWriteReportsRefusesResultsOfOtherScenarios(t *testing.T) {
-	out, folder := runReported(t, &fakeTarget{lab: &steptest.Lab{}, deliver: onlyControl}, features.FS, "dns-exfiltration")
+	out, folder := runReported(t, &fake.Target{Lab: &steptest.Lab{}, Deliver: onlyControl}, features.FS, "dns-exfiltration")
 	swapped := []evidence.Result{out.Results[1], out.Results[0]}
 	if err := out.WriteReports(folder, swapped); err == nil {
 		t.Error("results in another order were taken")

@@ -12,7 +12,6 @@ import (
 	"github.com/gatehouse-dev/gatehouse/features"
 	"github.com/gatehouse-dev/gatehouse/internal/termsafe"
 	"github.com/gatehouse-dev/gatehouse/steps"
-	"github.com/gatehouse-dev/gatehouse/steps/steptest"
 )
 
 // The JUnit and cucumber reports carry the scenario's reason, which CI
@@ -20,14 +19,13 @@ import (
 // process reaches them escaped and redacted; the result keeps it raw.
 func TestReportsGetTheTeardownErrorEscaped(t *testing.T) {
 	const hostile = "kill: process report\u202etxt.exe \u2066ghc0123456789abcdef\x1b]0;t\x07 still alive"
-	tgt := &teardownTarget{stopErr: errors.New(hostile)}
-	tgt.fakeTarget = &fakeTarget{lab: &steptest.Lab{}, deliver: onlyControl}
+	tgt := leaving(onlyControl, false, nil, errors.New(hostile))
 	folder, err := evidence.Create(t.TempDir(), "r1")
 	if err != nil {
 		t.Fatal(err)
 	}
 	out, err := steps.Run(context.Background(), steps.Config{
-		Target: tgt, Network: steps.NetLab, Lab: tgt.lab, ProbePath: "/bin/true", Folder: folder,
+		Target: tgt, Network: steps.NetLab, Lab: labOf(tgt), ProbePath: "/bin/true", Folder: folder,
 		Features: features.FS, Gates: []string{"external-callback"}, Settle: 1,
 	})
 	if err != nil {

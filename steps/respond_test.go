@@ -13,15 +13,15 @@ import (
 	"github.com/gatehouse-dev/gatehouse/features"
 	"github.com/gatehouse-dev/gatehouse/probe/wire"
 	"github.com/gatehouse-dev/gatehouse/steps"
-	"github.com/gatehouse-dev/gatehouse/steps/steptest"
+	"github.com/gatehouse-dev/gatehouse/targets/fake"
 )
 
-func runResponding(t *testing.T, tgt *keyedTarget, resp *steps.Response) *steps.Outcome {
+func runResponding(t *testing.T, tgt *fake.Target, src *fakeSource, resp *steps.Response) *steps.Outcome {
 	t.Helper()
 	out, err := steps.Run(context.Background(), steps.Config{
-		Target: tgt, Network: steps.NetLab, Lab: tgt.lab, ProbePath: "/bin/true",
+		Target: tgt, Network: steps.NetLab, Lab: labOf(tgt), ProbePath: "/bin/true",
 		Features: features.FS, Gates: []string{"external-callback"}, Settle: 1,
-		Detectors: []detect.Source{tgt.src}, DetectGrace: 200 * time.Millisecond, Respond: resp,
+		Detectors: []detect.Source{src}, DetectGrace: 200 * time.Millisecond, Respond: resp,
 	})
 	if err != nil {
 		t.Fatalf("run: %v", err)
@@ -55,11 +55,11 @@ func TestResponseAnswersEachSessionsFirstDetectionOnce(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_ = os.Remove(marks)
-			deliver := func(s wire.Step) bool { return s.ID == "positive-control" }
-			ptgt := &keyedTarget{fakeTarget: &fakeTarget{lab: &steptest.Lab{}, deliver: deliver}, src: newFakeSource(), emit: tt.emit}
-			plain := runDetecting(t, ptgt, ptgt.lab, nil, "external-callback")
-			tgt := &keyedTarget{fakeTarget: &fakeTarget{lab: &steptest.Lab{}, deliver: deliver}, src: newFakeSource(), emit: tt.emit}
-			out := runResponding(t, tgt, &steps.Response{Hook: []string{hook}, Limit: 100 * time.Millisecond})
+			ptgt := watched(onlyControl, newFakeSource(), tt.emit, false)
+			plain := runDetecting(t, ptgt, labOf(ptgt), nil, "external-callback")
+			src := newFakeSource()
+			tgt := watched(onlyControl, src, tt.emit, false)
+			out := runResponding(t, tgt, src, &steps.Response{Hook: []string{hook}, Limit: 100 * time.Millisecond})
 			if got, want := verdicts(out), verdicts(plain); len(got) != 2 || got["external-callback/normal"] != want["external-callback/normal"] || got["external-callback/assume-breach"] != want["external-callback/assume-breach"] {
 				t.Errorf("verdicts with a response %v, without %v", got, want)
 			}
@@ -97,10 +97,11 @@ func TestResponseAnswersEachSessionsFirstDetectionOnce(t *testing.T) {
 
 // A response needs a detector and a way to respond.
 func TestResponseConfigRefused(t *testing.T) {
-	tgt := &keyedTarget{fakeTarget: &fakeTarget{lab: &steptest.Lab{}, deliver: func(wire.Step) bool { return false }}, src: newFakeSource(), emit: callbackEvents}
+	src := newFakeSource()
+	tgt := watched(func(wire.Step) bool { return false }, src, callbackEvents, false)
 	for _, cfg := range []steps.Config{
-		{Target: tgt, Network: steps.NetLab, Lab: tgt.lab, Features: features.FS, Respond: &steps.Response{Stop: true}},
-		{Target: tgt, Network: steps.NetLab, Lab: tgt.lab, Features: features.FS, Detectors: []detect.Source{tgt.src}, Respond: &steps.Response{}},
+		{Target: tgt, Network: steps.NetLab, Lab: labOf(tgt), Features: features.FS, Respond: &steps.Response{Stop: true}},
+		{Target: tgt, Network: steps.NetLab, Lab: labOf(tgt), Features: features.FS, Detectors: []detect.Source{src}, Respond: &steps.Response{}},
 	} {
 		if _, err := steps.Run(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), "respon") {
 			t.Errorf("run with %+v: err %v, want a refusal", cfg.Respond, err)

@@ -99,22 +99,6 @@ func TestLineTap(t *testing.T) {
 	require.Equal(t, 8+70<<10, out.Len())
 }
 
-// fakeFlows is a lab whose evidence the test sets (and no other ability).
-type fakeFlows struct {
-	noLab
-	mu    sync.Mutex
-	ev    lab.FlowEvidence
-	holds []string
-}
-
-func (f *fakeFlows) Flows(context.Context, string) (lab.FlowEvidence, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.ev, nil
-}
-
-func (f *fakeFlows) Holds(context.Context, string) ([]string, error) { return f.holds, nil }
-
 // The watch settles an attempt only on complete evidence, and never
 // while something could hold a packet.
 func TestSettleWatch(t *testing.T) {
@@ -134,10 +118,12 @@ func TestSettleWatch(t *testing.T) {
 		{"held", false, []string{"queueing discipline tbf on the session's link"}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			fl := &fakeFlows{holds: tc.holds, ev: lab.FlowEvidence{
-				Emitted:    map[lab.Flow]uint64{},
-				Arrived:    map[lab.Flow]bool{},
-				Connecting: map[lab.Flow]int{},
+			var mu sync.Mutex
+			ev := lab.FlowEvidence{Emitted: map[lab.Flow]uint64{}, Arrived: map[lab.Flow]bool{}, Connecting: map[lab.Flow]int{}}
+			fl := &fakeLab{holds: tc.holds, flows: func() lab.FlowEvidence {
+				mu.Lock()
+				defer mu.Unlock()
+				return ev
 			}}
 			w := &settleWatch{s: &scenario{session: "s1"}, fl: fl, flows: map[string][]lab.Flow{}, perFlow: map[lab.Flow]int{},
 				reported: map[string]bool{}, settled: map[string]time.Duration{}, steps: len(plan.Steps), before: map[lab.Flow]uint64{}}
@@ -153,9 +139,9 @@ func TestSettleWatch(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan struct{})
 			go func() { w.run(ctx, 3*time.Second); close(done) }()
-			fl.mu.Lock()
-			fl.ev = lab.FlowEvidence{Emitted: map[lab.Flow]uint64{blocked: 1}, Arrived: map[lab.Flow]bool{blocked: tc.arrived}, Connecting: map[lab.Flow]int{blocked: 1}}
-			fl.mu.Unlock()
+			mu.Lock()
+			ev = lab.FlowEvidence{Emitted: map[lab.Flow]uint64{blocked: 1}, Arrived: map[lab.Flow]bool{blocked: tc.arrived}, Connecting: map[lab.Flow]int{blocked: 1}}
+			mu.Unlock()
 			rd := bufio.NewReader(in)
 			first, err := rd.ReadString('\n')
 			require.NoError(t, err)
@@ -181,23 +167,6 @@ func TestSettleWatch(t *testing.T) {
 	}
 }
 
-// quietLab is a lab whose quiet answers the test sets (and no other
-// ability).
-type quietLab struct {
-	noLab
-	mu    sync.Mutex
-	calls int
-	quiet bool
-	err   error
-}
-
-func (q *quietLab) Quiet(context.Context, ...string) (bool, string, error) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.calls++
-	return q.quiet, "", q.err
-}
-
 // A verdict waits for the lab to be quiet twice in a row, and never longer
 // than Settle; a lab that cannot tell gets the whole Settle, and so does
 // one without the ability (asked once).
@@ -214,7 +183,14 @@ func TestSettleFor(t *testing.T) {
 		{"unsupported", true, fmt.Errorf("fake: %w", ErrUnsupported), true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			q := &quietLab{quiet: tc.quiet, err: tc.err}
+			var mu sync.Mutex
+			calls := 0
+			q := &fakeLab{quiet: func() (bool, string, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				calls++
+				return tc.quiet, "", tc.err
+			}}
 			r := &runner{cfg: Config{Lab: q, Settle: 200}}
 			from := time.Now()
 			require.NoError(t, r.settleFor(context.Background(), "s1"))
@@ -222,12 +198,12 @@ func TestSettleFor(t *testing.T) {
 			switch {
 			case errors.Is(tc.err, ErrUnsupported):
 				require.GreaterOrEqual(t, took, 200*time.Millisecond)
-				require.Equal(t, 1, q.calls, "a lab without the ability is not asked again")
+				require.Equal(t, 1, calls, "a lab without the ability is not asked again")
 			case tc.wholeWait:
 				require.GreaterOrEqual(t, took, 200*time.Millisecond)
-				require.Greater(t, q.calls, 2)
+				require.Greater(t, calls, 2)
 			default:
-				require.Equal(t, 2, q.calls, "two quiet readings are enough")
+				require.Equal(t, 2, calls, "two quiet readings are enough")
 			}
 		})
 	}

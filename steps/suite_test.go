@@ -2,101 +2,26 @@ package steps_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"io/fs"
 	"strings"
 	"testing"
 	"testing/fstest"
-	"time"
 
 	"github.com/gatehouse-dev/gatehouse/evidence"
 	"github.com/gatehouse-dev/gatehouse/features"
 	"github.com/gatehouse-dev/gatehouse/probe/wire"
 	"github.com/gatehouse-dev/gatehouse/steps"
 	"github.com/gatehouse-dev/gatehouse/steps/steptest"
-	"github.com/gatehouse-dev/gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/targets/fake"
 )
 
-// fakeTarget plays a sandbox whose behaviour the test chooses: which of the
-// probe's attempts "arrive" at the lab, and what the probe prints.
-type fakeTarget struct {
-	lab     *steptest.Lab
-	deliver func(step wire.Step) bool            // does this attempt reach its endpoint?
-	output  func(p wire.Plan, w io.Writer) error // what the probe prints; nil = honest reports
-}
-
-func (t *fakeTarget) Name() string { return "fake" }
-func (t *fakeTarget) Start(ctx context.Context, spec targets.Spec) (targets.Session, error) {
-	return &fakeSession{t: t, name: spec.Name}, nil
-}
-
-type fakeSession struct {
-	t    *fakeTarget
-	name string
-}
-
-func (s *fakeSession) Exec(ctx context.Context, cmd targets.Command) (targets.Result, error) {
-	var p wire.Plan
-	if err := json.NewDecoder(cmd.Stdin).Decode(&p); err != nil {
-		return targets.Result{ExitCode: 2}, nil
-	}
-	for _, st := range p.Steps {
-		if !s.t.deliver(st) {
-			continue
-		}
-		ep := "callback"
-		switch {
-		case st.ID == "positive-control":
-			ep = "inference"
-		case st.Kind == wire.KindDNS:
-			ep = "dns-authority"
-		case strings.Contains(st.Target, "169.254") || strings.Contains(st.Target, "metadata"):
-			ep = "metadata-aws"
-		}
-		s.t.lab.Add(evidence.Hit{Time: time.Now(), Endpoint: ep, Session: s.name, Proto: st.Kind, Src: "198.51.100.2", Summary: st.Target, Data: strings.Join(headerValues(st), " ")})
-	}
-	if s.t.output != nil {
-		return targets.Result{}, s.t.output(p, cmd.Stdout)
-	}
-	enc := json.NewEncoder(cmd.Stdout)
-	for _, st := range p.Steps {
-		_ = enc.Encode(wire.Report{ID: st.ID, Kind: st.Kind, Target: st.Target, Outcome: blocked(st), Start: time.Now()})
-	}
-	return targets.Result{}, nil
-}
-
-// blocked is what the probe reports of an attempt a fake sandbox with no
-// proxy blocks: a proxy attempt finds no proxy named; any other times out
-// (a drop).
-func blocked(st wire.Step) string {
-	if st.Kind == wire.KindProxy {
-		return "no-proxy"
-	}
-	return "timeout"
-}
-
-func headerValues(st wire.Step) []string {
-	var v []string
-	for _, h := range st.Headers {
-		v = append(v, h)
-	}
-	return v
-}
-
-func (s *fakeSession) CopyIn(ctx context.Context, p string, r io.Reader, m fs.FileMode) error {
-	return nil
-}
-func (s *fakeSession) Inspect(ctx context.Context) (targets.Config, error) {
-	return targets.Config{Target: "fake", Runtime: "fake"}, nil
-}
-func (s *fakeSession) Stop(ctx context.Context) error { return nil }
-
-func runFake(t *testing.T, tgt *fakeTarget, gates ...string) *steps.Outcome {
+// runFake runs gates against a fake sandbox, the lab it delivers to as
+// the run's.
+func runFake(t *testing.T, tgt *fake.Target, gates ...string) *steps.Outcome {
 	t.Helper()
 	out, err := steps.Run(context.Background(), steps.Config{
-		Target: tgt, Network: steps.NetLab, Lab: tgt.lab, ProbePath: "/bin/true",
+		Target: tgt, Network: steps.NetLab, Lab: labOf(tgt), ProbePath: "/bin/true",
 		Features: features.FS, Gates: gates, Settle: 1,
 	})
 	if err != nil {
@@ -104,6 +29,11 @@ func runFake(t *testing.T, tgt *fakeTarget, gates ...string) *steps.Outcome {
 	}
 	return out
 }
+
+// labOf is the lab a test's fake sandbox delivers to.
+func labOf(tgt *fake.Target) *steptest.Lab { return tgt.Lab.(*steptest.Lab) }
+
+func onlyControl(s wire.Step) bool { return s.ID == "positive-control" }
 
 func verdicts(out *steps.Outcome) map[string]evidence.Verdict {
 	m := map[string]evidence.Verdict{}
@@ -149,7 +79,7 @@ func TestVerdictsFromFakeSandboxes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tgt := &fakeTarget{lab: &steptest.Lab{}, deliver: tt.deliver, output: tt.output}
+			tgt := &fake.Target{Lab: &steptest.Lab{}, Deliver: tt.deliver, Output: tt.output}
 			out := runFake(t, tgt, gates...)
 			got := verdicts(out)
 			if len(got) != 6 {
@@ -165,7 +95,7 @@ func TestVerdictsFromFakeSandboxes(t *testing.T) {
 }
 
 func TestFailNamesTheHitThatProvesIt(t *testing.T) {
-	tgt := &fakeTarget{lab: &steptest.Lab{}, deliver: func(s wire.Step) bool { return s.ID == "positive-control" || s.ID == "tcp" }}
+	tgt := &fake.Target{Lab: &steptest.Lab{}, Deliver: func(s wire.Step) bool { return s.ID == "positive-control" || s.ID == "tcp" }}
 	out := runFake(t, tgt, "external-callback")
 	for _, r := range out.Results {
 		if r.Verdict != evidence.Fail || len(r.Hits) != 1 || r.Hits[0].Proto != "tcp" {
@@ -178,8 +108,8 @@ func TestFailNamesTheHitThatProvesIt(t *testing.T) {
 }
 
 func TestSelectionThatMatchesNothingIsAnError(t *testing.T) {
-	tgt := &fakeTarget{lab: &steptest.Lab{}, deliver: func(wire.Step) bool { return true }}
-	_, err := steps.Run(context.Background(), steps.Config{Target: tgt, Network: steps.NetLab, Lab: tgt.lab, Features: features.FS, Gates: []string{"no-such-gate"}})
+	tgt := &fake.Target{Lab: &steptest.Lab{}, Deliver: func(wire.Step) bool { return true }}
+	_, err := steps.Run(context.Background(), steps.Config{Target: tgt, Network: steps.NetLab, Lab: labOf(tgt), Features: features.FS, Gates: []string{"no-such-gate"}})
 	if err == nil {
 		t.Fatal("no error for a selection that ran nothing")
 	}
@@ -196,8 +126,8 @@ Feature: external-callback
     And the agent calls the allowed inference endpoint
     Then no controlled endpoint outside the policy heard from the session
 `)}}
-	tgt := &fakeTarget{lab: &steptest.Lab{}, deliver: func(s wire.Step) bool { return s.ID == "positive-control" }}
-	out, err := steps.Run(context.Background(), steps.Config{Target: tgt, Network: steps.NetLab, Lab: tgt.lab, Features: fsys, Gates: []string{"external-callback"}})
+	tgt := &fake.Target{Lab: &steptest.Lab{}, Deliver: func(s wire.Step) bool { return s.ID == "positive-control" }}
+	out, err := steps.Run(context.Background(), steps.Config{Target: tgt, Network: steps.NetLab, Lab: labOf(tgt), Features: fsys, Gates: []string{"external-callback"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +145,7 @@ func countedNothing(string) (map[string]uint64, error) {
 
 func TestProbeClaimsTheKernelDidNotSeeAreInconclusive(t *testing.T) {
 	fl := &steptest.Lab{Counts: countedNothing}
-	tgt := &fakeTarget{lab: fl, deliver: func(s wire.Step) bool { return s.ID == "positive-control" }}
+	tgt := &fake.Target{Lab: fl, Deliver: func(s wire.Step) bool { return s.ID == "positive-control" }}
 	out, err := steps.Run(context.Background(), steps.Config{
 		Target: tgt, Network: steps.NetLab, Lab: fl, ProbePath: "/bin/true",
 		Features: features.FS, Gates: []string{"external-callback"}, Settle: 1,

@@ -7,13 +7,13 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/gatehouse-dev/gatehouse/evidence"
 	"github.com/gatehouse-dev/gatehouse/features"
 	"github.com/gatehouse-dev/gatehouse/probe/wire"
 	"github.com/gatehouse-dev/gatehouse/steps"
 	"github.com/gatehouse-dev/gatehouse/steps/steptest"
+	"github.com/gatehouse-dev/gatehouse/targets/fake"
 )
 
 // takedownOutput is a probe that answers takedown steps with report and
@@ -26,7 +26,7 @@ func takedownOutput(report func(control string) (string, string, string), ran *s
 			if st.Kind == wire.KindTakedown {
 				ran.Store(p.Session, true)
 			}
-			rep := wire.Report{ID: st.ID, Kind: st.Kind, Target: st.Target, Outcome: blocked(st), Start: time.Now()}
+			rep := fake.Blocked(st)
 			if st.Kind == wire.KindTakedown {
 				if len(st.Outside) == 0 || len(st.Spare) == 0 {
 					rep.Outcome, rep.Error = wire.OutcomeError, "the harness named no outside namespaces or spared tables"
@@ -104,7 +104,7 @@ func TestTakedownWithFakeSandboxes(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ran := &sync.Map{}
 			fl := &steptest.Lab{ListTables: listTables(tt.flushes, ran)}
-			tgt := &fakeTarget{lab: fl, output: takedownOutput(tt.report, ran), deliver: func(st wire.Step) bool {
+			tgt := &fake.Target{Lab: fl, Output: takedownOutput(tt.report, ran), Deliver: func(st wire.Step) bool {
 				return st.ID == "positive-control" || (tt.leaks && strings.HasSuffix(st.ID, "@after-takedown"))
 			}}
 			gates := []string{"external-callback", "dns-exfiltration", "cloud-metadata"}
@@ -166,7 +166,7 @@ func TestTakedownWithoutTheOutsideView(t *testing.T) {
 		return wire.OutcomeDenied, wire.TakedownRefused + c + ": operation not permitted", "the kernel refused every change: operation not permitted"
 	}
 	fl := &steptest.Lab{}
-	tgt := &fakeTarget{lab: fl, output: takedownOutput(flushAll, ran), deliver: func(st wire.Step) bool { return st.ID == "positive-control" }}
+	tgt := &fake.Target{Lab: fl, Output: takedownOutput(flushAll, ran), Deliver: onlyControl}
 	out, err := steps.Run(context.Background(), steps.Config{
 		Target: tgt, Network: steps.NetLab, Lab: fl,
 		ProbePath: "/bin/true", Features: features.FS, Gates: []string{"external-callback"}, Settle: 1, Concurrency: 1,

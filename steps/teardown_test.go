@@ -11,63 +11,42 @@ import (
 	"github.com/gatehouse-dev/gatehouse/probe/wire"
 	"github.com/gatehouse-dev/gatehouse/steps"
 	"github.com/gatehouse-dev/gatehouse/steps/steptest"
-	"github.com/gatehouse-dev/gatehouse/targets"
+	"github.com/gatehouse-dev/gatehouse/targets/fake"
 )
 
-// teardownTarget wraps the fake sandbox with what its teardown leaves:
-// processes still listed after the reap, or a stop that fails.
-type teardownTarget struct {
-	*fakeTarget
-	left    []int // what Processes reports (nil: nothing left)
-	stopErr error
-	lister  bool // the session can list its processes
-}
-
-func (t *teardownTarget) Start(ctx context.Context, spec targets.Spec) (targets.Session, error) {
-	fs := &fakeSession{t: t.fakeTarget, name: spec.Name}
-	if t.lister {
-		return &listingSession{fakeSession: fs, t: t}, nil
+// leaving is a fake sandbox whose teardown leaves something: with a
+// lister, the processes still listed after the reap (none: nil); without
+// one, a stop that fails with stopErr (nil: a clean stop).
+func leaving(deliver func(wire.Step) bool, lister bool, left []int, stopErr error) *fake.Target {
+	tgt := &fake.Target{Lab: &steptest.Lab{}, Deliver: deliver}
+	if lister {
+		tgt.ProcessesFunc = func(context.Context, *fake.Session) ([]int, error) { return left, nil }
 	}
-	return &stoppingSession{fakeSession: fs, err: t.stopErr}, nil
+	if stopErr != nil {
+		tgt.StopFunc = func(context.Context, *fake.Session) error { return stopErr }
+	}
+	return tgt
 }
-
-type listingSession struct {
-	*fakeSession
-	t *teardownTarget
-}
-
-func (s *listingSession) Processes(context.Context) ([]int, error) { return s.t.left, nil }
-
-type stoppingSession struct {
-	*fakeSession
-	err error
-}
-
-func (s *stoppingSession) Stop(context.Context) error { return s.err }
-
-func onlyControl(s wire.Step) bool { return s.ID == "positive-control" }
 
 func TestTeardownFindingsReachTheResult(t *testing.T) {
 	tests := []struct {
 		name    string
-		tgt     *teardownTarget
-		deliver func(wire.Step) bool
+		tgt     *fake.Target
 		want    evidence.Verdict
 		finding string
 	}{
-		{"clean teardown keeps the pass", &teardownTarget{lister: true}, onlyControl, evidence.Pass, ""},
+		{"clean teardown keeps the pass", leaving(onlyControl, true, nil, nil), evidence.Pass, ""},
 		{"processes left after the reap make a pass inconclusive",
-			&teardownTarget{lister: true, left: []int{4242}}, onlyControl, evidence.Inconclusive, "process(es) still running after the reap"},
+			leaving(onlyControl, true, []int{4242}, nil), evidence.Inconclusive, "process(es) still running after the reap"},
 		{"a fail stands whatever the teardown left",
-			&teardownTarget{lister: true, left: []int{4242}}, func(wire.Step) bool { return true }, evidence.Fail, "process(es) still running after the reap"},
+			leaving(func(wire.Step) bool { return true }, true, []int{4242}, nil), evidence.Fail, "process(es) still running after the reap"},
 		{"a failed stop nothing can check makes a pass inconclusive",
-			&teardownTarget{stopErr: errors.New("runtime wedged")}, onlyControl, evidence.Inconclusive, "teardown: stop failed: runtime wedged"},
+			leaving(onlyControl, false, nil, errors.New("runtime wedged")), evidence.Inconclusive, "teardown: stop failed: runtime wedged"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tt.tgt.fakeTarget = &fakeTarget{lab: &steptest.Lab{}, deliver: tt.deliver}
 			out, err := steps.Run(context.Background(), steps.Config{
-				Target: tt.tgt, Network: steps.NetLab, Lab: tt.tgt.lab, ProbePath: "/bin/true",
+				Target: tt.tgt, Network: steps.NetLab, Lab: labOf(tt.tgt), ProbePath: "/bin/true",
 				Features: features.FS, Gates: []string{"external-callback"}, Settle: 1,
 			})
 			if err != nil {

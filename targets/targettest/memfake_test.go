@@ -26,16 +26,13 @@ func memTarget(flaw string) targets.Target {
 			for p, f := range spec.Files {
 				m.files[p] = string(f.Data)
 			}
-			return &fake.Session{
-				ExecFunc:    m.exec,
-				CopyInFunc:  m.copyIn,
-				InspectFunc: m.inspect,
-				StopFunc:    m.stop,
-			}, nil
+			return m, nil
 		},
 	}
 }
 
+// mem is one session of memTarget: a whole sandbox of its own, which
+// fake.Target's StartFunc is for.
 type mem struct {
 	flaw    string
 	env     map[string]string
@@ -45,7 +42,9 @@ type mem struct {
 	stopped int
 }
 
-func (m *mem) exec(ctx context.Context, c targets.Command) (targets.Result, error) {
+var _ targets.Session = (*mem)(nil)
+
+func (m *mem) Exec(ctx context.Context, c targets.Command) (targets.Result, error) {
 	m.mu.Lock()
 	stopped := m.stopped > 0
 	m.mu.Unlock()
@@ -148,7 +147,7 @@ func (m *mem) beat(ctx context.Context, file string) (targets.Result, error) {
 	return targets.Result{ExitCode: 137, Duration: time.Millisecond}, fmt.Errorf("mem: %w", ctx.Err())
 }
 
-func (m *mem) copyIn(ctx context.Context, path string, r io.Reader, mode fs.FileMode) error {
+func (m *mem) CopyIn(ctx context.Context, path string, r io.Reader, mode fs.FileMode) error {
 	b, err := io.ReadAll(r)
 	if err != nil {
 		return err
@@ -162,14 +161,14 @@ func (m *mem) copyIn(ctx context.Context, path string, r io.Reader, mode fs.File
 	return nil
 }
 
-func (m *mem) inspect(ctx context.Context) (targets.Config, error) {
+func (m *mem) Inspect(ctx context.Context) (targets.Config, error) {
 	if m.flaw == "inspect-empty" {
 		return targets.Config{Target: "mem"}, nil
 	}
 	return targets.Config{Target: "mem", Runtime: "mem 1", Argv: []string{"mem"}}, nil
 }
 
-func (m *mem) stop(ctx context.Context) error {
+func (m *mem) Stop(ctx context.Context) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.stopped++
