@@ -5,8 +5,8 @@
 // endpoints; detection (did telemetry see it, how late) is scored apart, and
 // never by time alone.
 //
-// Sources live in their own packages (monitor/: Gatehouse's own eBPF
-// monitor; alerts/: Falco, Tetragon, audit and OCSF output) and deliver
+// Sources live in their own packages (internal/monitor/: Gatehouse's own eBPF
+// monitor; internal/alerts/: Falco, Tetragon, audit and OCSF output) and deliver
 // Events; the harness matches them to attempts with Match.
 package detect
 

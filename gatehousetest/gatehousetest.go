@@ -27,14 +27,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gatehouse-dev/gatehouse/doctor"
 	"github.com/gatehouse-dev/gatehouse/evidence"
 	"github.com/gatehouse-dev/gatehouse/evidence/index"
+	"github.com/gatehouse-dev/gatehouse/internal/doctor"
+	"github.com/gatehouse-dev/gatehouse/internal/probe/probetest"
+	"github.com/gatehouse-dev/gatehouse/internal/runner"
 	"github.com/gatehouse-dev/gatehouse/internal/scratch"
-	"github.com/gatehouse-dev/gatehouse/probe/probetest"
-	"github.com/gatehouse-dev/gatehouse/runner"
-	"github.com/gatehouse-dev/gatehouse/targets/kinds"
-	"github.com/gatehouse-dev/gatehouse/targets/profile"
+	"github.com/gatehouse-dev/gatehouse/internal/targets/kinds"
+	"github.com/gatehouse-dev/gatehouse/internal/targets/profile"
 )
 
 // Options says what to run. Only Profile is required; every zero value is

@@ -21,8 +21,8 @@ out=$(mktemp -d /tmp/gatehouse-bench-docker-XXXXXX)
 trap 'rm -rf "$out"' EXIT
 
 echo "== cold start over 20 sessions (ms): bare docker run vs Gatehouse session"
-go test -run '^$' -bench 'ColdStart' -benchtime 20x ./targets/docker | grep ^Benchmark | tee "$out/docker.txt"
-go test -run '^$' -bench 'SessionStart' -benchtime 20x ./targets/bwrap | grep ^Benchmark | tee "$out/bwrap.txt"
+go test -run '^$' -bench 'ColdStart' -benchtime 20x ./internal/targets/docker | grep ^Benchmark | tee "$out/docker.txt"
+go test -run '^$' -bench 'SessionStart' -benchtime 20x ./internal/targets/bwrap | grep ^Benchmark | tee "$out/bwrap.txt"
 awk '
   function metric(name,   i) { for (i = 1; i < NF; i++) if ($(i+1) == name) return $i; return "" }
   /^BenchmarkColdStart\// {

@@ -34,11 +34,11 @@ echo
 
 iters=20; [ -n "$quick" ] && iters=10
 echo "== bwrap: Gatehouse session vs bare bubblewrap, and lab attach (one benchmark, medians of $iters)"
-# One benchmark, so every ratio is measured in one run (targets/bwrap
+# One benchmark, so every ratio is measured in one run (internal/targets/bwrap
 # BenchmarkBareVsSession): bare = the argv the target builds for
 # bwrap-hardened, /bin/true as the command, in a namespace the lab attached
 # once; session = Start + Exec true + Stop in a freshly attached namespace.
-line=$(go test -run '^$' -bench 'BareVsSession' -benchtime "${iters}x" ./targets/bwrap 2>&1 | grep -E '^(Benchmark|--- SKIP)|FAIL|skip' | head -3)
+line=$(go test -run '^$' -bench 'BareVsSession' -benchtime "${iters}x" ./internal/targets/bwrap 2>&1 | grep -E '^(Benchmark|--- SKIP)|FAIL|skip' | head -3)
 echo "$line"
 bare=$(metric "$line" bare-ms) sess=$(metric "$line" session-ms) ratio=$(metric "$line" session/bare)
 att=$(metric "$line" attach-ms) det=$(metric "$line" detach-ms)
@@ -55,7 +55,7 @@ fig "lab attach (session namespace)" "${att:--}" ms 10
 
 echo
 echo "== lab bring-up and attach alone (lab Go benchmarks, 20 runs each)"
-go test -run '^$' -bench 'LabUp|Attach' -benchtime 20x ./lab | grep ^Benchmark
+go test -run '^$' -bench 'LabUp|Attach' -benchtime 20x ./internal/lab | grep ^Benchmark
 
 # whole_run KEY PROFILE [RUN FLAGS...]: BENCH_REPS whole runs, wall time of
 # each (the CLI from start to exit: lab, sessions, evidence) in KEY.wall,
@@ -198,18 +198,18 @@ if [ -z "$quick" ]; then
   echo "== wrapper targets: session vs bare wrapper start (Go benchmarks, 10 runs each; a session is Start + Exec true + Stop)"
   # firejail: BenchmarkSessionStart next to BenchmarkBareFirejail; srt and
   # codex: one benchmark each reporting both and their ratio (session/bare).
-  go test -run '^$' -bench 'SessionStart|BareFirejail' -benchtime 10x ./targets/exec | grep -E '^(Benchmark|--- SKIP)|skip'
-  go test -run '^$' -bench 'ColdStart' -benchtime 10x -v ./targets/realwrap | grep -E '^Benchmark|SKIP|not installed'
+  go test -run '^$' -bench 'SessionStart|BareFirejail' -benchtime 10x ./internal/targets/exec | grep -E '^(Benchmark|--- SKIP)|skip'
+  go test -run '^$' -bench 'ColdStart' -benchtime 10x -v ./internal/targets/realwrap | grep -E '^Benchmark|SKIP|not installed'
 
   # Detection: the builtin eBPF monitor's cost on a whole run (the network
-  # gates with and without it), then its own figures (monitor/ benchmarks).
+  # gates with and without it), then its own figures (internal/monitor/ benchmarks).
   echo
   echo "== the three network gates on bwrap-hardened, builtin monitor on (compare with '3 gates' above)"
   whole_run monitor bwrap-hardened --gates "$net3" --monitor builtin
   printf '  median %.2f s\n' "$(wall monitor)"
   echo
   echo "== builtin monitor: detection latency and events per second (Go benchmarks)"
-  go test -run '^$' -bench 'DetectionLatency|EventsPerSecond' -benchtime 500x ./monitor | grep -E '^Benchmark|SKIP'
+  go test -run '^$' -bench 'DetectionLatency|EventsPerSecond' -benchtime 500x ./internal/monitor | grep -E '^Benchmark|SKIP'
   echo
   bash scripts/bench-detection.sh
 

@@ -5,7 +5,7 @@ set -euo pipefail
 
 need=()
 command -v bwrap   >/dev/null || need+=(bubblewrap)
-# The firejail target (targets/exec, profile firejail-hardened.yaml).
+# The firejail target (internal/targets/exec, profile firejail-hardened.yaml).
 command -v firejail >/dev/null || need+=(firejail)
 command -v nft     >/dev/null || need+=(nftables)
 command -v ip      >/dev/null || need+=(iproute2)

@@ -8,7 +8,7 @@ package main
 import (
 	"os"
 
-	"github.com/gatehouse-dev/gatehouse/targets/docker/ocishim"
+	"github.com/gatehouse-dev/gatehouse/internal/targets/docker/ocishim"
 )
 
 func main() { os.Exit(ocishim.Main(os.Args[1:], os.Stderr)) }

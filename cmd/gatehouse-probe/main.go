@@ -11,8 +11,8 @@ import (
 	"context"
 	"os"
 
-	"github.com/gatehouse-dev/gatehouse/probe"
-	"github.com/gatehouse-dev/gatehouse/targets/supervisor"
+	"github.com/gatehouse-dev/gatehouse/internal/probe"
+	"github.com/gatehouse-dev/gatehouse/internal/targets/supervisor"
 )
 
 func main() {

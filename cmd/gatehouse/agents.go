@@ -10,7 +10,7 @@ import (
 	"os"
 	"text/tabwriter"
 
-	"github.com/gatehouse-dev/gatehouse/agents"
+	"github.com/gatehouse-dev/gatehouse/internal/agents"
 )
 
 const agentsHelp = `Usage: gatehouse agents list [--output json]
@@ -20,7 +20,7 @@ const agentsHelp = `Usage: gatehouse agents list [--output json]
 Real agent CLIs that 'gatehouse run --agent NAME' drives against the lab's
 scripted model on the normal path. Each adapter pins one exact version,
 fetched only from the npm registry over https; every tarball must have the
-sha512 integrity agents/lock.json pins in the repository (whatever the
+sha512 integrity internal/agents/lock.json pins in the repository (whatever the
 registry's metadata says; no package script runs). It is unpacked with no
 link followed, no hard link, device, FIFO or setuid bit, and bounded, into
 $GATEHOUSE_CACHE/agents/NAME-VERSION/ (default /var/cache/gatehouse) with a

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gatehouse-dev/gatehouse/agents"
 	"github.com/gatehouse-dev/gatehouse/evidence"
-	"github.com/gatehouse-dev/gatehouse/lab/model"
+	"github.com/gatehouse-dev/gatehouse/internal/agents"
+	"github.com/gatehouse-dev/gatehouse/internal/lab/model"
 )
 
 // agentGates are the gates the issue asks to see through every agent.

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gatehouse-dev/gatehouse/auditmon"
-	"github.com/gatehouse-dev/gatehouse/probe/probetest"
+	"github.com/gatehouse-dev/gatehouse/internal/auditmon"
+	"github.com/gatehouse-dev/gatehouse/internal/probe/probetest"
 )
 
 // needAuditMonitor skips where --monitor audit cannot run; it returns

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/gatehouse-dev/gatehouse/targets/profile"
+	"github.com/gatehouse-dev/gatehouse/internal/targets/profile"
 )
 
 // runCheck is `run --check`: everything `run` checks before it starts

@@ -11,13 +11,13 @@ import (
 	"testing"
 
 	"github.com/gatehouse-dev/gatehouse/features"
-	"github.com/gatehouse-dev/gatehouse/lab"
-	"github.com/gatehouse-dev/gatehouse/probe/probetest"
-	"github.com/gatehouse-dev/gatehouse/targets/profile"
+	"github.com/gatehouse-dev/gatehouse/internal/lab"
+	"github.com/gatehouse-dev/gatehouse/internal/probe/probetest"
+	"github.com/gatehouse-dev/gatehouse/internal/targets/profile"
 )
 
 func brokenProfile(name string) string {
-	return filepath.Join("..", "..", "targets", "profile", "testdata", "broken", name)
+	return filepath.Join("..", "..", "internal", "targets", "profile", "testdata", "broken", name)
 }
 
 func needNFT(t *testing.T) {

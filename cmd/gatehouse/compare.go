@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/evidence/comparison"
+	"github.com/gatehouse-dev/gatehouse/internal/runner"
 	"github.com/gatehouse-dev/gatehouse/internal/termsafe"
-	"github.com/gatehouse-dev/gatehouse/runner"
 	"github.com/gatehouse-dev/gatehouse/targets"
 )
 

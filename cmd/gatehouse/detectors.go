@@ -12,12 +12,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gatehouse-dev/gatehouse/alerts"
-	"github.com/gatehouse-dev/gatehouse/auditmon"
 	"github.com/gatehouse-dev/gatehouse/detect"
 	"github.com/gatehouse-dev/gatehouse/features"
-	"github.com/gatehouse-dev/gatehouse/monitor"
-	"github.com/gatehouse-dev/gatehouse/steps"
+	"github.com/gatehouse-dev/gatehouse/internal/alerts"
+	"github.com/gatehouse-dev/gatehouse/internal/auditmon"
+	"github.com/gatehouse-dev/gatehouse/internal/monitor"
+	"github.com/gatehouse-dev/gatehouse/internal/steps"
 )
 
 // detectFlags are run's detection sources: Gatehouse's own monitor, the

@@ -10,12 +10,12 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/detect"
 	"github.com/gatehouse-dev/gatehouse/evidence"
-	"github.com/gatehouse-dev/gatehouse/targets/docker"
+	"github.com/gatehouse-dev/gatehouse/internal/targets/docker"
 )
 
 // The builtin monitor on docker sessions: a container descends from the
 // engine's shim, not from us, so it is watched by the cgroup its processes
-// run in (targets/docker/keys.go). Every observable network attempt is
+// run in (internal/targets/docker/keys.go). Every observable network attempt is
 // detected with a latency on docker-leaky (where it got through) and on
 // docker-hardened (where the ruleset refused it), the verdicts are the ones
 // without a monitor, and nothing of the monitor stays loaded.

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/gatehouse-dev/gatehouse/evidence"
-	"github.com/gatehouse-dev/gatehouse/targets/docker"
+	"github.com/gatehouse-dev/gatehouse/internal/targets/docker"
 )
 
 // allGates are the nine gates, each run on both paths.

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/gatehouse-dev/gatehouse/doctor"
+	"github.com/gatehouse-dev/gatehouse/internal/doctor"
 )
 
 const doctorHelp = `Usage: gatehouse doctor [--output text|json]

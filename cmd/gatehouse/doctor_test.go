@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gatehouse-dev/gatehouse/doctor"
+	"github.com/gatehouse-dev/gatehouse/internal/doctor"
 )
 
 // On this machine (the CI's kind), the doctor says a bwrap run can work,

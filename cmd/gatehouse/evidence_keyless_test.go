@@ -13,7 +13,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/evidence"
 	"github.com/gatehouse-dev/gatehouse/evidence/keyless"
 	"github.com/gatehouse-dev/gatehouse/evidence/keyless/keylesstest"
-	"github.com/gatehouse-dev/gatehouse/probe/probetest"
+	"github.com/gatehouse-dev/gatehouse/internal/probe/probetest"
 )
 
 const (

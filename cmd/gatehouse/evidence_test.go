@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/gatehouse-dev/gatehouse/evidence/index"
-	"github.com/gatehouse-dev/gatehouse/probe/probetest"
-	"github.com/gatehouse-dev/gatehouse/targets/kinds"
+	"github.com/gatehouse-dev/gatehouse/internal/probe/probetest"
+	"github.com/gatehouse-dev/gatehouse/internal/targets/kinds"
 )
 
 // signedRun is one real run of the external-callback gate, as the CLI left it.

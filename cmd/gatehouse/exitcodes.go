@@ -9,7 +9,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/evidence"
 	"github.com/gatehouse-dev/gatehouse/evidence/ocistore"
-	"github.com/gatehouse-dev/gatehouse/runner"
+	"github.com/gatehouse-dev/gatehouse/internal/runner"
 )
 
 // Exit codes, shared by every verb. A verb never picks one: it returns an

@@ -16,7 +16,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/evidence"
 	"github.com/gatehouse-dev/gatehouse/evidence/ocistore"
-	"github.com/gatehouse-dev/gatehouse/runner"
+	"github.com/gatehouse-dev/gatehouse/internal/runner"
 )
 
 func resultsOf(vs ...evidence.Verdict) []evidence.Result {

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/gatehouse-dev/gatehouse/features"
-	"github.com/gatehouse-dev/gatehouse/steps"
+	"github.com/gatehouse-dev/gatehouse/internal/steps"
 	"io"
 	"strconv"
 	"strings"
@@ -14,7 +14,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/evidence/bundle"
 	"github.com/gatehouse-dev/gatehouse/evidence/gate"
 	"github.com/gatehouse-dev/gatehouse/evidence/index"
-	"github.com/gatehouse-dev/gatehouse/targets/kinds"
+	"github.com/gatehouse-dev/gatehouse/internal/targets/kinds"
 )
 
 const gateHelp = `Usage: gatehouse gate (--key cosign.pub | --certificate-identity ID

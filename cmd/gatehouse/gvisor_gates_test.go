@@ -10,7 +10,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/evidence"
 	"github.com/gatehouse-dev/gatehouse/evidence/index"
-	"github.com/gatehouse-dev/gatehouse/targets/docker"
+	"github.com/gatehouse-dev/gatehouse/internal/targets/docker"
 )
 
 // TestGvisorGoferOnHostNetwork: gvisor-hardened with one mistake, runsc's

@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/evidence"
-	"github.com/gatehouse-dev/gatehouse/ledger"
-	"github.com/gatehouse-dev/gatehouse/probe/probetest"
-	"github.com/gatehouse-dev/gatehouse/probe/wire"
+	"github.com/gatehouse-dev/gatehouse/internal/ledger"
+	"github.com/gatehouse-dev/gatehouse/internal/probe/probetest"
+	"github.com/gatehouse-dev/gatehouse/internal/probe/wire"
 )
 
 // writingGates are the gates whose probe writes: notes in every place

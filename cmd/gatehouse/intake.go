@@ -18,11 +18,11 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/internal/lab/intake"
+	"github.com/gatehouse-dev/gatehouse/internal/lab/intake/contract"
+	"github.com/gatehouse-dev/gatehouse/internal/runner"
 	"github.com/gatehouse-dev/gatehouse/internal/scratch"
 	"github.com/gatehouse-dev/gatehouse/internal/termsafe"
-	"github.com/gatehouse-dev/gatehouse/lab/intake"
-	"github.com/gatehouse-dev/gatehouse/lab/intake/contract"
-	"github.com/gatehouse-dev/gatehouse/runner"
 )
 
 const intakeHelp = `Usage: gatehouse intake --url URL --token-cmd CMD [--contract intake.yaml] [--out DIR] [--key cosign.key]

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/evidence"
-	"github.com/gatehouse-dev/gatehouse/lab/intake"
-	"github.com/gatehouse-dev/gatehouse/lab/intake/contract"
+	"github.com/gatehouse-dev/gatehouse/internal/lab/intake"
+	"github.com/gatehouse-dev/gatehouse/internal/lab/intake/contract"
 )
 
 // The reference service through the whole verb: its token command is this

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gatehouse-dev/gatehouse/probe/probetest"
+	"github.com/gatehouse-dev/gatehouse/internal/probe/probetest"
 )
 
 // Ctrl-C in the middle of a run: exit 3, no run folder that looks complete,

@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/internal/ledger"
+	"github.com/gatehouse-dev/gatehouse/internal/probe/probetest"
 	"github.com/gatehouse-dev/gatehouse/internal/scratch"
-	"github.com/gatehouse-dev/gatehouse/ledger"
-	"github.com/gatehouse-dev/gatehouse/probe/probetest"
-	"github.com/gatehouse-dev/gatehouse/targets/profile"
+	"github.com/gatehouse-dev/gatehouse/internal/targets/profile"
 )
 
 // asGatehouse makes the test binary act as the gatehouse command (TestMain).

@@ -16,9 +16,9 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/internal/hostenv"
-	"github.com/gatehouse-dev/gatehouse/lab"
-	"github.com/gatehouse-dev/gatehouse/ledger"
-	"github.com/gatehouse-dev/gatehouse/runner"
+	"github.com/gatehouse-dev/gatehouse/internal/lab"
+	"github.com/gatehouse-dev/gatehouse/internal/ledger"
+	"github.com/gatehouse-dev/gatehouse/internal/runner"
 )
 
 const labHelp = `Usage: gatehouse lab up [--detach] [--docker] | down | status

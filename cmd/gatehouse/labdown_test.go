@@ -7,7 +7,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/gatehouse-dev/gatehouse/ledger"
+	"github.com/gatehouse-dev/gatehouse/internal/ledger"
 )
 
 // `lab down --all` while another run holds its ledger refuses, names the

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/evidence"
-	"github.com/gatehouse-dev/gatehouse/steps"
+	"github.com/gatehouse-dev/gatehouse/internal/steps"
 )
 
 // On a terminal the progress lines pass through unchanged and one status

@@ -15,8 +15,8 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/gatehouse-dev/gatehouse/ledger"
-	"github.com/gatehouse-dev/gatehouse/targets/docker"
+	"github.com/gatehouse-dev/gatehouse/internal/ledger"
+	"github.com/gatehouse-dev/gatehouse/internal/targets/docker"
 )
 
 type verb struct {

@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gatehouse-dev/gatehouse/auditmon"
 	"github.com/gatehouse-dev/gatehouse/detect"
 	"github.com/gatehouse-dev/gatehouse/evidence"
-	"github.com/gatehouse-dev/gatehouse/monitor"
+	"github.com/gatehouse-dev/gatehouse/internal/auditmon"
+	"github.com/gatehouse-dev/gatehouse/internal/monitor"
 )
 
 // The builtin monitor, on a real run: every observable network attempt is

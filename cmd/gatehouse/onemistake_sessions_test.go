@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/gatehouse-dev/gatehouse/evidence"
-	"github.com/gatehouse-dev/gatehouse/targets/kinds"
-	"github.com/gatehouse-dev/gatehouse/targets/profile"
+	"github.com/gatehouse-dev/gatehouse/internal/targets/kinds"
+	"github.com/gatehouse-dev/gatehouse/internal/targets/profile"
 )
 
 // crossSessionGates are the session gates and their neighbours: a mistake in

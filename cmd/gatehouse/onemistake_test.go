@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/gatehouse-dev/gatehouse/evidence"
-	"github.com/gatehouse-dev/gatehouse/lab"
+	"github.com/gatehouse-dev/gatehouse/internal/lab"
 )
 
 // One-mistake profiles (testdata/profiles): bwrap-hardened with exactly one

@@ -20,7 +20,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/evidence"
 	"github.com/gatehouse-dev/gatehouse/evidence/bundle"
 	"github.com/gatehouse-dev/gatehouse/evidence/ocistore"
-	"github.com/gatehouse-dev/gatehouse/probe/probetest"
+	"github.com/gatehouse-dev/gatehouse/internal/probe/probetest"
 )
 
 // signedArchivedRun makes a key pair and one real signed, archived run of

@@ -6,11 +6,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gatehouse-dev/gatehouse/agents"
 	"github.com/gatehouse-dev/gatehouse/evidence"
-	"github.com/gatehouse-dev/gatehouse/targets/kinds"
+	"github.com/gatehouse-dev/gatehouse/internal/agents"
+	"github.com/gatehouse-dev/gatehouse/internal/targets/kinds"
+	"github.com/gatehouse-dev/gatehouse/internal/targets/realwrap"
 	"github.com/gatehouse-dev/gatehouse/targets/profiles"
-	"github.com/gatehouse-dev/gatehouse/targets/realwrap"
 )
 
 // needTool skips when the shipped profile's tool is not in the cache.

@@ -13,9 +13,9 @@ import (
 	"github.com/gatehouse-dev/gatehouse/corpus"
 	"github.com/gatehouse-dev/gatehouse/evidence"
 	"github.com/gatehouse-dev/gatehouse/features"
-	"github.com/gatehouse-dev/gatehouse/runner"
-	"github.com/gatehouse-dev/gatehouse/steps"
-	"github.com/gatehouse-dev/gatehouse/targets/profile"
+	"github.com/gatehouse-dev/gatehouse/internal/runner"
+	"github.com/gatehouse-dev/gatehouse/internal/steps"
+	"github.com/gatehouse-dev/gatehouse/internal/targets/profile"
 )
 
 const rehearseHelp = `Usage: gatehouse rehearse triage --profile FILE --repo DIR --report FILE

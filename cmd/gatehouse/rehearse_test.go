@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/evidence"
-	"github.com/gatehouse-dev/gatehouse/probe/probetest"
-	"github.com/gatehouse-dev/gatehouse/runner"
-	"github.com/gatehouse-dev/gatehouse/steps"
+	"github.com/gatehouse-dev/gatehouse/internal/probe/probetest"
+	"github.com/gatehouse-dev/gatehouse/internal/runner"
+	"github.com/gatehouse-dev/gatehouse/internal/steps"
 )
 
 // rehearsalRepo copies the fixture repository into a temporary folder and

@@ -18,11 +18,11 @@ import (
 	"github.com/gatehouse-dev/gatehouse/evidence/keyless"
 	"github.com/gatehouse-dev/gatehouse/evidence/keys"
 	"github.com/gatehouse-dev/gatehouse/features"
+	"github.com/gatehouse-dev/gatehouse/internal/ledger"
+	"github.com/gatehouse-dev/gatehouse/internal/runner"
+	"github.com/gatehouse-dev/gatehouse/internal/steps"
+	"github.com/gatehouse-dev/gatehouse/internal/targets/kinds"
 	"github.com/gatehouse-dev/gatehouse/internal/termsafe"
-	"github.com/gatehouse-dev/gatehouse/ledger"
-	"github.com/gatehouse-dev/gatehouse/runner"
-	"github.com/gatehouse-dev/gatehouse/steps"
-	"github.com/gatehouse-dev/gatehouse/targets/kinds"
 )
 
 const runHelp = `Usage: gatehouse run --profile FILE [--target NAME] [--gates LIST] [--out DIR]

@@ -16,9 +16,9 @@ import (
 	"github.com/gatehouse-dev/gatehouse/evidence"
 	"github.com/gatehouse-dev/gatehouse/evidence/keyless"
 	"github.com/gatehouse-dev/gatehouse/evidence/keys"
-	"github.com/gatehouse-dev/gatehouse/lab"
-	"github.com/gatehouse-dev/gatehouse/ledger"
-	"github.com/gatehouse-dev/gatehouse/probe/probetest"
+	"github.com/gatehouse-dev/gatehouse/internal/lab"
+	"github.com/gatehouse-dev/gatehouse/internal/ledger"
+	"github.com/gatehouse-dev/gatehouse/internal/probe/probetest"
 )
 
 // needSandbox skips, with the reason, where real sandboxes cannot run.

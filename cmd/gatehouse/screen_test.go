@@ -18,11 +18,11 @@ import (
 	"github.com/gatehouse-dev/gatehouse/evidence/bundle"
 	"github.com/gatehouse-dev/gatehouse/evidence/comparison"
 	"github.com/gatehouse-dev/gatehouse/evidence/diff"
+	"github.com/gatehouse-dev/gatehouse/internal/lab"
+	"github.com/gatehouse-dev/gatehouse/internal/lab/intake"
+	"github.com/gatehouse-dev/gatehouse/internal/lab/intake/contract"
+	"github.com/gatehouse-dev/gatehouse/internal/steps"
 	"github.com/gatehouse-dev/gatehouse/internal/termsafe"
-	"github.com/gatehouse-dev/gatehouse/lab"
-	"github.com/gatehouse-dev/gatehouse/lab/intake"
-	"github.com/gatehouse-dev/gatehouse/lab/intake/contract"
-	"github.com/gatehouse-dev/gatehouse/steps"
 )
 
 // hostile is what a sandbox can put in a hit summary, a file name in the

@@ -10,7 +10,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/evidence/bundle"
 	"github.com/gatehouse-dev/gatehouse/evidence/index"
 	"github.com/gatehouse-dev/gatehouse/evidence/keyless"
-	"github.com/gatehouse-dev/gatehouse/runner"
+	"github.com/gatehouse-dev/gatehouse/internal/runner"
 )
 
 // seal finishes a complete run folder through runner.Finish (report.html,

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/gatehouse-dev/gatehouse/evidence/index"
-	"github.com/gatehouse-dev/gatehouse/runner"
+	"github.com/gatehouse-dev/gatehouse/internal/runner"
 )
 
 const sealHelp = `Usage: gatehouse seal (--key cosign.key | --keyless --trusted-root FILE ...)

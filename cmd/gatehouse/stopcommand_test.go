@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gatehouse-dev/gatehouse/probe/probetest"
+	"github.com/gatehouse-dev/gatehouse/internal/probe/probetest"
 )
 
 // A platform with its own stop names it in the profile; the stop-signal gate

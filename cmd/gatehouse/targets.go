@@ -8,11 +8,11 @@ import (
 	"os"
 	"sync"
 
-	"github.com/gatehouse-dev/gatehouse/runner"
+	"github.com/gatehouse-dev/gatehouse/internal/runner"
+	"github.com/gatehouse-dev/gatehouse/internal/targets/docker"
+	"github.com/gatehouse-dev/gatehouse/internal/targets/docker/dockerkind"
+	"github.com/gatehouse-dev/gatehouse/internal/targets/profile"
 	"github.com/gatehouse-dev/gatehouse/targets"
-	"github.com/gatehouse-dev/gatehouse/targets/docker"
-	"github.com/gatehouse-dev/gatehouse/targets/docker/dockerkind"
-	"github.com/gatehouse-dev/gatehouse/targets/profile"
 )
 
 // newTarget makes a target by runner's registry of adapters. A target that

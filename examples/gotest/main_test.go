@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/gatehouse-dev/gatehouse/ledger"
+	"github.com/gatehouse-dev/gatehouse/internal/ledger"
 )
 
 // TestMain closes the ledger after the tests, as main does: a test binary

@@ -8,14 +8,14 @@ import (
 	"testing"
 )
 
-// Every step phrase registered in steps/ has its line in docs/ci.md, so a
+// Every step phrase registered in internal/steps/ has its line in docs/ci.md, so a
 // team writing its own features sees the whole vocabulary.
 func TestStepVocabularyIsDocumented(t *testing.T) {
 	doc, err := os.ReadFile("../../docs/ci.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	files, _ := filepath.Glob("../../steps/*.go")
+	files, _ := filepath.Glob("../../internal/steps/*.go")
 	step := regexp.MustCompile("sc\\.Step\\(`\\^(.+?)\\$`")
 	n := 0
 	for _, f := range files {
@@ -45,6 +45,6 @@ func TestStepVocabularyIsDocumented(t *testing.T) {
 		}
 	}
 	if n < 15 {
-		t.Fatalf("found only %d step registrations in steps/*.go: the pattern no longer matches them", n)
+		t.Fatalf("found only %d step registrations in internal/steps/*.go: the pattern no longer matches them", n)
 	}
 }

@@ -29,7 +29,7 @@ import (
 const maxFile = 4 << 20
 
 // Layer is one row of a layer table: a name and the packages in it, as
-// paths relative to the module ("lab", "targets/profile"; "internal/..."
+// paths relative to the module ("lab", "internal/targets/profile"; "internal/..."
 // is internal and everything under it). The most specific pattern wins.
 type Layer struct {
 	Name     string
@@ -178,7 +178,7 @@ func imports(root string, tests bool) (map[string][]string, error) {
 }
 
 // Fence is a package that only some packages may import: Importers are
-// patterns as in Layer ("cmd/gatehouse-probe", "probe/..."), and Why says
+// patterns as in Layer ("cmd/gatehouse-probe", "internal/probe/..."), and Why says
 // what the fence keeps apart.
 type Fence struct {
 	Pkg       string

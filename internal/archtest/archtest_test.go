@@ -21,23 +21,23 @@ var layers = []archtest.Layer{
 	// helpers, embedded data, the probe's wire format, and the probe (its
 	// attempts: fenced, see fences)
 	{"base", []string{
-		"internal/...", "ledger", "detect", "corpus", "features", "probe/wire", "probe", "probe/probetest",
-		"targets/egress", "targets/docker/ocishim", "targets/profiles", "evidence/keys", "evidence/keyless/...", "lab/intake",
+		"internal/...", "internal/ledger", "detect", "corpus", "features", "internal/probe/wire", "internal/probe", "internal/probe/probetest",
+		"internal/targets/egress", "internal/targets/docker/ocishim", "targets/profiles", "evidence/keys", "evidence/keyless/...", "internal/lab/intake",
 	}},
 	// evidence records and what reads them: bundle, index, gate, diff, report
-	{"records", []string{"evidence", "evidence/...", "lab/model", "lab/intake/contract"}},
+	{"records", []string{"evidence", "evidence/...", "internal/lab/model", "internal/lab/intake/contract"}},
 	// the controlled endpoints
-	{"lab", []string{"lab", "lab/labproxy"}},
+	{"lab", []string{"internal/lab", "internal/lab/labproxy"}},
 	// the target contract, the profile, the adapters (each with its profile
-	// kind, listed in targets/kinds), and the host-process
+	// kind, listed in internal/targets/kinds), and the host-process
 	// session kit that bwrap and exec embed
-	{"targets", []string{"targets", "targets/...", "internal/hostsession"}},
+	{"targets", []string{"targets", "targets/...", "internal/targets/...", "internal/hostsession"}},
 	// monitors, alert readers, the agent CLIs, doctor
-	{"detectors+agents", []string{"agents", "alerts", "auditmon", "monitor", "doctor"}},
+	{"detectors+agents", []string{"internal/agents", "internal/alerts", "internal/auditmon", "internal/monitor", "internal/doctor"}},
 	// the godog steps
-	{"suite", []string{"steps", "steps/steptest"}},
+	{"suite", []string{"internal/steps", "internal/steps/steptest"}},
 	// the one pipeline
-	{"runner", []string{"runner"}},
+	{"runner", []string{"internal/runner"}},
 	// what people and CI run: the CLI, gatehousetest, examples, scripts
 	{"faces", []string{"cmd/...", "gatehousetest", "examples/...", "scripts/..."}},
 }
@@ -50,18 +50,18 @@ var layers = []archtest.Layer{
 var knownUpward []archtest.Exception
 
 // knownDuplicates are the pairs of files that may share a run of minRun
-// lines. None today: the copies targets/bwrap and targets/exec had are one
+// lines. None today: the copies internal/targets/bwrap and internal/targets/exec had are one
 // host-session kit (internal/hostsession). An entry here must say why, and
 // the test fails once it no longer holds.
 var knownDuplicates []archtest.Exception
 
 // fences are the packages only some packages may import. The probe's
 // attempts are linked into the probe binary alone: the harness speaks to
-// the probe through package probe/wire (plan, step, report, kinds, facts),
+// the probe through package internal/probe/wire (plan, step, report, kinds, facts),
 // never by importing what runs in the guest. Only the probe's own tests may
 // import it besides; probetest builds the binary and imports nothing of it.
 var fences = []archtest.Fence{
-	{Pkg: "probe", Importers: []string{"cmd/gatehouse-probe", "probe"}, Why: "the guest's attempts; the harness imports probe/wire"},
+	{Pkg: "internal/probe", Importers: []string{"cmd/gatehouse-probe", "internal/probe"}, Why: "the guest's attempts; the harness imports internal/probe/wire"},
 }
 
 // TestArchitecture is the guard make test runs: imports only go down the

@@ -13,7 +13,7 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/gatehouse-dev/gatehouse/probe/wire"
+	"github.com/gatehouse-dev/gatehouse/internal/probe/wire"
 )
 
 // Cred is a credential-shaped value a hunt came across. The value itself

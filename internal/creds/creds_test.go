@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gatehouse-dev/gatehouse/probe/wire"
+	"github.com/gatehouse-dev/gatehouse/internal/probe/wire"
 )
 
 // Every value below is made up for this test, assembled from pieces so

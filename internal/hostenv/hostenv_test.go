@@ -46,7 +46,7 @@ func TestEnvPassesTheAllowListOnly(t *testing.T) {
 // guestSide are the folders whose code runs inside a sandbox or as a
 // runtime's own child, where the environment is the sandbox's or the
 // runtime's, not the harness's.
-var guestSide = []string{"probe", "cmd/gatehouse-probe", "targets/supervisor", "targets/docker/ocishim", "scripts", "internal/hostenv"}
+var guestSide = []string{"internal/probe", "cmd/gatehouse-probe", "internal/targets/supervisor", "internal/targets/docker/ocishim", "scripts", "internal/hostenv"}
 
 var (
 	startsChild = regexp.MustCompile(`\b(os)?exec\.Command(Context)?\(|&(os)?exec\.Cmd\{|\bsyscall\.(ForkExec|Exec|StartProcess)\(|\bos\.StartProcess\(`)

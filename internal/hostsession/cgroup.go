@@ -15,7 +15,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/internal/cgroupfs"
 	"github.com/gatehouse-dev/gatehouse/internal/hostproc"
-	"github.com/gatehouse-dev/gatehouse/ledger"
+	"github.com/gatehouse-dev/gatehouse/internal/ledger"
 )
 
 // Cgroup is a cgroup v2 folder that holds every process of a session.

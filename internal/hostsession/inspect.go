@@ -13,7 +13,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/detect"
 	"github.com/gatehouse-dev/gatehouse/internal/hostproc"
-	"github.com/gatehouse-dev/gatehouse/probe/wire"
+	"github.com/gatehouse-dev/gatehouse/internal/probe/wire"
 	"github.com/gatehouse-dev/gatehouse/targets"
 )
 

@@ -16,7 +16,7 @@ import (
 	"github.com/gatehouse-dev/gatehouse/internal/auid"
 	"github.com/gatehouse-dev/gatehouse/internal/hostproc"
 	_ "github.com/gatehouse-dev/gatehouse/internal/mainthread" // keep locked goroutines off the main thread
-	"github.com/gatehouse-dev/gatehouse/targets/supervisor"
+	"github.com/gatehouse-dev/gatehouse/internal/targets/supervisor"
 )
 
 // Launch starts cmd, the runtime with the init as its command, as the

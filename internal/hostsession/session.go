@@ -1,5 +1,5 @@
 // Package hostsession is the kit every target that runs its sandbox as a
-// host process embeds (targets/bwrap, targets/exec): one runtime process
+// host process embeds (internal/targets/bwrap, internal/targets/exec): one runtime process
 // (bubblewrap, a team's wrapper) started once per session with the
 // session's init as its command, in a cgroup of its own.
 //
@@ -24,9 +24,9 @@ import (
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/internal/hostproc"
+	"github.com/gatehouse-dev/gatehouse/internal/targets/profile"
+	"github.com/gatehouse-dev/gatehouse/internal/targets/supervisor"
 	"github.com/gatehouse-dev/gatehouse/targets"
-	"github.com/gatehouse-dev/gatehouse/targets/profile"
-	"github.com/gatehouse-dev/gatehouse/targets/supervisor"
 )
 
 // ErrStopped is returned by every call on a stopped session.

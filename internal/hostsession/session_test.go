@@ -6,7 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"github.com/gatehouse-dev/gatehouse/ledger"
+	"github.com/gatehouse-dev/gatehouse/internal/ledger"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,10 +20,10 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/internal/cgroupfs"
 	"github.com/gatehouse-dev/gatehouse/internal/hostsession"
-	"github.com/gatehouse-dev/gatehouse/probe/probetest"
+	"github.com/gatehouse-dev/gatehouse/internal/probe/probetest"
+	"github.com/gatehouse-dev/gatehouse/internal/targets/profile"
+	"github.com/gatehouse-dev/gatehouse/internal/targets/supervisor"
 	"github.com/gatehouse-dev/gatehouse/targets"
-	"github.com/gatehouse-dev/gatehouse/targets/profile"
-	"github.com/gatehouse-dev/gatehouse/targets/supervisor"
 )
 
 // TestMain removes the probe build the tests share.

@@ -6,7 +6,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/gatehouse-dev/gatehouse/targets/profile"
+	"github.com/gatehouse-dev/gatehouse/internal/targets/profile"
 )
 
 // Stop ends the session. With stop scope "session" (the default) that is

@@ -13,7 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gatehouse-dev/gatehouse/internal/hostproc"
-	"github.com/gatehouse-dev/gatehouse/targets/profile"
+	"github.com/gatehouse-dev/gatehouse/internal/targets/profile"
 )
 
 // endInstance ends the sandbox leaves first, so that no process outlives

@@ -22,11 +22,11 @@ import (
 	"sync"
 	"syscall"
 
-	"github.com/gatehouse-dev/gatehouse/ledger"
+	"github.com/gatehouse-dev/gatehouse/internal/ledger"
 )
 
 // Base holds every scratch folder when the harness runs as root. Profiles
-// may not bind it or anything above it (targets/profile checks that).
+// may not bind it or anything above it (internal/targets/profile checks that).
 const Base = "/run/gatehouse/scratch"
 
 var (

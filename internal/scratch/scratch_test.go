@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/internal/ledger"
 	"github.com/gatehouse-dev/gatehouse/internal/scratch"
-	"github.com/gatehouse-dev/gatehouse/ledger"
 )
 
 func TestNewIsPrivateAndReleased(t *testing.T) {

@@ -3,7 +3,7 @@
 // which attempts reached it, and report every attempt. Fields change what
 // they do; a nil field keeps the default its comment names. The steps'
 // own tests use nothing else, and a team can test its own steps the same
-// way, with steps/steptest.Lab as the lab.
+// way, with internal/steps/steptest.Lab as the lab.
 package fake
 
 import (
@@ -17,12 +17,12 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/detect"
 	"github.com/gatehouse-dev/gatehouse/evidence"
-	"github.com/gatehouse-dev/gatehouse/probe/wire"
+	"github.com/gatehouse-dev/gatehouse/internal/probe/wire"
 	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
 // Lab is where a delivered attempt arrives, as it would at one of the
-// lab's endpoints (steps/steptest.Lab is one).
+// lab's endpoints (internal/steps/steptest.Lab is one).
 type Lab interface{ Add(evidence.Hit) }
 
 // Target is a fake targets.Target. The zero value starts sessions in a
