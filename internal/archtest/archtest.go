@@ -1,9 +1,12 @@
 // Package archtest holds the checks that guard the shape of the code
 // (docs/architecture.md): imports run only down the layers, a fenced
-// package is imported only by the packages its fence names, and no run of
-// lines is copied between non-test Go files. Each check takes the root
-// folder of a module, so a fixture tree under testdata exercises it the
-// same way the repository's own test does (archtest_test.go).
+// package is imported only by the packages its fence names, no run of
+// lines is copied between non-test Go files, every package outside
+// internal/ is on a deliberate public list, and no public package's
+// exported API mentions an internal type (public.go). Each check takes
+// the root folder of a module, so a fixture tree under testdata exercises
+// it the same way the repository's own tests do (archtest_test.go,
+// public_test.go).
 package archtest
 
 import (

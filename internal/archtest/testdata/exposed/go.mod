@@ -1,0 +1,3 @@
+module example.com/exposed
+
+go 1.22
