@@ -2,8 +2,8 @@
 // sessions play the probe (Session.Probe): they read the plan, tell a lab
 // which attempts reached it, and report every attempt. Fields change what
 // they do; a nil field keeps the default its comment names. The steps'
-// own tests use nothing else, and a team can test its own steps the same
-// way, with internal/steps/steptest.Lab as the lab.
+// own tests use nothing else (with internal/steps/steptest.Lab as the
+// lab); a team can drive its sessions the same way with a Lab of its own.
 package fake
 
 import (
@@ -19,6 +19,14 @@ import (
 	"github.com/gatehouse-dev/gatehouse/evidence"
 	"github.com/gatehouse-dev/gatehouse/internal/probe/wire"
 	"github.com/gatehouse-dev/gatehouse/targets"
+)
+
+// The probe's wire format, as the fields below speak it: named here so a
+// team outside the module can write a Deliver, an Answer or an Output.
+type (
+	Step   = wire.Step   // one attempt of a plan
+	Report = wire.Report // what the probe says of one attempt
+	Plan   = wire.Plan   // what the probe is asked to do
 )
 
 // Lab is where a delivered attempt arrives, as it would at one of the
