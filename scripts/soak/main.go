@@ -2,7 +2,7 @@
 // often it passed and failed: a test that fails one time in fifty fails
 // somebody's CI every week, and one run of the suite does not show it.
 //
-//	go run ./scripts/soak -n 10 [-run REGEXP] [-stress cpu|memory|io] [-all] [packages...]
+//	go run ./scripts/soak -n 10 [-run REGEXP] [-stress cpu|memory|io] [-keep DIR] [-all] [packages...]
 //
 // Each round is `go test -count=1 -p 1 -json`; the exit code is 1 when any
 // test failed in any round. With -stress, stress-ng (Debian's package)
@@ -20,6 +20,8 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"regexp"
 	"runtime"
 	"sort"
 	"strconv"
@@ -32,7 +34,12 @@ type event struct {
 	Package string
 	Test    string
 	Elapsed float64
+	Output  string
 }
+
+// keepTail bounds what is kept of one test's output: its last lines say
+// why it failed.
+const keepTail = 256 << 10
 
 type tally struct{ pass, fail, skip int }
 
@@ -42,7 +49,11 @@ func main() {
 	timeout := flag.String("timeout", "45m", "per-round go test -timeout")
 	stress := flag.String("stress", "", "load the machine through each round: cpu, memory or io (needs stress-ng)")
 	all := flag.Bool("all", false, "list every test's counts, not only those that failed")
+	keep := flag.String("keep", "", "folder for each failed test's output, one file per round and test (default: a new gatehouse-soak-* folder in the temp folder)")
 	flag.Parse()
+	if *keep == "" {
+		*keep = filepath.Join(os.TempDir(), "gatehouse-soak-"+time.Now().UTC().Format("20060102T150405"))
+	}
 	load, err := stressArgs(*stress)
 	if err != nil {
 		fatal(err)
@@ -60,6 +71,11 @@ func main() {
 		}
 		cmd := exec.Command("go", append(args, pkgs...)...)
 		cmd.Stderr = os.Stderr
+		roundDir := filepath.Join(*keep, fmt.Sprintf("round-%d", i))
+		if os.Getenv("GATEHOUSE_KEEP_FAILED") == "" {
+			// A failed end-to-end test keeps its run folder there too.
+			cmd.Env = append(os.Environ(), "GATEHOUSE_KEEP_FAILED="+filepath.Join(roundDir, "runs"))
+		}
 		out, err := cmd.StdoutPipe()
 		if err != nil {
 			fatal(err)
@@ -72,7 +88,7 @@ func main() {
 			stop()
 			fatal(err)
 		}
-		failed := read(out, counts)
+		failed := read(out, counts, roundDir)
 		_ = cmd.Wait() // the failures are counted from the events
 		stop()
 		fmt.Fprintf(os.Stderr, "soak: round %d/%d done after %s, %d failure(s) this round%s\n", i, *n, time.Since(start).Round(time.Second), failed, under(*stress))
@@ -82,9 +98,13 @@ func main() {
 	}
 }
 
-// read tallies one round's events and returns how many tests failed.
-func read(r io.Reader, counts map[string]*tally) int {
+// read tallies one round's events and returns how many tests failed. The
+// output of each test that failed is written to a file under keep, named
+// in the line that says it failed: a failure under load that nobody can
+// read is a flake nobody can fix.
+func read(r io.Reader, counts map[string]*tally, keep string) int {
 	failed := 0
+	logs := map[string][]byte{}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 1<<24)
 	for sc.Scan() {
@@ -102,18 +122,45 @@ func read(r io.Reader, counts map[string]*tally) int {
 			counts[name] = t
 		}
 		switch e.Action {
+		case "output":
+			b := append(logs[name], e.Output...)
+			if len(b) > keepTail {
+				b = b[len(b)-keepTail:]
+			}
+			logs[name] = b
 		case "pass":
 			t.pass++
+			delete(logs, name)
 		case "fail":
 			t.fail++
 			failed++
 			// Said at once: a soak stopped early still names what failed.
-			fmt.Fprintf(os.Stderr, "soak: FAIL %s (%.1fs)\n", name, e.Elapsed)
+			fmt.Fprintf(os.Stderr, "soak: FAIL %s (%.1fs)%s\n", name, e.Elapsed, save(keep, name, logs[name]))
+			delete(logs, name)
 		case "skip":
 			t.skip++
+			delete(logs, name)
 		}
 	}
 	return failed
+}
+
+var unsafeName = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
+
+// save writes a failed test's output and says where, or why not.
+func save(dir, name string, out []byte) string {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return ": output not kept: " + err.Error()
+	}
+	base := unsafeName.ReplaceAllString(name, "_")
+	if len(base) > 200 {
+		base = base[len(base)-200:] // the test's end of the name says most
+	}
+	f := filepath.Join(dir, base+".log")
+	if err := os.WriteFile(f, out, 0o600); err != nil {
+		return ": output not kept: " + err.Error()
+	}
+	return ": " + f
 }
 
 // report prints flaky and failing tests first, then a summary line.
