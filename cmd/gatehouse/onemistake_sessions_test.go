@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/internal/targets/bwrap"
+	"github.com/gatehouse-dev/gatehouse/internal/targets/docker/dockerkind"
 	"github.com/gatehouse-dev/gatehouse/internal/targets/kinds"
 	"github.com/gatehouse-dev/gatehouse/internal/targets/profile"
 )
@@ -153,11 +155,11 @@ func TestSessionMistakeProfilesAreOneChange(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", tt.profile, err)
 		}
-		if want := tt.edit(base.Bwrap.Args); !reflect.DeepEqual(p.Bwrap.Args, want) || reflect.DeepEqual(want, base.Bwrap.Args) {
-			t.Errorf("%s: bwrap args\n%q\nwant bwrap-hardened's with one change:\n%q", tt.profile, p.Bwrap.Args, want)
+		if want := tt.edit(bwrap.SectionOf(base).Args); !reflect.DeepEqual(bwrap.SectionOf(p).Args, want) || reflect.DeepEqual(want, bwrap.SectionOf(base).Args) {
+			t.Errorf("%s: bwrap args\n%q\nwant bwrap-hardened's with one change:\n%q", tt.profile, bwrap.SectionOf(p).Args, want)
 		}
 		rest := func(a *profile.Profile) []any {
-			return []any{a.Target, a.Network, a.Egress, a.Resolver, a.Env, a.Paths, a.Limits, a.SecretProcess, a.Docker}
+			return []any{a.Target, a.Network, a.Egress, a.Resolver, a.Env, a.Paths, a.Limits, a.SecretProcess, *dockerkind.SpecOf(a)}
 		}
 		if !reflect.DeepEqual(rest(p), rest(base)) {
 			t.Errorf("%s differs from bwrap-hardened in more than its bwrap args", tt.profile)

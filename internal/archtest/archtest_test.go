@@ -28,10 +28,14 @@ var layers = []archtest.Layer{
 	{"records", []string{"evidence", "evidence/...", "internal/lab/model", "internal/lab/intake/contract"}},
 	// the controlled endpoints
 	{"lab", []string{"internal/lab", "internal/lab/labproxy"}},
-	// the target contract, the profile, the adapters (each with its profile
-	// kind, listed in internal/targets/kinds), and the host-process
-	// session kit that bwrap and exec embed
-	{"targets", []string{"targets", "targets/...", "internal/targets/...", "internal/hostsession"}},
+	// the target contract and the profile: what every target shares. The
+	// profile holds each kind's section without knowing its type, so it
+	// imports no adapter (issue 23)
+	{"contract", []string{"targets", "targets/...", "internal/targets/profile"}},
+	// the adapters (each with its profile kind and section, listed in
+	// internal/targets/kinds), and the host-process session kit that bwrap
+	// and exec embed
+	{"targets", []string{"internal/targets/...", "internal/hostsession"}},
 	// monitors, alert readers, the agent CLIs, doctor
 	{"detectors+agents", []string{"internal/agents", "internal/alerts", "internal/auditmon", "internal/monitor", "internal/doctor"}},
 	// the godog steps

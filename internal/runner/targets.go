@@ -41,7 +41,7 @@ func NewTarget(name string, prof *profile.Profile, probe string, shim []string) 
 		if len(shim) == 0 {
 			return nil, &ConfigError{fmt.Errorf("%s target: needs the gatehouse binary as its lab daemon's runtime shim; use 'gatehouse run'", name)}
 		}
-		opts := docker.Options{Spec: prof.Docker, Resolver: prof.Resolver, Env: prof.Env, Shim: shim}
+		opts := docker.Options{Spec: *dockerkind.SpecOf(prof), Resolver: prof.Resolver, Env: prof.Env, Shim: shim}
 		if prof.Egress != "" {
 			opts.EgressName = prof.Egress
 			rules, err := prof.EgressRules()

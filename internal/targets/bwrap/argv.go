@@ -40,7 +40,7 @@ func buildLaunch(bin string, p *profile.Profile, spec targets.Spec, st *stage, b
 		l.doors = append(l.doors, d)
 		return d.path()
 	}
-	args := p.Bwrap.Args
+	args := SectionOf(p).Args
 	for i, a := range args {
 		key, ok := p.ArgFile(i)
 		if !ok {

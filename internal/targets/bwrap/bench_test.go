@@ -163,7 +163,7 @@ func bareArgv(b *testing.B, p *profile.Profile, rec []string) []string {
 	if len(rec) < 2 || rec[len(rec)-1] != "--" {
 		b.Fatalf("unexpected session argv shape: %q", rec)
 	}
-	for _, a := range p.Bwrap.Args {
+	for _, a := range bwrap.SectionOf(p).Args {
 		if bwrap.FDOption(a) {
 			// Its descriptor is the target's to open; not needed for the
 			// shipped hardened profile.

@@ -18,29 +18,40 @@ const KindName = "bwrap"
 type Kind struct{}
 
 var (
-	_ profile.Kind    = Kind{}
-	_ profile.Checker = Kind{}
+	_ profile.Kind     = Kind{}
+	_ profile.Checker  = Kind{}
+	_ profile.Referrer = Kind{}
 )
 
 // Name is KindName.
 func (Kind) Name() string { return KindName }
 
 // Sections is the bwrap section.
-func (Kind) Sections() []string { return []string{"bwrap"} }
+func (Kind) Sections() []profile.Section { return []profile.Section{section} }
 
 // Load requires bwrap.args, checks each option and reads the files they
 // name.
 func (Kind) Load(l *profile.Loading) error {
-	if len(l.Profile().Bwrap.Args) == 0 {
+	if len(SectionOf(l.Profile()).Args) == 0 {
 		return l.Fail("bwrap.args", errors.New("required for target bwrap"))
 	}
 	return loadArgs(l)
 }
 
+// References checks those in bwrap.args: the target expands each.
+func (Kind) References(l *profile.Loading) error {
+	for i, a := range SectionOf(l.Profile()).Args {
+		if err := l.Reference(a); err != nil {
+			return l.FailItem("bwrap.args", i, fmt.Errorf("bwrap.args[%d]: %w", i, err))
+		}
+	}
+	return nil
+}
+
 // options are the profile's bwrap.args split into options; nil when they
 // do not parse (Load refused them).
 func options(p *profile.Profile) []option {
-	opts, _, err := parseArgs(p.Bwrap.Args)
+	opts, _, err := parseArgs(SectionOf(p).Args)
 	if err != nil {
 		return nil
 	}
@@ -92,6 +103,7 @@ func unsharesIn(opts []option, ns string) bool {
 func (Kind) Describe(p *profile.Profile) profile.Description {
 	opts := options(p)
 	d := profile.Description{
+		Words:             []profile.Words{{Field: "bwrap.args", List: SectionOf(p).Args}},
 		Binds:             binds(opts),
 		Runtime:           "bubblewrap",
 		Caps:              map[targets.Path]profile.CapSet{},

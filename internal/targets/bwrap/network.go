@@ -18,7 +18,7 @@ var ErrSharedNetwork = errors.New("refusing to run a sandbox in the machine's ow
 // checkNetwork decides, before anything is created, whether the profile and
 // the harness's network together keep the sandbox off the machine's network.
 func checkNetwork(p *profile.Profile, n targets.Network) error {
-	own := unsharesNet(p.Bwrap.Args)
+	own := unsharesNet(SectionOf(p).Args)
 	switch {
 	case n.NetnsPath == "" && !own:
 		return fmt.Errorf("%w: no session namespace was given and the profile's bwrap args lack --unshare-net/--unshare-all", ErrSharedNetwork)
@@ -46,7 +46,7 @@ func checkNetwork(p *profile.Profile, n targets.Network) error {
 			return fmt.Errorf("%w: %s is the same namespace as /proc/1/ns/net", ErrSharedNetwork, n.NetnsPath)
 		}
 	}
-	if !unsharesUser(p.Bwrap.Args) {
+	if !unsharesUser(SectionOf(p).Args) {
 		return fmt.Errorf("profile %s: bwrap args need --unshare-user (or --unshare-all) so that paths can set the uid", p.Name)
 	}
 	return nil

@@ -44,7 +44,7 @@ var refusedOptions = map[string]string{
 // operands) and reads the files they name: an operand starting with "./",
 // or an absolute path inside the profile's folder on disk.
 func loadArgs(l *profile.Loading) error {
-	args := l.Profile().Bwrap.Args
+	args := SectionOf(l.Profile()).Args
 	opts, at, err := parseArgs(args)
 	if err != nil {
 		return l.FailItem("bwrap.args", at, fmt.Errorf("bwrap.args[%d] %w", at, err))

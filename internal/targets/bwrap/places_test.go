@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"testing"
 
+	"github.com/gatehouse-dev/gatehouse/internal/targets/bwrap"
 	"github.com/gatehouse-dev/gatehouse/internal/targets/profile"
 	"github.com/gatehouse-dev/gatehouse/targets"
 	"github.com/gatehouse-dev/gatehouse/targets/targettest"
@@ -23,7 +24,7 @@ func withPlaces(t testing.TB, p *profile.Profile, spec targets.Spec) targets.Spe
 		spec.Places = map[string]string{}
 	}
 	root := t.TempDir()
-	for _, a := range p.Bwrap.Args {
+	for _, a := range bwrap.SectionOf(p).Args {
 		for _, m := range placeRef.FindAllStringSubmatch(a, -1) {
 			dir, ok := spec.Places[m[1]]
 			if !ok {

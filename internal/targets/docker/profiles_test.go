@@ -3,6 +3,7 @@ package docker_test
 import (
 	"testing"
 
+	"github.com/gatehouse-dev/gatehouse/internal/targets/docker/dockerkind"
 	"github.com/gatehouse-dev/gatehouse/internal/targets/kinds"
 	"github.com/gatehouse-dev/gatehouse/targets/profiles"
 )
@@ -16,11 +17,11 @@ func TestShippedProfilesValidate(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := p.Docker.Validate(); err != nil {
+			if err := dockerkind.SpecOf(p).Validate(); err != nil {
 				t.Fatal(err)
 			}
-			if p.Docker.Network == "" || p.Docker.User == "" {
-				t.Errorf("network %q user %q not completed by the loader", p.Docker.Network, p.Docker.User)
+			if dockerkind.SpecOf(p).Network == "" || dockerkind.SpecOf(p).User == "" {
+				t.Errorf("network %q user %q not completed by the loader", dockerkind.SpecOf(p).Network, dockerkind.SpecOf(p).User)
 			}
 		})
 	}

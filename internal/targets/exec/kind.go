@@ -36,9 +36,6 @@ func (k Kind) Name() string {
 	return KindExec
 }
 
-// Sections are the kind's own section and workspace.
-func (k Kind) Sections() []string { return []string{k.Name(), "workspace"} }
-
 // Load checks the exec or firejail section.
 func (k Kind) Load(l *profile.Loading) error {
 	if err := CheckWrapperPlace(l); err != nil {
@@ -46,34 +43,39 @@ func (k Kind) Load(l *profile.Loading) error {
 	}
 	p := l.Profile()
 	if k.firejail {
-		for i, a := range p.Firejail.Args {
+		fj := FirejailOf(p)
+		for i, a := range fj.Args {
 			if a == "--" {
 				return l.FailItem("firejail.args", i, errors.New(`"--" is added by the target, before the init`))
 			}
 		}
-		return LoadWrapperFiles(l, "firejail", p.Firejail.Files, p.Firejail.Args)
+		return LoadWrapperFiles(l, "firejail", fj.Files, fj.Args)
 	}
-	if len(p.Exec.Argv) == 0 || p.Exec.Argv[0] == "" {
+	e := SectionOf(p)
+	if len(e.Argv) == 0 || e.Argv[0] == "" {
 		return l.Fail("exec.argv", errors.New("required for target exec: the wrapper command, e.g. [my-sandbox, --policy, \"{{file:policy}}\", --]"))
 	}
-	if len(p.Exec.Version) > 0 && p.Exec.Version[0] == "" {
+	if len(e.Version) > 0 && e.Version[0] == "" {
 		return l.Fail("exec.version", errors.New("the command's first word is empty"))
 	}
-	return LoadWrapperFiles(l, "exec", p.Exec.Files, p.Exec.Argv)
+	return LoadWrapperFiles(l, "exec", e.Files, e.Argv)
 }
 
 // Describe: the wrapper's own controls, from its arguments where firejail's
 // say something, else read back by the probe.
 func (k Kind) Describe(p *profile.Profile) profile.Description {
 	if !k.firejail {
-		w := profile.Wrapper{Argv: p.Exec.Argv, Version: p.Exec.Version, Files: p.WrapperFiles()}
-		return DescribeWrapper(p, w, WrapperFacts{
+		e := SectionOf(p)
+		w := profile.Wrapper{Argv: e.Argv, Version: e.Version, Files: p.WrapperFiles()}
+		d := DescribeWrapper(p, w, WrapperFacts{
 			PolicyField: "exec.files",
 			NoNewPrivs:  true, // the wrapper's own business: the probe reads it back
 			HostTmp:     "exec: what the wrapper makes of the host's /tmp is not known from the profile",
 		})
+		d.Words = []profile.Words{k.words(p)}
+		return d
 	}
-	args := p.Firejail.Args
+	args := FirejailOf(p).Args
 	argv := append([]string{"firejail"}, args...)
 	w := profile.Wrapper{Argv: append(argv, "--"), Version: []string{"firejail", "--version"}, Files: p.WrapperFiles()}
 	f := WrapperFacts{PolicyField: "firejail.files", NoNewPrivs: slices.Contains(args, "--nonewprivs")}
@@ -81,6 +83,7 @@ func (k Kind) Describe(p *profile.Profile) profile.Description {
 		f.HostTmp = "firejail without --private-tmp: the sandbox writes the host's /tmp, where root's programs look for their files"
 	}
 	d := DescribeWrapper(p, w, f)
+	d.Words = []profile.Words{k.words(p)}
 	if slices.Contains(args, "--caps.drop=all") {
 		for path := range d.Caps {
 			d.Caps[path] = profile.CapSet{}
@@ -146,8 +149,8 @@ func DescribeWrapper(p *profile.Profile, w profile.Wrapper, f WrapperFacts) prof
 			d.HostUser[path] = profile.HostIDs(profile.HostProfile, id.UID, id.GID, fmt.Sprintf("host uid %d, gid %d: the wrapper is started as the profile's uid (the harness adds no user namespace), an account of the machine if it has one", id.UID, id.GID))
 		}
 	}
-	if p.Workspace != "" {
-		d.Binds = []profile.Bind{{Type: "bind", Source: p.Workspace, Target: profile.WorkspacePath, Field: "workspace"}}
+	if ws := *WorkspaceOf(p); ws != "" {
+		d.Binds = []profile.Bind{{Type: "bind", Source: ws, Target: profile.WorkspacePath, Field: "workspace"}}
 	}
 	if f.HostTmp != "" {
 		d.HostReach = append(d.HostReach, profile.HostAccess{Field: "target", Why: f.HostTmp})
@@ -165,8 +168,8 @@ var (
 // namespace of its own (or none), never the lab's.
 func CheckWrapperPlace(l *profile.Loading) error {
 	p := l.Profile()
-	if p.Workspace != "" && !workspaceRef.MatchString(p.Workspace) {
-		return l.Fail("workspace", fmt.Errorf("%q: a place the run provides, as {{place:NAME}} (usually {{place:storage}})", p.Workspace))
+	if ws := *WorkspaceOf(p); ws != "" && !workspaceRef.MatchString(ws) {
+		return l.Fail("workspace", fmt.Errorf("%q: a place the run provides, as {{place:NAME}} (usually {{place:storage}})", ws))
 	}
 	if p.Network == profile.NetworkHost {
 		return l.Fail("network", fmt.Errorf("target %s runs its wrapper in a session namespace of its own (lab) or an empty one (none), not in the lab's", p.Target))

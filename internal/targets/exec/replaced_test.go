@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/gatehouse-dev/gatehouse/internal/targets/exec"
 	"github.com/gatehouse-dev/gatehouse/targets"
 	"github.com/gatehouse-dev/gatehouse/targets/targettest"
 )
@@ -14,7 +15,7 @@ import (
 func TestReplacedWorkspaceIsNeverBound(t *testing.T) {
 	needRoot(t)
 	p := loadTestdata(t, "exec-sh.yaml")
-	p.Workspace = "{{place:storage}}"
+	*exec.WorkspaceOf(p) = "{{place:storage}}"
 	base := targets.Spec{Name: "replaced", Path: targets.PathBreach, Network: newNetns(t)}
 	targettest.ReplacedPlaces(t, base, "/workspace", func(t *testing.T, ctx context.Context, spec targets.Spec) (targets.Session, error) {
 		return newTarget(t, p).Start(ctx, spec)

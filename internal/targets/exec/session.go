@@ -94,7 +94,7 @@ func (s *session) prepare(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
-	if ws := s.prof.Workspace; ws != "" {
+	if ws := *WorkspaceOf(s.prof); ws != "" {
 		// The folder the platform hands the agent, read-write at
 		// /workspace in the wrapper's view of the host, as a platform that
 		// starts the wrapper in the project's checkout would.

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gatehouse-dev/gatehouse/internal/targets/docker/dockerkind"
 	"github.com/gatehouse-dev/gatehouse/internal/targets/kinds"
 	"github.com/gatehouse-dev/gatehouse/internal/targets/profile"
 	"github.com/gatehouse-dev/gatehouse/targets/profiles"
@@ -20,13 +21,13 @@ func TestShippedDockerProfilesLoad(t *testing.T) {
 		check                                func(p *profile.Profile) bool
 	}{
 		{"docker-hardened.yaml", "docker", "runc", "1000:1000", "lab", func(p *profile.Profile) bool {
-			return p.Docker.ReadOnly && p.Docker.CapDrop[0] == "ALL" && p.Egress == "docker-hardened.nft"
+			return dockerkind.SpecOf(p).ReadOnly && dockerkind.SpecOf(p).CapDrop[0] == "ALL" && p.Egress == "docker-hardened.nft"
 		}},
 		{"gvisor-hardened.yaml", "gvisor", "runsc", "1000:1000", "lab", func(p *profile.Profile) bool {
-			return p.Docker.ReadOnly && strings.Join(p.Docker.RuntimeFlags, " ") == "--network=host"
+			return dockerkind.SpecOf(p).ReadOnly && strings.Join(dockerkind.SpecOf(p).RuntimeFlags, " ") == "--network=host"
 		}},
 		{"docker-leaky.yaml", "docker", "runc", "0:0", "lab", func(p *profile.Profile) bool {
-			return len(p.Docker.CapAdd) == 5 && p.Docker.PID == "host" && p.Docker.Seccomp == "unconfined" && len(p.Docker.Mounts) == 12
+			return len(dockerkind.SpecOf(p).CapAdd) == 5 && dockerkind.SpecOf(p).PID == "host" && dockerkind.SpecOf(p).Seccomp == "unconfined" && len(dockerkind.SpecOf(p).Mounts) == 12
 		}},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
@@ -34,7 +35,7 @@ func TestShippedDockerProfilesLoad(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			d := p.Docker
+			d := dockerkind.SpecOf(p)
 			if p.Target != tc.target || d.Runtime != tc.runtime || d.User != tc.user || d.Network != tc.network || string(p.Network) != tc.network {
 				t.Errorf("target %q runtime %q user %q network %q/%q", p.Target, d.Runtime, d.User, d.Network, p.Network)
 			}
@@ -88,8 +89,8 @@ func TestDockerSeccompFileRecorded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Docker.Seccomp != sec || p.Docker.Runtime != "runsc" {
-		t.Errorf("seccomp %q runtime %q", p.Docker.Seccomp, p.Docker.Runtime)
+	if dockerkind.SpecOf(p).Seccomp != sec || dockerkind.SpecOf(p).Runtime != "runsc" {
+		t.Errorf("seccomp %q runtime %q", dockerkind.SpecOf(p).Seccomp, dockerkind.SpecOf(p).Runtime)
 	}
 	if b, ok := p.File("sec.json"); !ok || string(b) != sec {
 		t.Errorf("sec.json not among the policy files: %v", ok)

@@ -39,13 +39,10 @@ func (v *validator) harness() error {
 			return v.fail(b.Field, fmt.Errorf("binds %s writable: it holds %s, the harness's own folders, which a sandbox must not write (bind it read-only, or bind what the agent needs)", b.Source, HarnessDir))
 		}
 	}
-	for _, l := range []struct {
-		field string
-		args  []string
-	}{{"bwrap.args", v.p.Bwrap.Args}, {"exec.argv", v.p.Exec.Argv}, {"firejail.args", v.p.Firejail.Args}} {
-		for i, a := range l.args {
+	for _, l := range v.p.describe().Words {
+		for i, a := range l.List {
 			if namesHarness(a) {
-				return v.failItem(l.field, i, fmt.Errorf("%s[%d] %q names %s, the harness's own folders: never given to a sandbox", l.field, i, a, HarnessDir))
+				return v.failItem(l.Field, i, fmt.Errorf("%s[%d] %q names %s, the harness's own folders: never given to a sandbox", l.Field, i, a, HarnessDir))
 			}
 		}
 	}

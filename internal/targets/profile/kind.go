@@ -2,10 +2,8 @@ package profile
 
 import (
 	"fmt"
-	"reflect"
 	"strings"
 
-	"github.com/gatehouse-dev/gatehouse/internal/targets/docker"
 	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
@@ -19,9 +17,9 @@ type Kind interface {
 	// Name is the profile's `target:` value ("docker").
 	Name() string
 	// Sections are the top-level profile fields only this kind reads
-	// ("docker", "workspace"); one set in a profile of another kind is
-	// refused.
-	Sections() []string
+	// ("docker", "workspace"), each with its type, which is the kind's
+	// own; one set in a profile of another kind is refused.
+	Sections() []Section
 	// Load checks the kind's sections against the rest of the profile,
 	// fills in what they leave to it (so the section a target gets is the
 	// whole truth) and reads the files they name, through l.
@@ -29,6 +27,13 @@ type Kind interface {
 	// Describe says where the kind's controls live for p, worked out from
 	// the loaded profile alone.
 	Describe(p *Profile) Description
+}
+
+// Referrer is a Kind whose sections hold {{place:NAME}} and
+// {{secret:NAME}} references its target expands: References checks each
+// through Loading.Reference, before the profile's own fields are.
+type Referrer interface {
+	References(l *Loading) error
 }
 
 // Checker is a Kind that refuses, when the profile is checked before a run
@@ -58,6 +63,13 @@ type Description struct {
 	WholeHost bool
 	// Wrapper is the wrapper command of a wrapper kind, nil for others.
 	Wrapper *Wrapper
+	// Words are the lists of words in the kind's section that its runtime
+	// is given as written (bwrap.args, exec.argv): none may name the
+	// harness's own folders.
+	Words []Words
+	// Env is what the kind's section adds to the sandbox's environment,
+	// shown in the plan with the profile's env.
+	Env map[string]string
 	// PolicyField is where the profile names its policy files, for
 	// messages ("exec.files"); "" means "target".
 	PolicyField string
@@ -87,6 +99,12 @@ type Description struct {
 	// SecretInside, when set, refuses secret_process where: inside;
 	// SecretOther refuses user: other.
 	SecretInside, SecretOther string
+}
+
+// Words is a list of words a profile field gives a runtime.
+type Words struct {
+	Field string
+	List  []string
 }
 
 // ErrOneUser is why a sandbox that maps one uid refuses a secret-holding
@@ -130,7 +148,7 @@ func owns(k Kind, section string) bool {
 		return false
 	}
 	for _, s := range k.Sections() {
-		if s == section {
+		if s.Name == section {
 			return true
 		}
 	}
@@ -182,26 +200,19 @@ func (p *Profile) WrapperFiles() map[string]string { return p.facts.wrapFiles }
 // sections refuses a section set in a profile whose kind does not read it.
 func (v *validator) sections(ks Kinds) error {
 	p := v.p
-	set := []struct {
-		name string
-		on   bool
-	}{
-		{"docker", !reflect.DeepEqual(p.Docker, docker.Spec{})},
-		{"exec", len(p.Exec.Argv) > 0 || len(p.Exec.Version) > 0 || len(p.Exec.Files) > 0},
-		{"firejail", len(p.Firejail.Args) > 0 || len(p.Firejail.Files) > 0},
-		{"srt", p.SRT != (SRT{})},
-		{"codex", p.Codex != (Codex{})},
+	secs, err := ks.sectionTypes()
+	if err != nil {
+		return err
 	}
-	for _, s := range set {
-		if s.on && !owns(p.kind, s.name) {
-			return v.fail(s.name, fmt.Errorf("only for target %s (target is %s)", strings.Join(ks.owners(s.name), " or "), p.Target))
+	for _, s := range secs {
+		if !set(p.sections[s.Name]) || owns(p.kind, s.Name) {
+			continue
 		}
-	}
-	if p.Workspace != "" && !owns(p.kind, "workspace") {
-		return v.fail("workspace", fmt.Errorf("only for wrapper targets (%s); target %s binds its storage in its own section", strings.Join(ks.owners("workspace"), ", "), p.Target))
-	}
-	if len(p.Bwrap.Args) > 0 && !owns(p.kind, "bwrap") {
-		return v.fail("bwrap", fmt.Errorf("not for target %s", p.Target))
+		owners := ks.owners(s.Name)
+		if s.Elsewhere != nil {
+			return v.fail(s.Name, s.Elsewhere(owners, p.Target))
+		}
+		return v.fail(s.Name, fmt.Errorf("only for target %s (target is %s)", ownersText(owners), p.Target))
 	}
 	return nil
 }

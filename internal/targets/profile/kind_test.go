@@ -41,13 +41,21 @@ func TestLoadRefusesUnknownKind(t *testing.T) {
 // target comes from the target's kind, not from profile.
 type fakeKind struct{ loaded *int }
 
-func (fakeKind) Name() string       { return "fake" }
-func (fakeKind) Sections() []string { return []string{"bwrap"} }
+func (fakeKind) Name() string { return "fake" }
+func (fakeKind) Sections() []profile.Section {
+	return []profile.Section{{Name: "bwrap", Zero: fakeSection{}}}
+}
+
+// fakeSection is the fake's own type for the bwrap key.
+type fakeSection struct {
+	Args []string `yaml:"args"`
+}
+
 func (k fakeKind) Load(l *profile.Loading) error {
 	if k.loaded != nil {
 		*k.loaded++
 	}
-	if len(l.Profile().Bwrap.Args) > 2 {
+	if len(profile.SectionOf[fakeSection](l.Profile(), "bwrap").Args) > 2 {
 		return l.FailItem("bwrap.args", 2, errors.New("the fake takes two"))
 	}
 	return nil

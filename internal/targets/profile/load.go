@@ -9,6 +9,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strconv"
 
@@ -58,7 +59,7 @@ func load(fsys fs.FS, name, label, hostDir string, kinds Kinds) (*Profile, error
 	if err != nil {
 		return nil, &Error{File: label, Err: err}
 	}
-	p, err := decode(data)
+	p, err := decode(data, kinds)
 	if err != nil {
 		var pe *Error
 		if errors.As(err, &pe) {
@@ -83,22 +84,59 @@ func load(fsys fs.FS, name, label, hostDir string, kinds Kinds) (*Profile, error
 }
 
 // decode is strict: unknown fields, a second document and an empty file are
-// all errors, because a typo in a policy must not silently weaken it.
-func decode(data []byte) (*Profile, error) {
+// all errors, because a typo in a policy must not silently weaken it. The
+// kinds' sections are decoded into their own types with the rest.
+func decode(data []byte, kinds Kinds) (*Profile, error) {
+	secs, err := kinds.sectionTypes()
+	if err != nil {
+		return nil, err
+	}
+	doc := reflect.New(document(secs))
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
-	var p Profile
-	if err := dec.Decode(&p); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, errors.New("empty profile")
+	derr := dec.Decode(doc.Interface())
+	if errors.Is(derr, io.EOF) {
+		return nil, errors.New("empty profile")
+	}
+	var te *yaml.TypeError
+	if derr != nil && !errors.As(derr, &te) {
+		return nil, yamlError(derr)
+	}
+	p := doc.Elem().Field(0).Addr().Interface().(*Profile)
+	// A key no field takes is unknown, reported where the decoder would
+	// have put it among its own errors (the first by line wins); but not
+	// in a profile whose target names none of kinds, where the key may be
+	// the section of the missing kind and the target is what is wrong.
+	if name, line := firstUnknown(doc.Elem(), data); name != "" {
+		if _, ok := kinds.find(p.Target); ok && (te == nil || line < typeErrorLine(te)) {
+			return nil, &Error{Line: line, Field: name, Err: errors.New("unknown field")}
 		}
-		return nil, yamlError(err)
+	}
+	if derr != nil {
+		return nil, yamlError(derr)
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
 		return nil, errors.New("more than one YAML document")
 	}
-	return &p, nil
+	p.sections = make(map[string]any, len(secs))
+	for i, s := range secs {
+		p.sections[s.Name] = doc.Elem().Field(2 + i).Addr().Interface()
+	}
+	return p, nil
+}
+
+// typeErrorLine is the line of the decoder's first error, 0 if unknown.
+func typeErrorLine(te *yaml.TypeError) int {
+	if len(te.Errors) == 0 {
+		return 0
+	}
+	m := lineOnly.FindStringSubmatch(te.Errors[0])
+	if m == nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(m[1])
+	return n
 }
 
 var (

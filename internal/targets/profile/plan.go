@@ -90,7 +90,7 @@ func NewPlan(p *Profile, gates []string, checked bool) Plan {
 	for k, v := range p.Env {
 		pl.Env[k] = shownValue(k, v)
 	}
-	for k, v := range p.Docker.Env {
+	for k, v := range p.describe().Env {
 		pl.Env[k] = shownValue(k, v)
 	}
 	for _, r := range p.facts.refs {

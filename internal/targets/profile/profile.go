@@ -12,12 +12,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gatehouse-dev/gatehouse/internal/targets/docker"
 	"github.com/gatehouse-dev/gatehouse/targets"
 )
 
 // Profile is one decoded profile. Fields mirror the YAML schema documented
-// in docs/profiles.md.
+// in docs/profiles.md, but for the sections only some kinds read (bwrap,
+// docker, ...): their types are their kinds' own (Section, SectionOf).
 type Profile struct {
 	Name        string            `yaml:"name"`
 	Target      string            `yaml:"target"`
@@ -27,18 +27,7 @@ type Profile struct {
 	Resolver    string            `yaml:"resolver"` // what /etc/resolv.conf names inside
 	Env         map[string]string `yaml:"env"`
 	Paths       Paths             `yaml:"paths"`
-	Bwrap       Bwrap             `yaml:"bwrap"`
-	Docker      docker.Spec       `yaml:"docker"`   // targets docker and gvisor; see docs/docker.md
-	Exec        Exec              `yaml:"exec"`     // target exec; see docs/exec-target.md
-	Firejail    Firejail          `yaml:"firejail"` // target firejail
-	SRT         SRT               `yaml:"srt"`      // target srt; see docs/real-sandboxes.md
-	Codex       Codex             `yaml:"codex"`    // target codex-sandbox
-	// Workspace, for wrapper targets, is the host folder the platform hands
-	// the agent ({{place:storage}}: the session's own storage), bound
-	// read-write at /workspace in the wrapper's view before it starts. What
-	// the sandbox then lets the agent do there is the wrapper's decision.
-	Workspace string `yaml:"workspace"`
-	Limits    Limits `yaml:"limits"`
+	Limits      Limits            `yaml:"limits"`
 	// SecretProcess says where the platform runs a process holding a secret
 	// in its environment (a tool server started with an API key, the agent
 	// runtime itself) and as whom. Gatehouse then plants one there and checks
@@ -53,9 +42,12 @@ type Profile struct {
 	source string            // the file name as the caller gave it
 	main   string            // the profile's own key in files
 	files  map[string][]byte // key: path relative to the profile's folder
-	refs   map[int]string    // Bwrap.Args index -> key in files
+	refs   map[int]string    // index in the kind's argument list -> key in files
 	facts  facts             // what the loader worked out, for Check, Binds and Plan
 	kind   Kind              // the target's kind, from the kinds Load was given
+	// sections are the kinds' sections as decoded (name -> pointer to
+	// the kind's type), read through SectionOf.
+	sections map[string]any
 }
 
 // SecretProcess is where the platform's secret-holding process runs.
@@ -120,11 +112,6 @@ type Identity struct {
 	UID    int      `yaml:"uid"`
 	GID    int      `yaml:"gid"`
 	CapAdd []string `yaml:"cap_add"`
-}
-
-// Bwrap is the bubblewrap section: exactly the arguments the team uses.
-type Bwrap struct {
-	Args []string `yaml:"args"`
 }
 
 // Limits bounds a session.
@@ -221,7 +208,8 @@ func (p *Profile) EgressRules() ([]byte, error) {
 	return b, nil
 }
 
-// ArgFile reports whether Bwrap.Args[i] names a profile file, and its key.
+// ArgFile reports whether argument i of the kind's section names a
+// profile file (Loading.RecordArgFile), and its key.
 func (p *Profile) ArgFile(i int) (string, bool) {
 	k, ok := p.refs[i]
 	return k, ok

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/internal/targets/bwrap"
 	"github.com/gatehouse-dev/gatehouse/internal/targets/kinds"
 	"github.com/gatehouse-dev/gatehouse/internal/targets/profile"
 	"github.com/gatehouse-dev/gatehouse/targets"
@@ -29,7 +30,7 @@ func TestShippedProfilesLoad(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if p.Target != "bwrap" || p.Network != tc.network || len(p.Bwrap.Args) == 0 {
+			if p.Target != "bwrap" || p.Network != tc.network || len(bwrap.SectionOf(p).Args) == 0 {
 				t.Fatalf("decoded %+v", p)
 			}
 			var got []string

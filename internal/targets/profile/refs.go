@@ -38,50 +38,20 @@ func symbolic(hasLab bool) targets.Spec {
 var refRE = regexp.MustCompile(`\{\{([^{}]*)\}\}`)
 
 // references checks every {{place:NAME}} and {{secret:NAME}} where targets
-// expand them (bwrap.args, env, docker mount sources, docker.env) against
-// what a run provides, and refuses them where nothing expands them.
+// expand them (the kind's sections, env, limits.temporary) against what a
+// run provides, and refuses them where nothing expands them.
 func (v *validator) references() error {
 	p := v.p
-	hasLab := p.Network != NetworkNone
-	spec := symbolic(hasLab)
-	seen := map[string]bool{}
-	check := func(s string) error {
-		for _, m := range refRE.FindAllStringSubmatch(s, -1) {
-			kind, name, _ := strings.Cut(m[1], ":")
-			if !hasLab && needsLab(kind, name) {
-				return fmt.Errorf("{{%s}} is provided only with a lab (network lab or host); this profile has network none", m[1])
-			}
-			seen[m[1]] = true
-		}
-		_, err := targets.Expand(s, spec)
-		return err
-	}
-	for i, a := range p.Bwrap.Args {
-		if err := check(a); err != nil {
-			return v.failItem("bwrap.args", i, fmt.Errorf("bwrap.args[%d]: %w", i, err))
-		}
-	}
-	// Only the kind's own section is set (sections): exec.argv or
-	// firejail.args, a wrapper's. Its own references were checked by the
-	// kind's Load.
-	for _, w := range []struct {
-		field string
-		args  []string
-	}{{"exec.argv", p.Exec.Argv}, {"firejail.args", p.Firejail.Args}} {
-		for i, a := range w.args {
-			if err := check(WrapperRef.ReplaceAllString(a, "")); err != nil {
-				return v.failItem(w.field, i, fmt.Errorf("[%d]: %w", i, err))
-			}
+	v.refs = refCheck{hasLab: p.Network != NetworkNone, spec: symbolic(p.Network != NetworkNone), seen: map[string]bool{}}
+	check := v.refs.check
+	if r, ok := p.kind.(Referrer); ok {
+		if err := r.References(&Loading{v}); err != nil {
+			return err
 		}
 	}
 	for _, k := range sortedKeys(p.Env) {
 		if err := check(p.Env[k]); err != nil {
 			return v.fail("env."+k, err)
-		}
-	}
-	for _, k := range sortedKeys(p.Docker.Env) {
-		if err := check(p.Docker.Env[k]); err != nil {
-			return v.fail("docker.env."+k, err)
 		}
 	}
 	for i, t := range p.Limits.Temporary {
@@ -92,25 +62,44 @@ func (v *validator) references() error {
 			return v.fail(fmt.Sprintf("limits.temporary[%d]", i), err)
 		}
 	}
-	for i, m := range p.Docker.Mounts {
-		if err := check(m.Source); err != nil {
-			return v.fail(fmt.Sprintf("docker.mounts[%d].source", i), err)
-		}
-		if strings.Contains(m.Target, "{{") {
-			return v.fail(fmt.Sprintf("docker.mounts[%d].target", i), fmt.Errorf("%q: references are expanded in mount sources only", m.Target))
-		}
-	}
 	for _, a := range p.Limits.StopCommand {
 		if strings.Contains(a, "{{") {
 			return v.fail("limits.stop_command", fmt.Errorf("%q: references are not expanded here; the command gets GATEHOUSE_SESSION, GATEHOUSE_NETNS and GATEHOUSE_TARGET", a))
 		}
 	}
-	for r := range seen {
+	for r := range v.refs.seen {
 		p.facts.refs = append(p.facts.refs, r)
 	}
 	sort.Strings(p.facts.refs)
 	return nil
 }
+
+// refCheck is the references check of one Load: what a run provides,
+// and the references seen so far.
+type refCheck struct {
+	hasLab bool
+	spec   targets.Spec
+	seen   map[string]bool
+}
+
+// check refuses a reference in s that a run would not expand, and
+// records the ones it would.
+func (c *refCheck) check(s string) error {
+	for _, m := range refRE.FindAllStringSubmatch(s, -1) {
+		kind, name, _ := strings.Cut(m[1], ":")
+		if !c.hasLab && needsLab(kind, name) {
+			return fmt.Errorf("{{%s}} is provided only with a lab (network lab or host); this profile has network none", m[1])
+		}
+		c.seen[m[1]] = true
+	}
+	_, err := targets.Expand(s, c.spec)
+	return err
+}
+
+// Reference checks the references in s, a value of the kind's section
+// that its target expands as a session starts (Referrer), as that start
+// would, and records them for the plan. Only References may call it.
+func (l *Loading) Reference(s string) error { return l.v.refs.check(s) }
 
 func needsLab(kind, name string) bool {
 	list := targets.ProvidedPlaces()

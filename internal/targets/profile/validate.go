@@ -22,7 +22,8 @@ type validator struct {
 	dir     string // the profile's folder inside fsys
 	hostDir string // the same folder on disk, "" for non-disk file systems
 	file    string
-	kinds   Kinds // what Load was given
+	kinds   Kinds    // what Load was given
+	refs    refCheck // the references check, during references
 }
 
 var (

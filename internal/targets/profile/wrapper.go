@@ -2,26 +2,6 @@ package profile
 
 import "regexp"
 
-// Exec is the exec section: a wrapper command that runs one command inside
-// the team's sandbox. Gatehouse appends the session's init to Argv.
-type Exec struct {
-	// Argv is the wrapper up to the command it runs, "--" included if it
-	// wants one: ["my-sandbox", "--policy", "{{file:policy}}", "--"].
-	Argv []string `yaml:"argv"`
-	// Version prints the wrapper's version, recorded as the runtime.
-	Version []string `yaml:"version"`
-	// Files are policy files next to the profile, by name; argv names one
-	// as {{file:NAME}} (its path on the host, a copy made per session).
-	Files map[string]string `yaml:"files"`
-}
-
-// Firejail is the firejail section: the team's firejail options. The
-// target runs `firejail ARGS -- INIT`.
-type Firejail struct {
-	Args  []string          `yaml:"args"`
-	Files map[string]string `yaml:"files"`
-}
-
 // WorkspacePath is where a wrapper target's workspace is bound: the
 // session's own storage, where the gates look for it.
 const WorkspacePath = "/workspace"

@@ -34,14 +34,6 @@ func (k Kind) Name() string {
 	return KindSRT
 }
 
-// Sections are the kind's own section (srt, codex) and workspace.
-func (k Kind) Sections() []string {
-	if k.codex {
-		return []string{"codex", "workspace"}
-	}
-	return []string{"srt", "workspace"}
-}
-
 // CodexHome is the per-session CODEX_HOME: in the session's work folder
 // (Codex must be able to write it), named .codex so that Codex's own
 // sandbox keeps it read-only for the command.
@@ -61,27 +53,29 @@ func (k Kind) Load(l *profile.Loading) error {
 	}
 	p := l.Profile()
 	if !k.codex {
-		if p.SRT.Settings == "" {
+		if SRTOf(p).Settings == "" {
 			return l.Fail("srt.settings", errors.New("required: the srt settings JSON next to the profile"))
 		}
-		return exec.LoadWrapperFiles(l, "srt", map[string]string{"settings.json": p.SRT.Settings}, nil)
+		return exec.LoadWrapperFiles(l, "srt", map[string]string{"settings.json": SRTOf(p).Settings}, nil)
 	}
-	if p.Codex.Config == "" {
+	c := CodexOf(p)
+	if c.Config == "" {
 		return l.Fail("codex.config", errors.New("required: the Codex config.toml next to the profile"))
 	}
-	if !codexProfileName.MatchString(p.Codex.Profile) {
-		return l.Fail("codex.profile", fmt.Errorf("%q: required, the name of a [permissions.NAME] table in the config", p.Codex.Profile))
+	if !codexProfileName.MatchString(c.Profile) {
+		return l.Fail("codex.profile", fmt.Errorf("%q: required, the name of a [permissions.NAME] table in the config", c.Profile))
 	}
-	return exec.LoadWrapperFiles(l, "codex", map[string]string{"config.toml": p.Codex.Config}, nil)
+	return exec.LoadWrapperFiles(l, "codex", map[string]string{"config.toml": c.Config}, nil)
 }
 
 // Describe: the wrapper's command (its first word names the tool; the exec
 // target replaces it with the cached install's command) and its /tmp.
 func (k Kind) Describe(p *profile.Profile) profile.Description {
 	if k.codex {
+		c := CodexOf(p)
 		return exec.DescribeWrapper(p, profile.Wrapper{
 			// -C: the work folder is Codex's workspace, so writable for the command.
-			Argv:      []string{"codex", "sandbox", "-P", p.Codex.Profile, "-C", "/gatehouse/work", "--"},
+			Argv:      []string{"codex", "sandbox", "-P", c.Profile, "-C", "/gatehouse/work", "--"},
 			Version:   []string{"codex", "--version"},
 			Files:     p.WrapperFiles(),
 			Env:       map[string]string{"CODEX_HOME": CodexHome},

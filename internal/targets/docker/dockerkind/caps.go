@@ -22,7 +22,8 @@ func caps(p *profile.Profile, path targets.Path) profile.CapSet {
 	if path == targets.PathBreach && id.CapAdd != nil {
 		return profile.CapsOf(id.CapAdd) // the lab daemon's shim gives root execs exactly these
 	}
-	return rootCaps(p.Docker.Privileged, p.Docker.CapAdd, p.Docker.CapDrop) // assume-breach execs as 0:0
+	d := SpecOf(p)
+	return rootCaps(d.Privileged, d.CapAdd, d.CapDrop) // assume-breach execs as 0:0
 }
 
 // rootCaps is the capability set of root in a container, the way moby

@@ -14,9 +14,10 @@ var bothPaths = []targets.Path{targets.PathNormal, targets.PathBreach}
 // namespaces and filters, or gVisor's kernel and gofer when the runtime is
 // runsc, whichever target named it.
 func (k Kind) Describe(p *profile.Profile) profile.Description {
-	gv := k.gvisor || p.Docker.Runtime == "runsc"
-	d := p.Docker
+	gv := k.gvisor || SpecOf(p).Runtime == "runsc"
+	d := *SpecOf(p)
 	desc := profile.Description{
+		Env:           d.Env,
 		Runtime:       "runc (the daemon's default)",
 		Caps:          map[targets.Path]profile.CapSet{},
 		HostUser:      map[targets.Path]profile.HostUser{},
@@ -83,7 +84,7 @@ func seccomp(p *profile.Profile, gvisor bool) profile.Control {
 		c.Reach = profile.Outside()
 		c.Why = profile.FilterStays
 	}
-	switch d := p.Docker; {
+	switch d := SpecOf(p); {
 	case d.Privileged:
 		c.Where, c.Why = "none", "privileged containers run unconfined"
 	case d.Seccomp == "unconfined":
@@ -152,7 +153,7 @@ func hostReach(p *profile.Profile, caps map[targets.Path]profile.CapSet, gvisor 
 	add := func(field, format string, a ...any) {
 		out = append(out, profile.HostAccess{Field: field, Why: fmt.Sprintf(format, a...)})
 	}
-	d := p.Docker
+	d := SpecOf(p)
 	if d.Privileged {
 		add("docker.privileged", "a privileged container holds every capability and device of the host")
 	}

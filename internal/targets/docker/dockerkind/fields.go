@@ -14,7 +14,7 @@ import (
 // mistake there fails every container create of the run, which would be
 // sixteen INCONCLUSIVE scenarios instead of one clear error now.
 func fields(l *profile.Loading) error {
-	d := &l.Profile().Docker
+	d := SpecOf(l.Profile())
 	switch d.Runtime {
 	case "", "runc", "runsc":
 	default:
@@ -60,7 +60,7 @@ func fields(l *profile.Loading) error {
 
 // securityOpts checks security_opt the way the daemon parses it.
 func securityOpts(l *profile.Loading) error {
-	d := &l.Profile().Docker
+	d := SpecOf(l.Profile())
 	for i, o := range d.SecurityOpt {
 		field := fmt.Sprintf("docker.security_opt[%d]", i)
 		if o == "no-new-privileges" || o == "disable" {
@@ -94,7 +94,7 @@ func securityOpts(l *profile.Loading) error {
 // dockerMounts checks each mount's source and target.
 func mounts(l *profile.Loading) error {
 	targetsSeen := map[string]int{}
-	for i, m := range l.Profile().Docker.Mounts {
+	for i, m := range SpecOf(l.Profile()).Mounts {
 		field := fmt.Sprintf("docker.mounts[%d]", i)
 		switch m.Type {
 		case "bind":

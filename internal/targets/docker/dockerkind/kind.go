@@ -1,8 +1,9 @@
 // Package dockerkind is what the docker and gvisor targets know about
 // their profiles: the docker section's checks (filled in so the section
 // the target gets is the whole truth) and where a container's controls
-// live. It is a package of its own because internal/targets/profile decodes the
-// section into docker.Spec: internal/targets/docker cannot import the profile.
+// live. It is a package of its own because the section's type, docker.Spec,
+// is what internal/targets/docker runs, and that package cannot import the
+// profile: this one declares the section and hands it out (SpecOf).
 package dockerkind
 
 import (
@@ -36,16 +37,13 @@ func (k Kind) Name() string {
 	return Docker
 }
 
-// Sections is the docker section.
-func (Kind) Sections() []string { return []string{"docker"} }
-
 // Load checks the docker section against the rest of the profile and
 // fills what it leaves to it, so the section the target gets is the whole
 // truth: network from `network`, user from paths.normal, runsc for gvisor,
 // and a seccomp file's bytes (recorded like the egress ruleset).
 func (k Kind) Load(l *profile.Loading) error {
 	p := l.Profile()
-	d := &p.Docker
+	d := SpecOf(p)
 	switch {
 	case d.Network == "":
 		d.Network = string(p.Network)
