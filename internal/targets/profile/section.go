@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 
 	"gopkg.in/yaml.v3"
 )
@@ -27,10 +28,16 @@ type Section struct {
 // other types it is the zero value that does.
 type Empty interface{ Empty() bool }
 
+var sectionsMu sync.Mutex
+
 // SectionOf is p's section name, decoded as type T (the type of the
 // Section.Zero its kind declared). A profile not made by Load (a literal
 // in a test) has no sections: it gets a new zero value, which p keeps.
 func SectionOf[T any](p *Profile, name string) *T {
+	// A loaded profile's map is only read here; a literal's is filled on
+	// first use, maybe by sessions started at once: one lock for both.
+	sectionsMu.Lock()
+	defer sectionsMu.Unlock()
 	if s, ok := p.sections[name].(*T); ok {
 		return s
 	}
