@@ -50,9 +50,13 @@ func child(mode string) error {
 	switch mode {
 	case "actions":
 		// A session's launcher sets a unique loginuid the sandbox cannot
-		// change; the monitor reads it from task_struct.
+		// change; the monitor reads it from task_struct. The loginuid is
+		// a thread's: every attempt and fork below runs on this locked
+		// thread (written through /proc/self, one thread had it and a
+		// fork from another, likelier under load, did not).
+		runtime.LockOSThread()
 		if lu := os.Getenv("GH_MONITOR_LOGINUID"); lu != "" {
-			if err := os.WriteFile("/proc/self/loginuid", []byte(lu), 0); err != nil {
+			if err := os.WriteFile("/proc/thread-self/loginuid", []byte(lu), 0); err != nil {
 				return fmt.Errorf("set loginuid: %w", err)
 			}
 		}
