@@ -11,10 +11,10 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/gatehouse-dev/gatehouse/internal/cgroupfs"
 	"github.com/gatehouse-dev/gatehouse/internal/hostenv"
 	"github.com/gatehouse-dev/gatehouse/internal/hostwrite"
 )
@@ -218,35 +218,7 @@ func ours(p string) bool {
 
 // removeCgroup kills everything in the cgroup, waits until it is empty and
 // removes it with its children.
-func removeCgroup(ctx context.Context, dir string) error {
-	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	_ = os.WriteFile(filepath.Join(dir, "cgroup.kill"), []byte("1"), 0)
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		b, err := os.ReadFile(filepath.Join(dir, "cgroup.events"))
-		if err != nil || strings.Contains(string(b), "populated 0") {
-			break
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return fmt.Errorf("cgroup %s still has processes after kill", dir)
-		}
-	}
-	var kids []string
-	_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err == nil && d.IsDir() && p != dir {
-			kids = append(kids, p)
-		}
-		return nil
-	})
-	for i := len(kids) - 1; i >= 0; i-- {
-		_ = os.Remove(kids[i])
-	}
-	if err := os.Remove(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("remove cgroup %s: %w", dir, err)
-	}
-	return nil
-}
+func removeCgroup(ctx context.Context, dir string) error { return cgroupfs.RemoveTree(ctx, dir) }
 
 // Live is the ledger folders whose owner still runs (its lock is held),
 // this process's own excepted: what `lab down --all` must not pull from

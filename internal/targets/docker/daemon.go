@@ -281,7 +281,7 @@ func (d *Daemon) Stop(ctx context.Context) error {
 			<-d.exited
 		}
 	}
-	if err := removeCgroups(d.cgroupParent()); err != nil {
+	if err := removeCgroups(ctx, d.cgroupParent()); err != nil {
 		errs = append(errs, err)
 	}
 	if err := unmountUnder(d.stateDir); err != nil {

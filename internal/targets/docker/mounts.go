@@ -2,6 +2,7 @@ package docker
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -10,6 +11,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gatehouse-dev/gatehouse/internal/cgroupfs"
 )
 
 // unmountUnder detaches every mount at or below dir (overlay layers, shm,
@@ -83,7 +86,7 @@ func unescapeMount(s string) string {
 
 // removeCgroups deletes the daemon's cgroup parent in every hierarchy
 // (cgroupfs driver, hybrid layout): dockerd leaves the empty folders.
-func removeCgroups(parent string) error {
+func removeCgroups(ctx context.Context, parent string) error {
 	dirs, err := filepath.Glob("/sys/fs/cgroup/*/" + parent)
 	if err != nil {
 		return err
@@ -91,11 +94,17 @@ func removeCgroups(parent string) error {
 	if fi, err := os.Stat("/sys/fs/cgroup/" + parent); err == nil && fi.IsDir() {
 		dirs = append(dirs, "/sys/fs/cgroup/"+parent)
 	}
+	// The v2 folder first: its kill empties the v1 folders of the same
+	// processes, which have no kill of their own.
+	sort.SliceStable(dirs, func(i, j int) bool { return hasKill(dirs[i]) && !hasKill(dirs[j]) })
 	var errs []error
 	for _, d := range dirs {
-		if err := os.Remove(d); err != nil && !errors.Is(err, os.ErrNotExist) {
-			errs = append(errs, fmt.Errorf("remove cgroup %s: %w", d, err))
-		}
+		errs = append(errs, cgroupfs.RemoveTree(ctx, d))
 	}
 	return errors.Join(errs...)
+}
+
+func hasKill(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, "cgroup.kill"))
+	return err == nil
 }

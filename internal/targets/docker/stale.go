@@ -41,11 +41,15 @@ func ReapStale(ctx context.Context) ([]string, error) {
 			}
 			p.Close()
 		}
-		e := errors.Join(removeCgroups(cgroupParent(dir)), unmountUnder(dir))
+		e := errors.Join(removeCgroups(ctx, cgroupParent(dir)), unmountUnder(dir))
 		if b, err := os.ReadFile(filepath.Join(dir, "netns")); err == nil {
 			e = errors.Join(e, deleteNetns(ctx, strings.TrimSpace(string(b))))
 		}
-		e = errors.Join(e, os.RemoveAll(dir))
+		// The state folder is the only record of what is left: it goes
+		// last, and only once the rest went (the next sweep tries again).
+		if e == nil {
+			e = os.RemoveAll(dir)
+		}
 		if e != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", dir, e))
 			continue

@@ -7,10 +7,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/gatehouse-dev/gatehouse/internal/cgroupfs"
 	"github.com/gatehouse-dev/gatehouse/internal/targets/docker"
 )
 
@@ -38,9 +40,41 @@ func TestReapStale(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(stale, "netns"), []byte(ns+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// A container's init the dead daemon's shim kept running, in a cgroup
+	// below the daemon's: seen left behind, populated, after a killed run.
+	var orphan *exec.Cmd
+	orphanGone := make(chan struct{})
+	cg := ""
+	if m := cgroupfs.Mount(); m != "" {
+		cg = filepath.Join(m, "gatehouse-"+filepath.Base(stale))
+		kid := filepath.Join(cg, "container")
+		if err := os.MkdirAll(kid, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.Remove(kid); os.Remove(cg) })
+		orphan = exec.Command("sleep", "600")
+		if err := orphan.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = orphan.Process.Kill() })
+		go func() { _ = orphan.Wait(); close(orphanGone) }()
+		if err := os.WriteFile(filepath.Join(kid, "cgroup.procs"), []byte(strconv.Itoa(orphan.Process.Pid)), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
 	reaped, err := docker.ReapStale(context.Background())
 	if err != nil {
 		t.Fatal(err)
+	}
+	if orphan != nil {
+		select {
+		case <-orphanGone:
+		case <-time.After(10 * time.Second):
+			t.Errorf("the container process in the dead daemon's cgroup still runs")
+		}
+		if _, err := os.Stat(cg); err == nil {
+			t.Errorf("the dead daemon's cgroup %s is still there", cg)
+		}
 	}
 	if !slices.Contains(reaped, stale) || slices.Contains(reaped, live) {
 		t.Errorf("reaped %v; want %s and not %s", reaped, stale, live)
