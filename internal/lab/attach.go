@@ -120,13 +120,10 @@ func (l *Lab) reserve(session string) (*attachment, error) {
 func (l *Lab) plumb(ctx context.Context, a *attachment) error {
 	s := a.netns
 	// Fails when the name exists: not ours, leave it alone. Its lo is up.
-	// On the ledger before it exists, as the lab's own (lab.up): a kill
-	// -9 between the two once left a session namespace on no ledger.
-	release, _ := ledger.Record(ledger.Entry{Kind: ledger.Netns, What: s})
 	if err := namedns.Add(s); err != nil {
-		release()
 		return err
 	}
+	release, _ := ledger.Record(ledger.Entry{Kind: ledger.Netns, What: s})
 	l.mu.Lock()
 	a.created, a.release = true, release
 	l.mu.Unlock()

@@ -128,15 +128,12 @@ func Up(ctx context.Context, opts Options) (*Lab, error) {
 
 func (l *Lab) up(ctx context.Context) error {
 	// Adding fails when the name exists, so a namespace we did not make is
-	// never adopted, and never deleted by our Close. Its lo is up. It is
-	// on the ledger before it exists (a kill -9 right after the add left
-	// one on no ledger), and taken off again if the add fails.
-	release, _ := ledger.Record(ledger.Entry{Kind: ledger.Netns, What: l.name})
+	// never adopted, and never deleted by our Close. Its lo is up.
 	if err := namedns.Add(l.name); err != nil {
-		release()
 		return err
 	}
-	l.created, l.release = true, release
+	l.created = true
+	l.release, _ = ledger.Record(ledger.Entry{Kind: ledger.Netns, What: l.name})
 	h, err := rtnlAt(NetnsPath(l.name))
 	if err != nil {
 		return fmt.Errorf("netlink in %s: %w", l.name, err)
