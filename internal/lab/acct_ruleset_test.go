@@ -33,7 +33,7 @@ func TestAccountingTableAsNftWritesIt(t *testing.T) {
 	}
 	mk := func(suffix string) string {
 		name := fmt.Sprintf("ghtest-acct%d-%s", os.Getpid(), suffix)
-		if err := namedns.Add(name); err != nil {
+		if err := namedns.Add(name, nil); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() {

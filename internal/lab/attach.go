@@ -7,7 +7,6 @@ import (
 	"net/netip"
 	"regexp"
 
-	"github.com/gatehouse-dev/gatehouse/internal/ledger"
 	"github.com/gatehouse-dev/gatehouse/internal/namedns"
 	"github.com/vishvananda/netlink"
 )
@@ -120,10 +119,10 @@ func (l *Lab) reserve(session string) (*attachment, error) {
 func (l *Lab) plumb(ctx context.Context, a *attachment) error {
 	s := a.netns
 	// Fails when the name exists: not ours, leave it alone. Its lo is up.
-	if err := namedns.Add(s); err != nil {
+	release, err := addRecorded(s)
+	if err != nil {
 		return err
 	}
-	release, _ := ledger.Record(ledger.Entry{Kind: ledger.Netns, What: s})
 	l.mu.Lock()
 	a.created, a.release = true, release
 	l.mu.Unlock()

@@ -129,11 +129,11 @@ func Up(ctx context.Context, opts Options) (*Lab, error) {
 func (l *Lab) up(ctx context.Context) error {
 	// Adding fails when the name exists, so a namespace we did not make is
 	// never adopted, and never deleted by our Close. Its lo is up.
-	if err := namedns.Add(l.name); err != nil {
+	release, err := addRecorded(l.name)
+	if err != nil {
 		return err
 	}
-	l.created = true
-	l.release, _ = ledger.Record(ledger.Entry{Kind: ledger.Netns, What: l.name})
+	l.created, l.release = true, release
 	h, err := rtnlAt(NetnsPath(l.name))
 	if err != nil {
 		return fmt.Errorf("netlink in %s: %w", l.name, err)
@@ -281,4 +281,19 @@ func (l *Lab) close(ctx context.Context) error {
 	}
 	l.logf("lab %s closed", l.name)
 	return nil
+}
+
+// addRecorded makes the named namespace, on the ledger from the moment the
+// name is ours: a kill -9 right after an add, with the record made once it
+// returned, left a namespace no sweep knew of (a clean CI left gh-…-s7).
+func addRecorded(name string) (release func(), err error) {
+	if err := namedns.Add(name, func() {
+		release, _ = ledger.Record(ledger.Entry{Kind: ledger.Netns, What: name})
+	}); err != nil {
+		if release != nil {
+			release()
+		}
+		return nil, err
+	}
+	return release, nil
 }

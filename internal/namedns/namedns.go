@@ -31,7 +31,12 @@ func Path(name string) string { return filepath.Join(Dir, name) }
 // else made is never adopted. Unlike it, lo is brought up here, on the
 // thread that made the namespace: every caller wants it, and it saves a
 // second visit.
-func Add(name string) error {
+//
+// claimed, when not nil, is called once the name is ours (its file made
+// exclusively) and before the namespace exists, so that a record of it
+// made there covers a kill at any later moment; a record made after Add
+// returned once missed one. When Add then fails it has removed the file.
+func Add(name string, claimed func()) error {
 	if name == "" || name == "." || name == ".." || filepath.Base(name) != name {
 		return fmt.Errorf("add netns %q: not a plain name", name)
 	}
@@ -47,6 +52,9 @@ func Add(name string) error {
 		return fmt.Errorf("add netns %s: create %s: %w", name, path, err)
 	}
 	unix.Close(fd)
+	if claimed != nil {
+		claimed()
+	}
 	if err := bindNew(path); err != nil {
 		_ = unix.Unmount(path, unix.MNT_DETACH)
 		_ = unix.Unlink(path)

@@ -1,11 +1,14 @@
 package namedns
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // A namespace made here is one iproute2 knows: listed by `ip netns list`,
@@ -27,8 +30,23 @@ func TestAddAsIPNetnsAdd(t *testing.T) {
 		return string(out)
 	}
 	name := fmt.Sprintf("ghtest-nd%d", os.Getpid())
-	if err := Add(name); err != nil {
+	// claimed runs once the name is ours and before the namespace exists:
+	// its file is there, not yet a namespace (so a record made then
+	// covers a kill at any later moment).
+	claims := 0
+	if err := Add(name, func() {
+		claims++
+		if _, err := os.Lstat(Path(name)); err != nil {
+			t.Errorf("claimed before the name was ours: %v", err)
+		}
+		if err := unix.Unmount(Path(name), 0); !errors.Is(err, unix.EINVAL) {
+			t.Errorf("claimed after the namespace was bound (unmount: %v)", err)
+		}
+	}); err != nil {
 		t.Fatal(err)
+	}
+	if claims != 1 {
+		t.Errorf("claimed called %d times, want 1", claims)
 	}
 	t.Cleanup(func() { _ = Delete(name) })
 	if !strings.Contains(ip("netns", "list"), name) {
@@ -41,7 +59,7 @@ func TestAddAsIPNetnsAdd(t *testing.T) {
 	if links := strings.Count(ip("-n", name, "-o", "link", "show"), "\n"); links != 1 {
 		t.Errorf("want lo only, got %d links", links)
 	}
-	if err := Add(name); err == nil {
+	if err := Add(name, func() { t.Error("claimed a name someone else holds") }); err == nil {
 		t.Error("a second Add of the same name succeeded")
 	}
 	if err := Delete(name); err != nil {
@@ -54,14 +72,14 @@ func TestAddAsIPNetnsAdd(t *testing.T) {
 		t.Errorf("deleting a namespace that is gone: %v", err)
 	}
 	// The sweep's way out.
-	if err := Add(name); err != nil {
+	if err := Add(name, nil); err != nil {
 		t.Fatal(err)
 	}
 	ip("netns", "del", name)
 	if _, err := os.Lstat(Path(name)); !os.IsNotExist(err) {
 		t.Errorf("ip netns del left %s: %v", Path(name), err)
 	}
-	if err := Add("../x"); err == nil {
+	if err := Add("../x", nil); err == nil {
 		t.Error("a path was accepted as a name")
 	}
 }

@@ -26,11 +26,17 @@ func isolatedNetns(ctx context.Context) (name, path string, err error) {
 		return "", "", err
 	}
 	name = "gh-n" + hex.EncodeToString(b)
-	if err := namedns.Add(name); err != nil {
+	// A crashed run's namespace is removed by the next sweep: on the
+	// ledger as soon as the name is ours, before the namespace exists.
+	var release func()
+	if err := namedns.Add(name, func() {
+		release, _ = ledger.Record(ledger.Entry{Kind: ledger.Netns, What: name})
+	}); err != nil {
+		if release != nil {
+			release()
+		}
 		return "", "", fmt.Errorf("create isolated namespace: %w", err)
 	}
-	// A crashed run's namespace is removed by the next sweep.
-	release, _ := ledger.Record(ledger.Entry{Kind: ledger.Netns, What: name})
 	netnsReleases.Store(name, release)
 	return name, namedns.Path(name), nil
 }
