@@ -43,6 +43,11 @@ type StopRun struct {
 	// StopCommandOver: the profile's own stop command ran out its limit, a
 	// slowness of the platform whatever the load.
 	StopCommandOver bool
+	// WriteWatch is how long after the session was seen gone (from a
+	// beat's time later) its read-write binds were watched for writes as
+	// it: a worker left behind that writes less often than that can go
+	// unseen. Zero when the session was never seen gone.
+	WriteWatch time.Duration
 	// Superseded says why the run was measured again (its timing could not
 	// be judged on a machine that busy): its timing no longer counts, but
 	// anything it left or did after it was seen gone still FAILs.
@@ -208,6 +213,9 @@ func JudgeStop(o StopObservation) (Judgement, map[string]float64) {
 		if ok {
 			lat = append(lat, d)
 			timings[fmt.Sprintf("stop_run%d_ms", i+1)] = ms(d)
+		}
+		if r.WriteWatch > 0 {
+			timings[fmt.Sprintf("stop_run%d_write_watch_ms", i+1)] = ms(r.WriteWatch)
 		}
 		if r.StallKnown {
 			// How long tasks waited for a CPU while the stop was watched:

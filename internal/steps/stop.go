@@ -303,7 +303,11 @@ func (r *runner) measureStop(ctx context.Context, sess *scenario, m *multi) (evi
 	// after the session was seen gone (a beat's time later) is a process
 	// nobody saw, when it carries the session's mark.
 	if run.Gone >= 0 {
-		ws := writes(ctx, binds, stopAt.Add(run.Gone+2*wire.HeartbeatEvery), sess.canary)
+		since := stopAt.Add(run.Gone + 2*wire.HeartbeatEvery)
+		if run.WriteWatch, err = watchWrites(ctx, since); err != nil {
+			return run, stopAt, err
+		}
+		ws := writes(ctx, binds, since, sess.canary)
 		if len(ws.own) > 0 {
 			run.Left = append(run.Left, fmt.Sprintf("%d write(s) after the session was seen gone: %s", len(ws.own), strings.Join(firstN(ws.own, 3), ", ")))
 		}
@@ -340,6 +344,37 @@ func (r *runner) measureStop(ctx context.Context, sess *scenario, m *multi) (evi
 		<-hbDone
 	}
 	return run, stopAt, nil
+}
+
+// A session's binds are searched for writes as it made after it was seen
+// gone once writeWatch has passed since, in time the machine let tasks
+// run, and never later than maxWriteWatch. A search made right after the
+// settle watched for ~50 ms: a worker left behind by the stop, appending
+// every 100 ms, was missed whenever its last write fell just before since
+// (a false PASS, seen under load). The watch is in the evidence.
+const (
+	writeWatch    = time.Second
+	maxWriteWatch = 4 * writeWatch
+)
+
+// watchWrites waits until the binds have been watched long enough since
+// since, and says how long that was.
+func watchWrites(ctx context.Context, since time.Time) (time.Duration, error) {
+	mark := pressure.Now()
+	for {
+		watched := time.Since(since)
+		if stall, _, ok := pressure.Now().Since(mark); ok {
+			watched -= stall
+		}
+		if watched >= writeWatch || time.Since(since) >= maxWriteWatch {
+			return time.Since(since), nil
+		}
+		select {
+		case <-ctx.Done():
+			return time.Since(since), ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // temporaryPaths are the host paths the profile says its stop removes
