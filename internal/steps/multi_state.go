@@ -46,6 +46,8 @@ type multi struct {
 	// releases drop this scenario's ledger entries (places, SysV key)
 	// once what they name is gone.
 	releases []func()
+	// rootRelease drops the places folder's entry once it is removed.
+	rootRelease func()
 }
 
 func multiOf(ctx context.Context) *multi {
@@ -116,6 +118,8 @@ func (r *runner) afterSessions(ctx context.Context, _ *godog.Scenario, _ error) 
 	if m.root != "" {
 		if err := os.RemoveAll(m.root); err != nil {
 			s.teardownProblem("removing the scenario's places: "+err.Error(), true)
+		} else if m.rootRelease != nil {
+			m.rootRelease()
 		}
 	}
 	if len(s.leftover) == 0 {

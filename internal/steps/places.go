@@ -36,8 +36,9 @@ func (m *multi) placesRoot(lab string) (err error) {
 		return err
 	}
 	m.root = root
-	rel, _ := ledger.Record(ledger.Entry{Kind: ledger.Path, What: root})
-	m.releases = append(m.releases, rel)
+	// Released once the folder is removed, whatever else the teardown
+	// left: a removed folder kept on the ledger is a stale entry.
+	m.rootRelease, _ = ledger.Record(ledger.Entry{Kind: ledger.Path, What: root})
 	if m.dir, err = untrusted.OpenDir(root); err != nil {
 		return err
 	}

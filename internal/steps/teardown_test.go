@@ -2,12 +2,18 @@ package steps_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/gatehouse-dev/gatehouse/evidence"
 	"github.com/gatehouse-dev/gatehouse/features"
+	"github.com/gatehouse-dev/gatehouse/internal/ledger"
 	"github.com/gatehouse-dev/gatehouse/internal/probe/wire"
 	"github.com/gatehouse-dev/gatehouse/internal/steps"
 	"github.com/gatehouse-dev/gatehouse/internal/steps/steptest"
@@ -72,6 +78,12 @@ func TestTeardownFindingsReachTheResult(t *testing.T) {
 					t.Errorf("%s: reason does not say why: %s", r.Path, r.Reason)
 				}
 			}
+			// What was left stays on the ledger for the sweep; the places
+			// folder the teardown did remove does not (CI left 8 such
+			// entries of this test binary's).
+			for _, what := range goneOnLedger(t, "gatehouse-places-") {
+				t.Errorf("the ledger still names the removed %s", what)
+			}
 		})
 	}
 }
@@ -83,4 +95,29 @@ func hasFinding(fs []string, sub string) bool {
 		}
 	}
 	return false
+}
+
+// goneOnLedger are the paths this process's ledger names, under a folder
+// whose name starts with prefix, that no longer exist.
+func goneOnLedger(t *testing.T, prefix string) []string {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(ledger.Root, strconv.Itoa(os.Getpid())+"-*", "*.json"))
+	var out []string
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue // released meanwhile
+		}
+		var e ledger.Entry
+		if err := json.Unmarshal(b, &e); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		if e.Kind != ledger.Path || !strings.HasPrefix(filepath.Base(e.What), prefix) {
+			continue
+		}
+		if _, err := os.Lstat(e.What); errors.Is(err, fs.ErrNotExist) {
+			out = append(out, e.What)
+		}
+	}
+	return out
 }
