@@ -5,6 +5,7 @@
 package evidence
 
 import (
+	"encoding/json"
 	"time"
 )
 
@@ -44,6 +45,16 @@ type Hit struct {
 	Method    string `json:"method,omitempty"`
 	Path      string `json:"path,omitempty"`
 	BodyBytes int64  `json:"body_bytes,omitempty"`
+}
+
+// MarshalJSON writes a hit with its time in UTC. The lab keeps the local
+// reading in memory, for its monotonic part (see lab.record); the JSON
+// form has none and reads the same on every machine.
+func (h Hit) MarshalJSON() ([]byte, error) {
+	type plain Hit
+	p := plain(h)
+	p.Time = p.Time.UTC()
+	return json.Marshal(p)
 }
 
 // Attempt is one attempt as the probe reported it. It is hostile input: it

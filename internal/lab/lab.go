@@ -204,7 +204,13 @@ func (l *Lab) Dropped() int {
 // record stores a hit, stamping the time and attributing it to a session
 // (see attribute), and returns it as stored.
 func (l *Lab) record(h evidence.Hit, from string) evidence.Hit {
-	h.Time = time.Now().UTC()
+	// With Go's monotonic reading (UTC() would strip it): the stop's
+	// timings compare hits with moments measured on that clock, which a
+	// step of the wall clock leaves alone. This VM, resumed from a
+	// snapshot, stepped its wall clock 6.4 s while the monotonic one
+	// stood still, and heartbeats sent before a stop were judged sent
+	// after the session was seen gone. JSON is written in UTC (Hit).
+	h.Time = time.Now()
 	if h.Session == "" {
 		h.Session, h.Attribution = l.attribute(h, from)
 	} else if h.Attribution == "" {

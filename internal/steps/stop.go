@@ -246,6 +246,7 @@ func (r *runner) measureStop(ctx context.Context, sess *scenario, m *multi) (evi
 	returned := false
 	var returnedAt time.Time
 	var last remains
+	var goneAt time.Time
 	// Past the limit, watch on a while to learn whether it ends at all: a
 	// stop slowed by a busy machine is told apart from one that never
 	// ends (see evidence.StopRun.LoadSpoiled). Stop once the target's
@@ -270,7 +271,8 @@ func (r *runner) measureStop(ctx context.Context, sess *scenario, m *multi) (evi
 			continue
 		}
 		if last = w.left(ctx, sess); last.none() {
-			run.Gone = time.Since(stopAt)
+			goneAt = time.Now()
+			run.Gone = goneAt.Sub(stopAt)
 			break
 		}
 		if !last.known() {
@@ -303,7 +305,10 @@ func (r *runner) measureStop(ctx context.Context, sess *scenario, m *multi) (evi
 	// after the session was seen gone (a beat's time later) is a process
 	// nobody saw, when it carries the session's mark.
 	if run.Gone >= 0 {
-		since := stopAt.Add(run.Gone + 2*wire.HeartbeatEvery)
+		// From the wall clock read when it was seen gone, not stopAt +
+		// Gone: file times are wall times, and a step of the wall clock
+		// during the stop (a VM resumed, NTP) must not move the line.
+		since := goneAt.Add(2 * wire.HeartbeatEvery)
 		if run.WriteWatch, err = watchWrites(ctx, since); err != nil {
 			return run, stopAt, err
 		}
