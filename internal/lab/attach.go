@@ -119,7 +119,7 @@ func (l *Lab) reserve(session string) (*attachment, error) {
 func (l *Lab) plumb(ctx context.Context, a *attachment) error {
 	s := a.netns
 	// Fails when the name exists: not ours, leave it alone. Its lo is up.
-	release, err := addRecorded(s)
+	release, err := namedns.AddRecorded(s)
 	if err != nil {
 		return err
 	}

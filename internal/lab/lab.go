@@ -16,7 +16,6 @@ import (
 	"github.com/gatehouse-dev/gatehouse/evidence"
 	"github.com/gatehouse-dev/gatehouse/internal/lab/intake"
 	"github.com/gatehouse-dev/gatehouse/internal/lab/model"
-	"github.com/gatehouse-dev/gatehouse/internal/ledger"
 	"github.com/gatehouse-dev/gatehouse/internal/namedns"
 	"github.com/vishvananda/netlink"
 )
@@ -129,7 +128,7 @@ func Up(ctx context.Context, opts Options) (*Lab, error) {
 func (l *Lab) up(ctx context.Context) error {
 	// Adding fails when the name exists, so a namespace we did not make is
 	// never adopted, and never deleted by our Close. Its lo is up.
-	release, err := addRecorded(l.name)
+	release, err := namedns.AddRecorded(l.name)
 	if err != nil {
 		return err
 	}
@@ -287,19 +286,4 @@ func (l *Lab) close(ctx context.Context) error {
 	}
 	l.logf("lab %s closed", l.name)
 	return nil
-}
-
-// addRecorded makes the named namespace, on the ledger from the moment the
-// name is ours: a kill -9 right after an add, with the record made once it
-// returned, left a namespace no sweep knew of (a clean CI left gh-…-s7).
-func addRecorded(name string) (release func(), err error) {
-	if err := namedns.Add(name, func() {
-		release, _ = ledger.Record(ledger.Entry{Kind: ledger.Netns, What: name})
-	}); err != nil {
-		if release != nil {
-			release()
-		}
-		return nil, err
-	}
-	return release, nil
 }

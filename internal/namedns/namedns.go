@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"runtime"
 
+	"github.com/gatehouse-dev/gatehouse/internal/ledger"
 	_ "github.com/gatehouse-dev/gatehouse/internal/mainthread" // keep locked goroutines off the main thread
 	"github.com/vishvananda/netlink"
 
@@ -61,6 +62,22 @@ func Add(name string, claimed func()) error {
 		return fmt.Errorf("add netns %s: %w", name, err)
 	}
 	return nil
+}
+
+// AddRecorded adds the namespace as Add does, on the ledger from the moment
+// the name is ours, so a run killed at any later moment leaves one the next
+// sweep removes (recorded once Add returned, a kill -9 in between left one
+// no sweep knew of). release takes it off the ledger once it is deleted.
+func AddRecorded(name string) (release func(), err error) {
+	if err := Add(name, func() {
+		release, _ = ledger.Record(ledger.Entry{Kind: ledger.Netns, What: name})
+	}); err != nil {
+		if release != nil {
+			release()
+		}
+		return nil, err
+	}
+	return release, nil
 }
 
 // sharedDir makes /run/netns a shared mount point, as iproute2 does, so that

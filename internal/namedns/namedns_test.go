@@ -1,14 +1,18 @@
 package namedns
 
 import (
-	"errors"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gatehouse-dev/gatehouse/internal/ledger"
 )
 
 // A namespace made here is one iproute2 knows: listed by `ip netns list`,
@@ -39,8 +43,9 @@ func TestAddAsIPNetnsAdd(t *testing.T) {
 		if _, err := os.Lstat(Path(name)); err != nil {
 			t.Errorf("claimed before the name was ours: %v", err)
 		}
-		if err := unix.Unmount(Path(name), 0); !errors.Is(err, unix.EINVAL) {
-			t.Errorf("claimed after the namespace was bound (unmount: %v)", err)
+		var st unix.Statfs_t
+		if err := unix.Statfs(Path(name), &st); err != nil || st.Type == unix.NSFS_MAGIC {
+			t.Errorf("claimed after the namespace was bound (statfs: %v, type %#x)", err, st.Type)
 		}
 	}); err != nil {
 		t.Fatal(err)
@@ -82,4 +87,47 @@ func TestAddAsIPNetnsAdd(t *testing.T) {
 	if err := Add("../x", nil); err == nil {
 		t.Error("a path was accepted as a name")
 	}
+}
+
+// AddRecorded puts the namespace on this process's ledger (for a sweep after
+// a kill) and its release takes it off.
+func TestAddRecordedIsOnTheLedger(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to create network namespaces")
+	}
+	name := fmt.Sprintf("ghtest-nr%d", os.Getpid())
+	release, err := AddRecorded(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = Delete(name) })
+	if !onLedger(t, name) {
+		t.Errorf("%s is not on the ledger", name)
+	}
+	if err := Delete(name); err != nil {
+		t.Fatal(err)
+	}
+	release()
+	if onLedger(t, name) {
+		t.Errorf("%s still on the ledger after its release", name)
+	}
+	if _, err := AddRecorded("../x"); err == nil {
+		t.Error("a path was accepted as a name")
+	}
+}
+
+func onLedger(t *testing.T, name string) bool {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(ledger.Root, strconv.Itoa(os.Getpid())+"-*", "*.json"))
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		var e ledger.Entry
+		if json.Unmarshal(b, &e) == nil && e.Kind == ledger.Netns && e.What == name {
+			return true
+		}
+	}
+	return false
 }

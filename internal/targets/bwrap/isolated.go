@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/gatehouse-dev/gatehouse/internal/ledger"
 	"github.com/gatehouse-dev/gatehouse/internal/namedns"
 )
 
@@ -26,15 +25,9 @@ func isolatedNetns(ctx context.Context) (name, path string, err error) {
 		return "", "", err
 	}
 	name = "gh-n" + hex.EncodeToString(b)
-	// A crashed run's namespace is removed by the next sweep: on the
-	// ledger as soon as the name is ours, before the namespace exists.
-	var release func()
-	if err := namedns.Add(name, func() {
-		release, _ = ledger.Record(ledger.Entry{Kind: ledger.Netns, What: name})
-	}); err != nil {
-		if release != nil {
-			release()
-		}
+	// A crashed run's namespace is removed by the next sweep.
+	release, err := namedns.AddRecorded(name)
+	if err != nil {
 		return "", "", fmt.Errorf("create isolated namespace: %w", err)
 	}
 	netnsReleases.Store(name, release)
