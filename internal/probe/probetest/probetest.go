@@ -13,9 +13,10 @@ import (
 )
 
 var (
-	once sync.Once
-	path string
-	err  error
+	once    sync.Once
+	path    string
+	release func() error // removes the build folder and its ledger entry
+	err     error
 )
 
 // Build returns the path of a static probe binary built from this module.
@@ -30,12 +31,12 @@ func Build(t testing.TB) string {
 		// next sweep removes it): every test session runs this binary as
 		// its init, and in the shared /tmp a sandbox that sees the host's
 		// /tmp could swap it.
-		dir, _, e := scratch.New("probe")
+		dir, rel, e := scratch.New("probe")
 		if e != nil {
 			err = e
 			return
 		}
-		path = filepath.Join(dir, "probe")
+		path, release = filepath.Join(dir, "probe"), rel
 		cmd := exec.Command("go", "build", "-trimpath", "-o", path, "github.com/gatehouse-dev/gatehouse/cmd/gatehouse-probe")
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		out, e := cmd.CombinedOutput()
@@ -60,7 +61,9 @@ func (e *buildError) Error() string { return e.err.Error() + ": " + e.out }
 // after m.Run: the build is shared by the whole test binary, so no single
 // test can own its removal.
 func Cleanup() {
-	if path != "" {
-		_ = os.RemoveAll(filepath.Dir(path))
+	// Through scratch's release, so its ledger entry goes too (a bare
+	// RemoveAll left a stale entry per binary that built a probe).
+	if release != nil {
+		_ = release()
 	}
 }
