@@ -231,7 +231,7 @@ func newScenario(i int, r evidence.Result, in Input) scenario {
 }
 
 func hitKey(h evidence.Hit) string {
-	return h.Time.Format(time.RFC3339Nano) + "\x00" + h.Endpoint + "\x00" + h.Src + "\x00" + h.Summary
+	return h.Time.UTC().Format(time.RFC3339Nano) + "\x00" + h.Endpoint + "\x00" + h.Src + "\x00" + h.Summary
 }
 
 func capped[T any](xs []T, n int) ([]T, int) {
