@@ -33,6 +33,7 @@ type Daemon struct {
 	logPath  string
 	stopped  bool
 	ownNetns string   // the namespace we made for it, removed by Stop
+	netns    string   // the namespace file it runs in
 	runtimes []string // declared in its config, sorted
 }
 
@@ -46,7 +47,8 @@ type DaemonOptions struct {
 	// lab: the shim puts them in the harness's namespaces.
 	OwnNetns bool
 	// StateDir holds every folder and socket; keep it short (containerd
-	// puts sockets under it). "" picks /run/ghd-<hex>.
+	// puts sockets under it). "" picks /run/ghd-<this pid in hex>, the
+	// name ReapStale reads the owner from (one such daemon per process).
 	StateDir string
 	// Shim is the argv prefix that runs ShimMain (e.g. [gatehouse
 	// oci-runtime]); when set the daemon declares gatehouse-runc and, with
@@ -69,7 +71,7 @@ func StartDaemonWith(ctx context.Context, o DaemonOptions) (*Daemon, error) {
 		return nil, errors.New("docker: start daemon: refusing to run dockerd without a lab network namespace")
 	}
 	if o.StateDir == "" {
-		o.StateDir = "/run/ghd-" + randHex(3)
+		o.StateDir = fmt.Sprintf("/run/ghd-%x", os.Getpid())
 	}
 	d := &Daemon{stateDir: o.StateDir, exited: make(chan struct{}), logPath: filepath.Join(o.StateDir, "dockerd.log")}
 	if o.OwnNetns {
@@ -79,6 +81,7 @@ func StartDaemonWith(ctx context.Context, o DaemonOptions) (*Daemon, error) {
 		}
 		d.ownNetns, o.Netns = name, netnsDir+name
 	}
+	d.netns = o.Netns
 	if err := d.start(ctx, o); err != nil {
 		_ = d.Stop(context.WithoutCancel(ctx))
 		return nil, fmt.Errorf("docker: start daemon: %w", err)
@@ -203,6 +206,9 @@ func writeDaemonConfig(path, stateDir string, shim []string) ([]string, error) {
 
 func cgroupParent(stateDir string) string { return "gatehouse-" + filepath.Base(stateDir) }
 
+// Netns is the namespace file dockerd runs in.
+func (d *Daemon) Netns() string { return d.netns }
+
 func (d *Daemon) cgroupParent() string { return cgroupParent(d.stateDir) }
 
 // SessionsDir holds the shim's per-container entries and resolv.conf files.
@@ -287,13 +293,14 @@ func (d *Daemon) Stop(ctx context.Context) error {
 	if err := unmountUnder(d.stateDir); err != nil {
 		errs = append(errs, err)
 	}
-	if err := os.RemoveAll(d.stateDir); err != nil {
-		errs = append(errs, err)
-	}
+	// The state folder names the namespace for ReapStale: it goes last.
 	if d.ownNetns != "" {
 		if err := deleteNetns(ctx, d.ownNetns); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if err := os.RemoveAll(d.stateDir); err != nil {
+		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("docker: stop daemon: %w", err)

@@ -2,8 +2,6 @@ package docker_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"github.com/gatehouse-dev/gatehouse/internal/ledger"
 	"os"
@@ -27,6 +25,11 @@ func TestMain(m *testing.M) {
 	// The lab daemon runs this test binary as its OCI runtime shim.
 	if len(os.Args) > 1 && os.Args[1] == docker.ShimVerb {
 		os.Exit(docker.ShimMain(os.Args[2:], os.Stderr))
+	}
+	// A stand-in for a containerd shim left by a dead daemon (stale_test).
+	if len(os.Args) > 1 && os.Args[1] == fakeShimVerb {
+		time.Sleep(10 * time.Minute)
+		os.Exit(0)
 	}
 	code := runMain(m)
 	ledger.Close() // as main does: an empty ledger folder goes
@@ -62,26 +65,20 @@ func runMain(m *testing.M) int {
 		return m.Run()
 	}
 	ctx := context.Background()
-	name, err := addNetns(ctx)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "docker test: netns:", err)
-		return 1
-	}
-	defer func() { _ = exec.Command("ip", "netns", "del", name).Run() }()
-	labNetns = "/run/netns/" + name
-	state, err := os.MkdirTemp("", "ghd")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "docker test:", err)
-		return 1
-	}
-	defer os.RemoveAll(state)
+	// The daemon's own sealed namespace and /run/ghd-<pid>: the shape
+	// ReapStale knows, so that `gatehouse lab down` takes back what a
+	// killed test binary left (a namespace and /tmp state of its own were
+	// left by a CI run cut off mid-package, and no sweep knew them).
+	state := fmt.Sprintf("/run/ghd-%x", os.Getpid())
 	startCtx, cancel := context.WithTimeout(ctx, 90*time.Second)
 	defer cancel()
-	labDaemon, err = docker.StartDaemonWith(startCtx, docker.DaemonOptions{Netns: labNetns, StateDir: state, Shim: shim(state)})
+	var err error
+	labDaemon, err = docker.StartDaemonWith(startCtx, docker.DaemonOptions{OwnNetns: true, StateDir: state, Shim: shim(state)})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "docker test:", err)
 		return 1
 	}
+	labNetns = labDaemon.Netns()
 	code := m.Run()
 	if err := labDaemon.Stop(context.WithoutCancel(ctx)); err != nil {
 		fmt.Fprintln(os.Stderr, "docker test: stop daemon:", err)
@@ -104,20 +101,6 @@ func prerequisites() string {
 		return "busybox-static not installed: " + err.Error()
 	}
 	return ""
-}
-
-func addNetns(ctx context.Context) (string, error) {
-	b := make([]byte, 4)
-	_, _ = rand.Read(b)
-	name := "gh-d" + hex.EncodeToString(b)
-	if out, err := exec.CommandContext(ctx, "ip", "netns", "add", name).CombinedOutput(); err != nil {
-		return "", fmt.Errorf("ip netns add: %v: %s", err, out)
-	}
-	if out, err := exec.CommandContext(ctx, "ip", "-n", name, "link", "set", "lo", "up").CombinedOutput(); err != nil {
-		_ = exec.Command("ip", "netns", "del", name).Run()
-		return "", fmt.Errorf("lo up: %v: %s", err, out)
-	}
-	return name, nil
 }
 
 // needLab skips a test that needs the lab daemon, with the reason.

@@ -41,6 +41,10 @@ func ReapStale(ctx context.Context) ([]string, error) {
 			}
 			p.Close()
 		}
+		// containerd's shims outlive dockerd and containerd by design
+		// (live restore): seen running on after a killed test binary's
+		// daemon was reaped, each holding its task's state.
+		killStaleShims(dir)
 		e := errors.Join(removeCgroups(ctx, cgroupParent(dir)), unmountUnder(dir))
 		if b, err := os.ReadFile(filepath.Join(dir, "netns")); err == nil {
 			e = errors.Join(e, deleteNetns(ctx, strings.TrimSpace(string(b))))
@@ -140,4 +144,47 @@ func hasFlag(argv []string, flag, value string) bool {
 		return true
 	}
 	return slices.Contains(argv, flag+"="+value)
+}
+
+// killStaleShims kills the containerd shims of the daemon whose state
+// folder is dir: processes running a containerd-shim binary whose
+// -address names containerd's socket under dir. Each is pinned, checked
+// through the pin and signalled through its pidfd, so a pid reused since
+// the listing is never hit.
+func killStaleShims(dir string) {
+	pids, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range pids {
+		pid, err := strconv.Atoi(filepath.Base(d))
+		if err != nil || pid <= 1 {
+			continue
+		}
+		p, err := hostproc.Pin(pid)
+		if err != nil {
+			continue
+		}
+		if isShimOf(p, dir) {
+			_ = p.Signal(syscall.SIGKILL)
+		}
+		p.Close()
+	}
+}
+
+// isShimOf: the pinned process runs a containerd-shim binary of the daemon
+// whose state folder is dir.
+func isShimOf(p *hostproc.Proc, dir string) bool {
+	argv, err := p.Cmdline()
+	if err != nil || len(argv) == 0 {
+		return false
+	}
+	i := slices.Index(argv, "-address")
+	if i < 0 || i+1 >= len(argv) || !strings.HasPrefix(argv[i+1], dir+"/") {
+		return false
+	}
+	ok := false
+	_ = p.Read(func(proc string) error {
+		exe, err := os.Readlink(proc + "/exe")
+		ok = err == nil && strings.HasPrefix(filepath.Base(exe), "containerd-shim")
+		return nil
+	})
+	return ok
 }

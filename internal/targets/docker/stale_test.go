@@ -2,6 +2,8 @@ package docker_test
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"os/exec"
@@ -29,8 +31,15 @@ func TestReapStale(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", ns).Run() })
+	// A live process of the test's own, not the test binary: its pid names
+	// the package's lab daemon's state folder (TestMain).
+	alive := exec.Command("sleep", "300")
+	if err := alive.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = alive.Process.Kill(); _ = alive.Wait() })
 	stale := fmt.Sprintf("/run/ghd-%x", dead.Process.Pid)
-	live := fmt.Sprintf("/run/ghd-%x", os.Getpid())
+	live := fmt.Sprintf("/run/ghd-%x", alive.Process.Pid)
 	for _, dir := range []string{stale, live} {
 		if err := os.MkdirAll(filepath.Join(dir, "d"), 0o700); err != nil {
 			t.Fatal(err)
@@ -62,9 +71,22 @@ func TestReapStale(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The dead daemon's containerd shim, and one of the live daemon's.
+	staleShim := fakeShim(t, stale)
+	liveShim := fakeShim(t, live)
 	reaped, err := docker.ReapStale(context.Background())
 	if err != nil {
 		t.Fatal(err)
+	}
+	select {
+	case <-staleShim:
+	case <-time.After(10 * time.Second):
+		t.Errorf("the dead daemon's containerd shim still runs")
+	}
+	select {
+	case <-liveShim:
+		t.Errorf("a live daemon's containerd shim was killed")
+	default:
 	}
 	if orphan != nil {
 		select {
@@ -124,4 +146,50 @@ func TestReapStaleSparesAnUnrelatedProcess(t *testing.T) {
 	if err != nil || strings.Contains(string(b), ") Z ") {
 		t.Fatalf("the unrelated process named by the stale pid file was killed (stat %q, %v)", b, err)
 	}
+}
+
+// addNetns makes a namespace with lo up, for a stale daemon's record.
+func addNetns(ctx context.Context) (string, error) {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	name := "gh-d" + hex.EncodeToString(b)
+	if out, err := exec.CommandContext(ctx, "ip", "netns", "add", name).CombinedOutput(); err != nil {
+		return "", fmt.Errorf("ip netns add: %v: %s", err, out)
+	}
+	if out, err := exec.CommandContext(ctx, "ip", "-n", name, "link", "set", "lo", "up").CombinedOutput(); err != nil {
+		_ = exec.Command("ip", "netns", "del", name).Run()
+		return "", fmt.Errorf("lo up: %v: %s", err, out)
+	}
+	return name, nil
+}
+
+const fakeShimVerb = "gh-fake-containerd-shim"
+
+// fakeShim starts this test binary, linked or copied under the name of a
+// containerd shim, with the -address a shim of the daemon whose state
+// folder is dir has. The channel closes when it exits.
+func fakeShim(t *testing.T, dir string) <-chan struct{} {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "containerd-shim-runc-v2")
+	if err := os.Link(self, bin); err != nil {
+		b, err := os.ReadFile(self)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(bin, b, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command(bin, fakeShimVerb, "-namespace", "moby", "-address", filepath.Join(dir, "x", "containerd", "containerd.sock"))
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	t.Cleanup(func() { _ = cmd.Process.Kill(); <-done })
+	return done
 }
