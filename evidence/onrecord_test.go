@@ -9,23 +9,43 @@ import (
 
 func TestAttemptOnRecord(t *testing.T) {
 	tests := []struct {
-		kind, outcome string
-		want          bool
+		kind, outcome, err string
+		want               bool
 	}{
-		{"find", "completed", true},
-		{"hunt", "denied", true},
-		{"hunt", "refused", true},
-		{"find", "partial", false},
-		{"find", "timeout", false},
-		{"hunt", "error", false},
-		{"hostcheck", "partial", false},
-		{"hostcheck", "completed", true},
-		{"read", "error", true}, // a read's report is the attempt
-		{"http", "timeout", true},
+		{"find", "completed", "", true},
+		{"hunt", "denied", "", true},
+		{"hunt", "refused", "", true},
+		{"find", "partial", "", false},
+		{"find", "timeout", "", false},
+		{"hunt", "error", "", false},
+		{"hostcheck", "partial", "", false},
+		{"hostcheck", "completed", "", true},
+		// A file attempt's report is the attempt when the kernel answered
+		// it: the place is not there, not a folder, refused, read-only.
+		{"read", "error", "open /h/nonce: no such file or directory", true},
+		{"read", "error", "open /h/nonce: not a directory", true},
+		{"read", "denied", "open /h/nonce: permission denied", true},
+		{"list", "completed", "", true},
+		{"stash", "error", "open /x: read-only file system", true},
+		{"stash", "error", "probe refuses: kernel interface /proc/x", true},
+		// Not when the machine ran short (issue 22, C1): a read that ran
+		// out of time, or failed for want of memory or I/O, never reached
+		// the place, so it proves nothing about what is there.
+		{"read", "timeout", "context deadline exceeded", false},
+		{"list", "timeout", "", false},
+		{"write", "timeout", "", false},
+		{"stash", "timeout", "", false},
+		{"read", "error", "read /h/nonce: input/output error", false},
+		{"read", "error", "open /h/nonce: cannot allocate memory", false},
+		{"list", "error", "readdirent /h: interrupted system call", false},
+		{"read", "error", "open /h/nonce: too many open files", false},
+		{"stash", "error", "write /x: resource temporarily unavailable", false},
+		{"read", "error", "probe: attempt panicked: runtime error", false},
+		{"http", "timeout", "", true},
 	}
 	for _, tt := range tests {
-		if got := evidence.AttemptOnRecord(evidence.Attempt{Kind: tt.kind, Outcome: tt.outcome}); got != tt.want {
-			t.Errorf("%s/%s: %v, want %v", tt.kind, tt.outcome, got, tt.want)
+		if got := evidence.AttemptOnRecord(evidence.Attempt{Kind: tt.kind, Outcome: tt.outcome, Error: tt.err}); got != tt.want {
+			t.Errorf("%s/%s (%q): %v, want %v", tt.kind, tt.outcome, tt.err, got, tt.want)
 		}
 	}
 }

@@ -101,6 +101,8 @@ func JudgePersistence(o PersistObservation) (Judgement, []Crossing, PersistCover
 			return true, ""
 		case strings.HasPrefix(a.Error, "probe refuses"):
 			return false, "refused"
+		case FileAttemptCut(a):
+			return false, "cut"
 		}
 		return false, a.Outcome
 	}
@@ -111,6 +113,13 @@ func JudgePersistence(o PersistObservation) (Judgement, []Crossing, PersistCover
 		switch {
 		case eWhy == "no report" || lWhy == "no report":
 			cov.Problems = append(cov.Problems, p.Name+": a write there has no report")
+		case eWhy == "cut" || lWhy == "cut":
+			// Neither unwritable nor written: the kernel never answered.
+			a := byID[o.Earlier.Session][p.Stash]
+			if lWhy == "cut" {
+				a = byID[o.Later.Session][p.Stash]
+			}
+			cov.Problems = append(cov.Problems, fmt.Sprintf("%s: a write there did not finish (%s)", p.Name, a.Outcome))
 		case eWhy == "refused" || lWhy == "refused":
 			cov.Refused = append(cov.Refused, p.Name)
 		case !searched || !AttemptOnRecord(search):

@@ -73,6 +73,18 @@ func TestJudgePersistence(t *testing.T) {
 			setOutcome(o, "s2", "stash-tmp", "denied")
 			o.Sightings = o.Sightings[1:]
 		}, Pass, "1 writable by neither (tmp)"},
+		// Writes that ran out of time (a loaded machine, issue 22) never
+		// met the kernel's answer: no proof the place is unwritable.
+		{"writes out of time in both are not writable-by-neither", func(o *PersistObservation) {
+			setOutcome(o, "s1", "stash-tmp", "timeout")
+			setOutcome(o, "s2", "stash-tmp", "timeout")
+			o.Sightings = o.Sightings[1:]
+		}, Inconclusive, "tmp: a write there did not finish (timeout)"},
+		{"one write out of time, the other denied", func(o *PersistObservation) {
+			setOutcome(o, "s1", "stash-tmp", "denied")
+			setOutcome(o, "s2", "stash-tmp", "timeout")
+			o.Sightings = o.Sightings[1:]
+		}, Inconclusive, "tmp: a write there did not finish (timeout)"},
 		{"a search not on record", func(o *PersistObservation) {
 			setOutcome(o, "s2", "search-tmp", "timeout")
 		}, Inconclusive, "tmp: the search there is not on record (timeout)"},

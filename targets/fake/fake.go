@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"sync"
 	"sync/atomic"
 
@@ -75,6 +76,9 @@ type Target struct {
 	// ProcessesFunc, when set, lists what the session still runs
 	// (targets.ProcessLister); nil: an error wrapping ErrUnsupported.
 	ProcessesFunc func(ctx context.Context, s *Session) ([]int, error)
+	// Facts, when set, are what Inspect reads back (outside.ns.KIND: the
+	// namespaces host-access compares with the host's); nil: none.
+	Facts map[string]string
 
 	started atomic.Int64
 }
@@ -154,9 +158,9 @@ func (s *Session) CopyIn(_ context.Context, path string, r io.Reader, _ fs.FileM
 	return nil
 }
 
-// Inspect says the target's name and a "fake" runtime.
+// Inspect says the target's name, a "fake" runtime and the target's Facts.
 func (s *Session) Inspect(context.Context) (targets.Config, error) {
-	return targets.Config{Target: s.t.Name(), Runtime: "fake"}, nil
+	return targets.Config{Target: s.t.Name(), Runtime: "fake", Facts: maps.Clone(s.t.Facts)}, nil
 }
 
 // Stop calls the target's StopFunc, or does nothing.
