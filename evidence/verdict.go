@@ -138,7 +138,7 @@ func Judge(o Observation) Judgement {
 	case len(o.Planned) == 0:
 		j.Verdict, j.Reason = Inconclusive, "no attempt was planned, so nothing was tested"
 	case len(stalled) > 0:
-		j.Verdict, j.Reason = Inconclusive, "the sandbox's proxy neither answered nor refused "+strings.Join(stalled, ", ")+" in time, tried again: a stalled proxy proves nothing (the machine may have been too loaded to judge them)"
+		j.Verdict, j.Reason = Inconclusive, "the sandbox's proxy neither answered nor refused "+strings.Join(stalled, ", ")+" in time (no answer, or a gateway error: it let the request through and its own step onward failed), tried again: a stalled proxy proves nothing (the machine may have been too loaded to judge them)"
 	case len(j.Missing) > 0:
 		j.Verdict, j.Reason = Inconclusive, "no proof of attempt for "+strings.Join(j.Missing, ", ")+" (not reported, or the probe failed before anything left it)"
 	case o.Control == "" || !j.Control:
@@ -259,7 +259,32 @@ func AttemptMade(a Attempt) bool {
 	return false
 }
 
-func proxyTimeout(a Attempt) bool { return a.Kind == "proxy" && a.Outcome == "timeout" }
+// proxyTimeout: a proxy attempt that got neither an answer nor a refusal
+// in time, or an answer that says the proxy let it through and its own
+// lookup or connect onward failed (proxyGateway).
+func proxyTimeout(a Attempt) bool {
+	return a.Kind == "proxy" && (a.Outcome == "timeout" || proxyGateway(a))
+}
+
+// proxyGateway: a 502, 503 or 504, or a SOCKS5 reply 1 (general failure),
+// 3 (network unreachable), 4 (host unreachable) or 6 (TTL expired). The
+// probe reports these as the proxy's no, but the proxy did not refuse:
+// its onward step failed, and on a loaded machine that is the lab's
+// resolver or callback answering late (issue 22). Proof of nothing, tried
+// again like a timeout. 403, 407 and SOCKS5 2 (not allowed by ruleset)
+// stay refusals.
+func proxyGateway(a Attempt) bool {
+	switch a.Status {
+	case 502, 503, 504:
+		return true
+	}
+	for _, r := range []string{"1", "3", "4", "6"} {
+		if strings.HasSuffix(a.Error, "socks5 reply "+r) {
+			return true
+		}
+	}
+	return false
+}
 
 // ProxyStalled reports whether session's proxy attempt id has reports and
 // every one is a timeout: the harness tries such an attempt again.

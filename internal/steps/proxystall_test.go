@@ -23,13 +23,16 @@ import (
 func TestStalledProxyAttemptsAreTriedAgainNeverPassed(t *testing.T) {
 	tests := []struct {
 		name   string
-		stalls int // how many tries of proxy-rebind time out before it goes through
-		want   evidence.Verdict
-		reason string
+		stalls  int  // how many tries of proxy-rebind time out before it goes through
+		gateway bool // the stalled tries answer 502 (the proxy's own step onward failed)
+		want    evidence.Verdict
+		reason  string
 	}{
-		{"a proxy slow once is tried again and the leak is seen", 1, evidence.Fail, "callback"},
-		{"a proxy slow twice is tried again and the leak is seen", 2, evidence.Fail, "callback"},
-		{"a proxy that never answers proves nothing", 100, evidence.Inconclusive, "neither answered nor refused proxy-rebind"},
+		{"a proxy slow once is tried again and the leak is seen", 1, false, evidence.Fail, "callback"},
+		{"a proxy slow twice is tried again and the leak is seen", 2, false, evidence.Fail, "callback"},
+		{"a proxy that never answers proves nothing", 100, false, evidence.Inconclusive, "neither answered nor refused proxy-rebind"},
+		{"a proxy whose lookup onward failed once is tried again and the leak is seen", 1, true, evidence.Fail, "callback"},
+		{"a proxy whose lookup onward always fails proves nothing", 100, true, evidence.Inconclusive, "neither answered nor refused proxy-rebind"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -49,6 +52,9 @@ func TestStalledProxyAttemptsAreTriedAgainNeverPassed(t *testing.T) {
 						mu.Unlock()
 						if n <= tt.stalls {
 							rep.Outcome = "timeout"
+							if tt.gateway {
+								rep.Outcome, rep.Status, rep.Error = "denied", 502, "proxy refused: CONNECT answered 502"
+							}
 							break
 						}
 						// Through at last: the callback hears it.
