@@ -38,6 +38,7 @@ var engineTypes = map[string]bool{"docker": true, "podman": true, "containerd": 
 var (
 	mntLine    = regexp.MustCompile(`^mnt (\d+:\d+:\d+) (/.{0,400})$`)
 	engineLine = regexp.MustCompile(`^engine ([a-z0-9-]{1,20}) (\d+:\d+:\d+|) (\S{1,200}) (/.{0,400})$`)
+	silentLine = regexp.MustCompile(`^silent (\d+:\d+:\d+) (/.{0,400})$`)
 )
 
 // hostView is what the probe's host scans show of the host, read against
@@ -83,6 +84,22 @@ func viewHost(session string, attempts []Attempt, paths []HostPath, socks []Host
 					add(&v.exposed, fmt.Sprintf("exposed: the host's %s is visible inside at %s (device:inode %s)", hp.Path, m[2], m[1]))
 				default:
 					add(&v.visible, fmt.Sprintf("the host's %s (%s) is visible inside at %s (device:inode %s inside and outside)", hp.Path, hostKindName(hp.Kind), m[2], m[1]))
+				}
+				continue
+			}
+			if m := silentLine.FindStringSubmatch(line); m != nil {
+				// The socket said nothing to the probe in time, which a
+				// starved engine does too (issue 22): the host's socket of
+				// the same device:inode, asked by the harness with more
+				// time, decides.
+				id, at := m[1], m[2]
+				hs, ok := sockByID[id]
+				switch {
+				case !ok:
+				case engineTypes[strings.SplitN(hs.Answer, " ", 2)[0]]:
+					add(&v.engines, fmt.Sprintf("a container engine's socket is reachable inside at %s: the host's socket %s (same device:inode %s), which answered the harness as %s (silent to the probe in time)", at, hs.Path, id, hs.Answer))
+				default:
+					add(&v.exposed, fmt.Sprintf("exposed: the host's socket %s is reachable inside at %s (same device:inode %s); it did not answer as a container engine", hs.Path, at, id))
 				}
 				continue
 			}

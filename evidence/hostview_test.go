@@ -49,12 +49,19 @@ func TestJudgeHostReadsScansAgainstTheHost(t *testing.T) {
 			"a container engine API answered at /var/run/docker.sock: docker version=20.10.24,api=1.41; it is the host's socket /tmp/t/docker.sock (same device:inode 254:0:777), which answered the harness as docker", ""},
 		{"an engine the harness cannot match still fails, and says so", []string{"engine containerd 0:50:9 version=1.6.20 /run/containerd/containerd.sock"}, evidence.Fail, "not matched to a host socket", ""},
 		{"an unidentified gRPC server is a finding", []string{"engine grpc 0:50:9 - /tmp/lsp.sock"}, evidence.Pass, "", "HTTP/2 (gRPC) server answered at /tmp/lsp.sock"},
+		// A socket silent to the probe is not "no engine" (issue 22, C2):
+		// a starved dockerd is silent too. The host's socket of the same
+		// device:inode answered the harness: FAIL.
+		{"a host engine silent to the probe fails", []string{"silent 254:0:777 /var/run/docker.sock"}, evidence.Fail,
+			"a container engine's socket is reachable inside at /var/run/docker.sock: the host's socket /tmp/t/docker.sock (same device:inode 254:0:777), which answered the harness as docker", ""},
+		{"a silent socket that is not the host's is nothing", []string{"silent 0:50:12 /tmp/ssh-agent.sock"}, evidence.Pass, "", ""},
+		{"a malformed silent line proves nothing", []string{"silent  /var/run/docker.sock", "silent 254:0:777"}, evidence.Pass, "", ""},
 		{"malformed lines prove nothing", []string{"mnt 254:0:2", "mnt x /rootfs", "engine docker"}, evidence.Pass, "", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			o := scan(tt.lines...)
-			if strings.HasPrefix(tt.lines[0], "engine ") { // engine lines come from the engines scan
+			if strings.HasPrefix(tt.lines[0], "engine ") || strings.HasPrefix(tt.lines[0], "silent ") { // from the engines scan
 				o = scan()
 				o.Attempts[1].Excerpt = "exposed: engine\n" + strings.Join(tt.lines, "\n")
 			}

@@ -76,6 +76,9 @@ func passwdHomes(file string) []string {
 	return out
 }
 
+// hostAskTimeout bounds one question the harness asks a host socket.
+const hostAskTimeout = 3 * time.Second
+
 // hostSockets are the host's unix sockets whose device:inode a probe
 // reported for an engine answer, each with what it answered the harness
 // when asked from outside (read-only, as the probe asks). Candidates are
@@ -87,10 +90,17 @@ func hostSockets(ctx context.Context, attempts []evidence.Attempt) []evidence.Ho
 	claimed := map[string]bool{}
 	for _, a := range attempts {
 		for _, line := range strings.Split(a.Excerpt, "\n") {
-			if f := strings.Fields(line); len(f) >= 5 && f[0] == "engine" {
-				if id, ok := wire.ParseFileID(f[2]); ok {
-					claimed[id.String()] = true
-				}
+			f := strings.Fields(line)
+			var idField string
+			switch {
+			case len(f) >= 5 && f[0] == "engine":
+				idField = f[2]
+			case len(f) >= 3 && f[0] == "silent":
+				// Silent to the probe: asked here, with more time.
+				idField = f[1]
+			}
+			if id, ok := wire.ParseFileID(idField); ok {
+				claimed[id.String()] = true
 			}
 		}
 	}
@@ -109,7 +119,9 @@ func hostSockets(ctx context.Context, attempts []evidence.Attempt) []evidence.Ho
 		if strings.HasPrefix(p, plantRoot+"/") {
 			hs.Answer = "the lab's own fake engine (not asked: it records every contact)"
 		} else {
-			actx, cancel := context.WithTimeout(ctx, 3*time.Second)
+			// Three seconds a question, where the probe had one: an
+			// engine silent inside on a loaded machine answers here.
+			actx, cancel := context.WithTimeout(unixsock.WithAskTimeout(ctx, hostAskTimeout), 3*hostAskTimeout)
 			if ans, _ := unixsock.AskEngine(actx, p); ans.Engine() {
 				hs.Answer = ans.Type + " " + ans.Detail
 			}

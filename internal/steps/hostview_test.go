@@ -2,10 +2,14 @@ package steps
 
 import (
 	"context"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/gatehouse-dev/gatehouse/evidence"
 	"github.com/gatehouse-dev/gatehouse/internal/probe/wire"
@@ -48,6 +52,36 @@ func TestHostSocketsMatchesClaimsOnly(t *testing.T) {
 	bogus := []evidence.Attempt{{Excerpt: "engine docker 999:999:999 - /var/run/docker.sock"}}
 	if got := hostSockets(context.Background(), bogus); len(got) != 0 {
 		t.Errorf("a device:inode no host socket has matched %v", got)
+	}
+}
+
+// A socket silent to the probe is asked from outside with more time than
+// the probe had: a dockerd that takes 1.5 s (starved) answers here, so
+// the verdict can name it (issue 22, C2).
+func TestHostSocketsAsksSilentClaimsWithMoreTime(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "slow-docker.sock")
+	ln, err := net.Listen("unix", p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(1500 * time.Millisecond)
+		w.Header().Set("Api-Version", "1.41")
+		if r.URL.Path == "/version" {
+			w.Write([]byte(`{"Version":"20.10.24","ApiVersion":"1.41"}`))
+			return
+		}
+		w.Write([]byte("OK"))
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	id, err := wire.StatID(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := hostSockets(context.Background(), []evidence.Attempt{{Excerpt: "ok: no container engine API answered on 1 sockets\nsilent " + id.String() + " /var/run/docker.sock"}})
+	if len(got) != 1 || got[0].Path != p || !strings.HasPrefix(got[0].Answer, "docker ") {
+		t.Errorf("hostSockets = %+v, want %s answering as docker", got, p)
 	}
 }
 

@@ -27,6 +27,9 @@ const (
 type EngineAnswer struct {
 	Type   string // one of the Engine constants, "" when not an engine
 	Detail string // version and API version as the engine gave them
+	// Silent: the socket took the question and said nothing in time. Not
+	// proof of no engine: a starved engine is silent too (issue 22).
+	Silent bool
 }
 
 // Engine reports whether the answer proves a container engine's API.
@@ -44,7 +47,7 @@ func AskEngine(ctx context.Context, p string) (EngineAnswer, error) {
 		// servers (grpc-go: containerd, CRI-O) close at once on a request
 		// that is not the HTTP/2 preface, so this is not one: do not spend
 		// another timeout on it.
-		return EngineAnswer{}, err
+		return EngineAnswer{Silent: true}, err
 	}
 	if ans, ok := askGRPC(ctx, p); ok {
 		return ans, nil

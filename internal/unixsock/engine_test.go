@@ -180,3 +180,30 @@ func TestAskEngineOnNonEngines(t *testing.T) {
 		t.Errorf("the silent socket was asked %d times, want once", n)
 	}
 }
+
+// A starved dockerd is silent for longer than the probe's one second: the
+// probe must say "silent", not "no engine", and the harness, asking with
+// more time (WithAskTimeout), must see the engine (issue 22, C2).
+func TestSlowEngineIsSilentNotAbsent(t *testing.T) {
+	d := &dockerd{hdr: map[string]string{"Api-Version": "1.41"}}
+	slow := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(1500 * time.Millisecond)
+		d.ServeHTTP(w, r)
+	})
+	p := serveUnix(t, slow, false)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ans, _ := unixsock.AskEngine(ctx, p)
+	if ans.Type != "" || !ans.Silent {
+		t.Errorf("asked with one second: %+v, want silent and no type", ans)
+	}
+	ans, err := unixsock.AskEngine(unixsock.WithAskTimeout(ctx, 3*time.Second), p)
+	if !ans.Engine() || ans.Type != unixsock.EngineDocker || ans.Silent {
+		t.Errorf("asked with three seconds: %+v (%v), want docker", ans, err)
+	}
+	// A socket that refuses is not silent.
+	none, _ := unixsock.AskEngine(ctx, filepath.Join(t.TempDir(), "none.sock"))
+	if none.Silent {
+		t.Errorf("a socket that is not there: %+v, want not silent", none)
+	}
+}

@@ -53,7 +53,7 @@ func askGRPC(ctx context.Context, p string) (EngineAnswer, bool) {
 // HPACK literals, so no HPACK state is needed; the answer's headers are
 // not decoded (the DATA carries what we want).
 func grpcCall(ctx context.Context, p, method string) (fields [5]string, h2 bool) {
-	ctx, cancel := context.WithTimeout(ctx, askTimeout)
+	ctx, cancel := context.WithTimeout(ctx, askTimeoutOf(ctx))
 	defer cancel()
 	c, err := (&net.Dialer{}).DialContext(ctx, "unix", p)
 	if err != nil {

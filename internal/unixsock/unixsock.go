@@ -16,8 +16,25 @@ import (
 	"time"
 )
 
-// askTimeout bounds one question to one unix socket.
+// askTimeout bounds one question to one unix socket, unless the context
+// says otherwise (WithAskTimeout).
 const askTimeout = time.Second
+
+type askTimeoutKey struct{}
+
+// WithAskTimeout makes every question asked under ctx wait up to d for
+// an answer, in place of one second: the harness asks from outside with
+// more time than the probe, whose attempt must cover many sockets.
+func WithAskTimeout(ctx context.Context, d time.Duration) context.Context {
+	return context.WithValue(ctx, askTimeoutKey{}, d)
+}
+
+func askTimeoutOf(ctx context.Context) time.Duration {
+	if d, ok := ctx.Value(askTimeoutKey{}).(time.Duration); ok && d > 0 {
+		return d
+	}
+	return askTimeout
+}
 
 // readCap bounds an engine's answer.
 const readCap = 4096
@@ -25,7 +42,7 @@ const readCap = 4096
 // Ask connects to the unix socket p, sends req and reads the answer
 // (at most max bytes). See exchange for why a failed write is not the end.
 func Ask(ctx context.Context, p string, req []byte, max int) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, askTimeout)
+	ctx, cancel := context.WithTimeout(ctx, askTimeoutOf(ctx))
 	defer cancel()
 	c, err := (&net.Dialer{}).DialContext(ctx, "unix", p)
 	if err != nil {
