@@ -22,7 +22,7 @@ import (
 // never PASS.
 func TestStalledProxyAttemptsAreTriedAgainNeverPassed(t *testing.T) {
 	tests := []struct {
-		name   string
+		name    string
 		stalls  int  // how many tries of proxy-rebind time out before it goes through
 		gateway bool // the stalled tries answer 502 (the proxy's own step onward failed)
 		want    evidence.Verdict
