@@ -144,3 +144,17 @@ func TestJudgeStop(t *testing.T) {
 		})
 	}
 }
+
+// The lab stamps a hit before it takes the log's lock, so a preempted
+// record can append a beat after a later one (issue 22, C7): the latency
+// is the latest beat, wherever it sits in the list.
+func TestLatencyIsTheLatestBeatNotTheLastListed(t *testing.T) {
+	stop := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	r := evidence.StopRun{Gone: 2 * time.Second, Late: []evidence.Hit{
+		{Time: stop.Add(6 * time.Second)},
+		{Time: stop.Add(1 * time.Second)},
+	}}
+	if d, ok := r.Latency(stop); !ok || d != 6*time.Second {
+		t.Errorf("Latency = %s, %v; want 6s, the latest beat", d, ok)
+	}
+}
