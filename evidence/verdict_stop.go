@@ -32,9 +32,10 @@ type StopRun struct {
 	// Token: TokenChecked says the broker was asked about the session's
 	// token after the stop; TokenRefused is its answer.
 	TokenChecked, TokenRefused bool
-	// What the machine was doing, from the kernel's CPU pressure (PSI):
+	// What the machine was doing, from the kernel's pressure (PSI):
 	// Window is from the stop to the end of the watch, CPUStall how long
-	// runnable tasks waited for a CPU in it; BeatWait and BeatStall the
+	// tasks waited in it for a CPU, for I/O or for memory, whichever was
+	// longest (the name stays for results.json's stop_runN_cpu_wait_ms); BeatWait and BeatStall the
 	// same for the wait for the first heartbeats. StallKnown is false on a
 	// kernel without PSI: then no timing is put down to load.
 	Window, CPUStall    time.Duration
@@ -69,7 +70,7 @@ func (r StopRun) LoadSpoiled(stop time.Time, limit, interval time.Duration) (str
 	}
 	if !r.MainBefore || !r.ChildBefore {
 		if r.BeatStall*loadShare >= r.BeatWait && r.BeatWait > 0 {
-			return fmt.Sprintf("the machine was too loaded to judge: no heartbeat from the %s within %s of starting it, while tasks waited for a CPU %s of that time (kernel CPU pressure)",
+			return fmt.Sprintf("the machine was too loaded to judge: no heartbeat from the %s within %s of starting it, while tasks waited for a CPU, I/O or memory %s of that time (kernel pressure)",
 				missingWho(r), r.BeatWait.Round(time.Millisecond), r.BeatStall.Round(time.Millisecond)), true
 		}
 		return "", false
@@ -86,7 +87,7 @@ func (r StopRun) LoadSpoiled(stop time.Time, limit, interval time.Duration) (str
 	if r.CPUStall < d-limit || r.CPUStall*loadShare < r.Window {
 		return "", false
 	}
-	return fmt.Sprintf("the machine was too loaded to judge the stop time: stopped acting %s after the stop (limit %s) while tasks waited for a CPU %s of the %s watched (kernel CPU pressure)",
+	return fmt.Sprintf("the machine was too loaded to judge the stop time: stopped acting %s after the stop (limit %s) while tasks waited for a CPU, I/O or memory %s of the %s watched (kernel pressure)",
 		d.Round(time.Millisecond), limit, r.CPUStall.Round(time.Millisecond), r.Window.Round(time.Millisecond)), true
 }
 
@@ -220,7 +221,7 @@ func JudgeStop(o StopObservation) (Judgement, map[string]float64) {
 			timings[fmt.Sprintf("stop_run%d_write_watch_ms", i+1)] = ms(r.WriteWatch)
 		}
 		if r.StallKnown {
-			// How long tasks waited for a CPU while the stop was watched:
+			// How long tasks waited (CPU, I/O or memory) while the stop was watched:
 			// what a reader needs to weigh the latency.
 			timings[fmt.Sprintf("stop_run%d_cpu_wait_ms", i+1)] = ms(r.CPUStall)
 		}

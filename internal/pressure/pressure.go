@@ -1,6 +1,7 @@
-// Package pressure reads the kernel's CPU pressure (PSI): how long, in
-// wall time, runnable tasks waited for a CPU. A timing judgement uses it
-// to tell a slow sandbox from a machine too busy to measure one.
+// Package pressure reads the kernel's pressure stall information (PSI):
+// how long, in wall time, tasks waited for a CPU, for I/O or for memory.
+// A timing judgement uses it to tell a slow sandbox from a machine too
+// busy to measure one.
 package pressure
 
 import (
@@ -13,37 +14,61 @@ import (
 	"time"
 )
 
-// cpuFile is where the kernel keeps it (Linux 4.20+, CONFIG_PSI).
-var cpuFile = "/proc/pressure/cpu"
+// Where the kernel keeps it (Linux 4.20+, CONFIG_PSI, not booted psi=0).
+var (
+	cpuFile    = "/proc/pressure/cpu"
+	ioFile     = "/proc/pressure/io"
+	memoryFile = "/proc/pressure/memory"
+)
 
-// Mark is one reading: the total stall so far and when it was read.
+// Mark is one reading: the stall totals so far and when they were read.
 type Mark struct {
-	total time.Duration
-	at    time.Time
-	ok    bool
+	cpu, io, mem       time.Duration
+	ok, ioOK, memoryOK bool
+	at                 time.Time
 }
 
-// Now reads the CPU stall total. A kernel without PSI gives a Mark that
-// knows nothing (Known false): a judgement must then not lean on it.
+// Now reads the stall totals. A kernel without PSI gives a Mark that knows
+// nothing (Known false): a judgement must then not lean on it. CPU is the
+// one that must be there; I/O and memory count when the kernel tells them.
 func Now() Mark {
-	t, err := readSome(cpuFile)
-	return Mark{total: t, at: time.Now(), ok: err == nil}
+	m := Mark{at: time.Now()}
+	var err error
+	m.cpu, err = readSome(cpuFile)
+	m.ok = err == nil
+	m.io, err = readSome(ioFile)
+	m.ioOK = err == nil
+	m.mem, err = readSome(memoryFile)
+	m.memoryOK = err == nil
+	return m
 }
 
-// Reading is a mark of a stall total read at a given time (a recorded
+// Reading is a mark of a CPU stall total read at a given time (a recorded
 // reading, or a test's).
-func Reading(total time.Duration, at time.Time) Mark { return Mark{total: total, at: at, ok: true} }
+func Reading(total time.Duration, at time.Time) Mark { return Mark{cpu: total, at: at, ok: true} }
 
 // Known says whether the kernel told the stall.
 func (m Mark) Known() bool { return m.ok }
 
 // Since is the stall between an earlier mark and now, and the wall time
-// between them; ok is false when either reading knows nothing.
+// between them; ok is false when either reading knows nothing. The stall
+// is the longest of the three: the wall time some task waited for a CPU,
+// for I/O (a slow disk under a neighbour's build: container removal and
+// its fsyncs wait there while CPU pressure stays low, issue 22) or for
+// memory. Not their sum: the waits overlap.
 func (m Mark) Since(earlier Mark) (stall, window time.Duration, ok bool) {
-	if !m.ok || !earlier.ok || m.total < earlier.total {
-		return 0, m.at.Sub(earlier.at), false
+	window = m.at.Sub(earlier.at)
+	if !m.ok || !earlier.ok || m.cpu < earlier.cpu {
+		return 0, window, false
 	}
-	return m.total - earlier.total, m.at.Sub(earlier.at), true
+	stall = m.cpu - earlier.cpu
+	if m.ioOK && earlier.ioOK && m.io >= earlier.io {
+		stall = max(stall, m.io-earlier.io)
+	}
+	if m.memoryOK && earlier.memoryOK && m.mem >= earlier.mem {
+		stall = max(stall, m.mem-earlier.mem)
+	}
+	return stall, window, true
 }
 
 // readSome parses the "some ... total=MICROSECONDS" line.

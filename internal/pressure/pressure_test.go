@@ -29,8 +29,7 @@ func TestParseSome(t *testing.T) {
 
 func TestSince(t *testing.T) {
 	dir := t.TempDir()
-	cpuFile = filepath.Join(dir, "cpu")
-	t.Cleanup(func() { cpuFile = "/proc/pressure/cpu" })
+	useFiles(t, dir)
 	put := func(total string) {
 		if err := os.WriteFile(cpuFile, []byte("some avg10=0 avg60=0 avg300=0 total="+total+"\n"), 0o600); err != nil {
 			t.Fatal(err)
@@ -51,5 +50,57 @@ func TestSince(t *testing.T) {
 	}
 	if _, _, ok := c.Since(a); ok {
 		t.Error("a stall against an unknown mark is known")
+	}
+}
+
+// useFiles points the package at test files in dir (none exist yet).
+func useFiles(t *testing.T, dir string) {
+	c, i, m := cpuFile, ioFile, memoryFile
+	cpuFile, ioFile, memoryFile = filepath.Join(dir, "cpu"), filepath.Join(dir, "io"), filepath.Join(dir, "memory")
+	t.Cleanup(func() { cpuFile, ioFile, memoryFile = c, i, m })
+}
+
+// Under a neighbour's disk load, removing a container waits on I/O while
+// CPU pressure stays low: the stall is the longest of the three waits
+// (issue 22, C5), and a resource the kernel does not tell adds nothing.
+func TestSinceTakesTheLongestWait(t *testing.T) {
+	tests := []struct {
+		name         string
+		cpu, io, mem [2]string // totals in µs before and after; "" = no file
+		want         time.Duration
+		ok           bool
+	}{
+		{"cpu only", [2]string{"0", "1000000"}, [2]string{"", ""}, [2]string{"", ""}, time.Second, true},
+		{"io waits longest", [2]string{"0", "200000"}, [2]string{"5000000", "9000000"}, [2]string{"0", "0"}, 4 * time.Second, true},
+		{"memory waits longest", [2]string{"0", "200000"}, [2]string{"0", "100000"}, [2]string{"0", "3000000"}, 3 * time.Second, true},
+		{"io gone between readings adds nothing", [2]string{"0", "200000"}, [2]string{"0", ""}, [2]string{"", ""}, 200 * time.Millisecond, true},
+		{"io going backwards adds nothing", [2]string{"0", "200000"}, [2]string{"900000", "0"}, [2]string{"", ""}, 200 * time.Millisecond, true},
+		{"no cpu file: nothing known", [2]string{"", ""}, [2]string{"0", "9000000"}, [2]string{"", ""}, 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			useFiles(t, dir)
+			put := func(file, total string) {
+				os.Remove(file)
+				if total != "" {
+					if err := os.WriteFile(file, []byte("some avg10=0 avg60=0 avg300=0 total="+total+"\nfull avg10=0 avg60=0 avg300=0 total=0\n"), 0o600); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			read := func(i int) Mark {
+				put(cpuFile, tt.cpu[i])
+				put(ioFile, tt.io[i])
+				put(memoryFile, tt.mem[i])
+				return Now()
+			}
+			a := read(0)
+			b := read(1)
+			got, _, ok := b.Since(a)
+			if got != tt.want || ok != tt.ok {
+				t.Errorf("Since = %v, %v; want %v, %v", got, ok, tt.want, tt.ok)
+			}
+		})
 	}
 }

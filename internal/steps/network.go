@@ -329,8 +329,8 @@ func firstLine(s string) string {
 }
 
 // starved says, of a plan that ran out of its time, whether the machine
-// was too loaded to judge: tasks waited for a CPU at least a quarter of
-// the plan's time (the kernel's CPU pressure). The scenario then stops
+// was too loaded to judge: tasks waited for a CPU, I/O or memory at least
+// a quarter of the plan's time (the kernel's pressure). The scenario then stops
 // INCONCLUSIVE saying so, with the figures, rather than only "context
 // deadline exceeded" (issue 22).
 func starved(err error, since, now pressure.Mark, limit time.Duration) error {
@@ -341,6 +341,6 @@ func starved(err error, since, now pressure.Mark, limit time.Duration) error {
 	if !ok || stall < window/4 {
 		return err
 	}
-	return fmt.Errorf("the machine was too loaded to judge: tasks waited for a CPU %s of the %s the plan ran (its limit %s): %w",
+	return fmt.Errorf("the machine was too loaded to judge: tasks waited for a CPU, I/O or memory %s of the %s the plan ran (its limit %s): %w",
 		stall.Round(100*time.Millisecond), window.Round(100*time.Millisecond), limit, err)
 }

@@ -27,7 +27,7 @@ func TestStarved(t *testing.T) {
 		{"no error", nil, time.Minute, ""},
 		{"another error", other, time.Minute, ""},
 		{"timed out, quiet machine", deadline, 10 * time.Second, ""},
-		{"timed out, starved", deadline, 90 * time.Second, "the machine was too loaded to judge: tasks waited for a CPU 1m30s of the 2m0s the plan ran"},
+		{"timed out, starved", deadline, 90 * time.Second, "the machine was too loaded to judge: tasks waited for a CPU, I/O or memory 1m30s of the 2m0s the plan ran"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := starved(tc.err, pressure.Reading(time.Hour, t0), pressure.Reading(time.Hour+tc.stall, t0.Add(2*time.Minute)), 2*time.Minute)
