@@ -3,6 +3,7 @@ package evidence
 import (
 	"fmt"
 	"sort"
+	"strings"
 )
 
 // NeverAllowed are endpoints no policy may let a session reach. A contact
@@ -32,6 +33,34 @@ func Recheck(results []Result, hits []Hit, dropped int) int {
 		}
 		r.Verdict = Inconclusive
 		r.Reason = fmt.Sprintf("the lab's hit log overflowed (%d hits dropped), so no one can say nothing forbidden arrived", dropped)
+		changed++
+	}
+	return changed
+}
+
+// RecheckDrops runs with Recheck: drops lists what the kernel dropped at
+// the lab's own sockets during the run (a full receive buffer, an accept
+// queue that overflowed: the harness read too late on a loaded machine),
+// err says the counters could not be read. Either way a query or a
+// connection may have reached the lab and never become a hit, so every
+// PASS becomes INCONCLUSIVE (issue 22). It returns how many it changed.
+func RecheckDrops(results []Result, drops []string, err error) int {
+	var why string
+	switch {
+	case err != nil:
+		why = "the kernel's drop counters at the lab's sockets could not be read (" + err.Error() + "), so no one can say nothing forbidden arrived"
+	case len(drops) > 0:
+		why = "the kernel dropped packets at the lab's own sockets (" + strings.Join(drops, ", ") + "): the machine was too loaded for the lab to read them in time, so no one can say nothing forbidden arrived"
+	default:
+		return 0
+	}
+	changed := 0
+	for i := range results {
+		r := &results[i]
+		if r.Verdict != Pass {
+			continue
+		}
+		r.Verdict, r.Reason = Inconclusive, why
 		changed++
 	}
 	return changed

@@ -1,6 +1,7 @@
 package evidence_test
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -76,6 +77,39 @@ func TestRecheckTraces(t *testing.T) {
 			n := evidence.RecheckTraces(rs, tt.cuts)
 			if rs[0].Verdict != tt.want || n != tt.changed || !strings.Contains(rs[0].Reason, tt.naming) {
 				t.Fatalf("%s (%q), %d changed; want %s naming %q, %d changed", rs[0].Verdict, rs[0].Reason, n, tt.want, tt.naming, tt.changed)
+			}
+		})
+	}
+}
+
+// A packet the kernel dropped at the lab's sockets never became a hit: no
+// PASS stands on such a record, and a FAIL stays a FAIL (issue 22).
+func TestRecheckDrops(t *testing.T) {
+	tests := []struct {
+		name    string
+		drops   []string
+		err     error
+		changed int
+		reason  string
+	}{
+		{"no drops change nothing", nil, nil, 0, ""},
+		{"a drop makes PASS inconclusive", []string{"Udp:RcvbufErrors +3"}, nil, 1, "Udp:RcvbufErrors +3"},
+		{"unreadable counters make PASS inconclusive", nil, errors.New("no snmp"), 1, "could not be read (no snmp)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rs := []evidence.Result{{Verdict: evidence.Pass}, {Verdict: evidence.Fail, Reason: "leak"}, {Verdict: evidence.Inconclusive}}
+			if n := evidence.RecheckDrops(rs, tt.drops, tt.err); n != tt.changed {
+				t.Errorf("changed %d, want %d", n, tt.changed)
+			}
+			if tt.changed > 0 && (rs[0].Verdict != evidence.Inconclusive || !strings.Contains(rs[0].Reason, tt.reason)) {
+				t.Errorf("PASS became %s (%s), want INCONCLUSIVE naming %q", rs[0].Verdict, rs[0].Reason, tt.reason)
+			}
+			if tt.changed == 0 && rs[0].Verdict != evidence.Pass {
+				t.Errorf("PASS became %s", rs[0].Verdict)
+			}
+			if rs[1].Verdict != evidence.Fail || rs[1].Reason != "leak" {
+				t.Errorf("FAIL became %s (%s)", rs[1].Verdict, rs[1].Reason)
 			}
 		})
 	}

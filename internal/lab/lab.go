@@ -73,6 +73,12 @@ type Lab struct {
 	// to Close: links and addresses are made and inspected through it.
 	rtnl *netlink.Handle
 
+	// The kernel's drop counters in the namespace, at Up and at Close
+	// (drops.go).
+	dropsMu             sync.Mutex
+	dropsBase, dropsEnd map[string]uint64
+	dropsErr            error
+
 	created   bool   // the lab namespace is ours to delete (never another run's)
 	release   func() // drops its ledger entry
 	closeOnce sync.Once
@@ -150,6 +156,8 @@ func (l *Lab) up(ctx context.Context) error {
 			return err
 		}
 	}
+	// Before any endpoint listens: every drop at one of them counts.
+	l.noteDrops(false)
 	if err := l.startEndpoints(ctx); err != nil {
 		return err
 	}
@@ -249,6 +257,11 @@ func (l *Lab) close(ctx context.Context) error {
 		if err := l.stops[i](sctx); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if l.created && l.rtnl != nil {
+		// Every endpoint stopped, the namespace still there: what the
+		// kernel dropped at the lab's sockets, to the end.
+		l.noteDrops(true)
 	}
 	l.mu.Lock()
 	names := make([]string, 0, len(l.sessions))

@@ -216,7 +216,12 @@ func Execute(ctx context.Context, spec Spec) (*Outcome, error) {
 			// step-time verdicts were provisional.
 			n = out.Judge(l.Hits()) // results aliases out.Results
 		}
-		if n += evidence.Recheck(results, l.Hits(), l.Dropped()); n > 0 {
+		n += evidence.Recheck(results, l.Hits(), l.Dropped())
+		drops, derr := l.KernelDrops()
+		if len(drops) > 0 || derr != nil {
+			fmt.Fprintf(progress, "kernel drops at the lab's sockets: %s%s\n", strings.Join(drops, ", "), errOrNil(derr))
+		}
+		if n += evidence.RecheckDrops(results, drops, derr); n > 0 {
 			fmt.Fprintf(progress, "%d verdict(s) changed by what the endpoints recorded after them\n", n)
 		}
 	}
@@ -318,4 +323,12 @@ func breachReach(cs []profile.Control) map[string]string {
 		}
 	}
 	return m
+}
+
+// errOrNil renders err for a progress line ("" when nil).
+func errOrNil(err error) string {
+	if err == nil {
+		return ""
+	}
+	return " (" + err.Error() + ")"
 }
