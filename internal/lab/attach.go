@@ -215,8 +215,11 @@ func (l *Lab) detach(ctx context.Context, session string) error {
 	}
 	l.mu.Lock()
 	delete(l.sessions, session)
-	delete(l.bySrc, a.v4)
-	delete(l.bySrc, a.v6)
+	// bySrc keeps the session's addresses until reserve gives them to
+	// another: a packet that reaches the lab late (a sniff that took its
+	// time on a loaded machine) is still this session's, not the only
+	// other one alive (issue 22). Nothing new can come from them: the
+	// link is gone.
 	l.mu.Unlock()
 	l.conns.forget(a.v4, a.v6)
 	return nil

@@ -1,6 +1,8 @@
 package lab
 
 import (
+	"context"
+	"fmt"
 	"net/netip"
 	"testing"
 
@@ -61,4 +63,53 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// A packet that reaches the lab after its session was detached (a late
+// SYN, a sniff that took its time on a loaded machine) is still that
+// session's: its address stays mapped until another session reuses it,
+// rather than the hit going to whichever other session is the only one
+// alive (issue 22, C8).
+func TestLateHitAfterDetachKeepsItsSession(t *testing.T) {
+	l := &Lab{hits: newHitLog(0, nil), sessions: map[string]*attachment{}, bySrc: map[netip.Addr]string{},
+		byTag: map[string]string{}, alive: map[string]bool{}}
+	a1, err := l.reserve("s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Track("s1")
+	if _, err := l.reserve("s2"); err != nil {
+		t.Fatal(err)
+	}
+	l.Track("s2")
+	if err := l.detach(context.Background(), "s1"); err != nil {
+		t.Fatal(err)
+	}
+	l.Untrack("s1")
+	for _, from := range []string{a1.v4.String() + ":40000", "[" + a1.v6.String() + "]:40000"} {
+		got := l.record(evidence.Hit{Endpoint: "callback", Summary: "tcp connect"}, from)
+		if got.Session != "s1" || got.Attribution != "address" {
+			t.Errorf("a late hit from %s: %q by %q, want s1 by address", from, got.Session, got.Attribution)
+		}
+	}
+	// Once another session holds the address, it is that one's.
+	for i := 3; ; i++ {
+		a, err := l.reserve(fmt.Sprintf("s%d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.v4 == a1.v4 {
+			got := l.record(evidence.Hit{Endpoint: "callback"}, a1.v4.String()+":40000")
+			if want := fmt.Sprintf("s%d", i); got.Session != want {
+				t.Errorf("after reuse: %q, want %s", got.Session, want)
+			}
+			break
+		}
+		if err := l.detach(context.Background(), fmt.Sprintf("s%d", i)); err != nil {
+			t.Fatal(err)
+		}
+		if i > 2*maxSessions {
+			t.Fatal("the address was never reused")
+		}
+	}
 }

@@ -227,7 +227,8 @@ func (l *Lab) record(h evidence.Hit, from string) evidence.Hit {
 	return h
 }
 
-// sessionOf maps a source address ("ip" or "ip:port") to an attached session.
+// sessionOf maps a source address ("ip" or "ip:port") to the session that
+// holds it, or last held it (detach keeps the mapping until reuse).
 func (l *Lab) sessionOf(src string) string {
 	a, err := netip.ParseAddr(src)
 	if err != nil {
