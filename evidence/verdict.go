@@ -33,6 +33,11 @@ type Observation struct {
 	Emitted   map[string]uint64
 	Dests     map[string]string
 	AcctError string
+	// SettledArrived names attempts the harness ended early (settled) on
+	// the kernel's word that nothing of them reached the lab, of whose
+	// flow a packet reached the lab afterwards: a SYN held back on a
+	// loaded machine, which met a closed socket. No PASS then.
+	SettledArrived []string
 	// Since is when the session started: an unattributed forbidden contact
 	// after it may be this session's (see Unattributed).
 	Since time.Time
@@ -133,6 +138,8 @@ func Judge(o Observation) Judgement {
 		j.Verdict, j.Reason = Inconclusive, unattributedReason(un)
 	case o.AcctError != "":
 		j.Verdict, j.Reason = Inconclusive, "the kernel-side accounting of the attempts could not be read: "+o.AcctError
+	case len(o.SettledArrived) > 0:
+		j.Verdict, j.Reason = Inconclusive, "attempts were ended early on the kernel's word that nothing of them reached the lab, and a packet of theirs reached it afterwards (held back on a loaded machine), so the lab may have missed what they carried: "+strings.Join(o.SettledArrived, ", ")
 	case len(unproven) > 0:
 		j.Verdict, j.Reason = Inconclusive, "the probe's report and the kernel disagree: "+strings.Join(unproven, "; ")
 	case len(o.Planned) == 0:

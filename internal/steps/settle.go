@@ -294,6 +294,38 @@ func blockedFlow(f lab.Flow, ev lab.FlowEvidence, before uint64, planned, waitin
 	return early && sent >= uint64(planned)
 }
 
+// recheck reads the flows once more after the run: a settled attempt of
+// whose flow a packet reached the lab after all was settled wrongly (a SYN
+// held in a starved softirq longer than the settle's margin), and the lab
+// may have missed what it carried. It lists such attempts with their
+// flow; nil when none, or nothing was settled. A reading that fails
+// cannot clear a settle: every settled attempt is then listed.
+func (w *settleWatch) recheck(ctx context.Context) []string {
+	w.mu.Lock()
+	ids := make([]string, 0, len(w.settled))
+	for id := range w.settled {
+		ids = append(ids, id)
+	}
+	w.mu.Unlock()
+	if len(ids) == 0 {
+		return nil
+	}
+	sort.Strings(ids)
+	ev, err := w.fl.Flows(ctx, w.s.session)
+	var out []string
+	for _, id := range ids {
+		fs := w.flows[id]
+		f := fs[len(fs)-1]
+		switch {
+		case err != nil:
+			out = append(out, fmt.Sprintf("%s (%s: the flows could not be read again: %v)", id, f, err))
+		case ev.Arrived[f]:
+			out = append(out, fmt.Sprintf("%s (%s)", id, f))
+		}
+	}
+	return out
+}
+
 // finding says what was settled, for the scenario's record.
 func (w *settleWatch) finding() string {
 	w.mu.Lock()

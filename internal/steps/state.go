@@ -38,11 +38,14 @@ type scenario struct {
 	// Kernel-side accounting of the attempts (network gates): packets the
 	// session emitted per lab destination while they ran, and where each
 	// attempt's first packet goes. nil when the lab cannot count.
-	emitted  map[string]uint64
-	dests    map[string]string
-	acctErr  string
-	findings []string
-	corpus   []string
+	emitted map[string]uint64
+	dests   map[string]string
+	acctErr string
+	// settledArrived: attempts settled early of whose flow a packet
+	// reached the lab afterwards (settle.go recheck).
+	settledArrived []string
+	findings       []string
+	corpus         []string
 	// tries are the attempt steps run so far; takedown is what root in the
 	// guest did to the controls before trying them again (assume-breach).
 	tries    []tried

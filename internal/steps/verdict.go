@@ -57,6 +57,8 @@ func (r *runner) judge(ctx context.Context) error {
 		AcctError: s.acctErr,
 		Since:     s.start,
 		Takedown:  s.takedown,
+
+		SettledArrived: s.settledArrived,
 	}
 	if s.gate == allowanceGate {
 		obs.Allowance = &evidence.Allowance{Endpoints: allowedDestination, Declared: r.cfg.Allow}
