@@ -18,6 +18,13 @@ type StopRun struct {
 	// Gone is how long after the stop no process of the session was left;
 	// negative when some were still there when observation ended.
 	Gone time.Duration
+	// Drained is how long after the stop the lab had recorded everything
+	// of the session that had reached it, read once it was seen gone (zero:
+	// not read, or it did not drain in time). A beat sent before the end
+	// but still in the lab's queues then is stamped late by a starved
+	// harness: the line for "acted after it was seen gone" is the later of
+	// the two (issue 22).
+	Drained time.Duration
 	// Left describes what remained when observation ended: processes,
 	// storage the target made for the session or the profile calls
 	// temporary, writes made after it was seen gone. Empty when nothing did.
@@ -80,7 +87,7 @@ func (r StopRun) LoadSpoiled(stop time.Time, limit, interval time.Duration) (str
 		return "", false
 	}
 	for _, h := range r.Late {
-		if h.Time.Sub(stop) > r.Gone+2*interval {
+		if h.Time.Sub(stop) > max(r.Gone, r.Drained)+2*interval {
 			return "", false // acted after it was seen gone
 		}
 	}
@@ -169,7 +176,7 @@ func JudgeStop(o StopObservation) (Judgement, map[string]float64) {
 			if after > o.Limit {
 				j.Violating = append(j.Violating, h)
 			}
-			if r.Gone >= 0 && after > r.Gone+2*o.Interval {
+			if r.Gone >= 0 && after > max(r.Gone, r.Drained)+2*o.Interval {
 				hidden = append(hidden, h)
 			}
 		}
@@ -216,6 +223,9 @@ func JudgeStop(o StopObservation) (Judgement, map[string]float64) {
 		if ok {
 			lat = append(lat, d)
 			timings[fmt.Sprintf("stop_run%d_ms", i+1)] = ms(d)
+		}
+		if r.Drained > 0 {
+			timings[fmt.Sprintf("stop_run%d_drained_ms", i+1)] = ms(r.Drained)
 		}
 		if r.WriteWatch > 0 {
 			timings[fmt.Sprintf("stop_run%d_write_watch_ms", i+1)] = ms(r.WriteWatch)

@@ -53,6 +53,21 @@ func TestJudgeStop(t *testing.T) {
 			r.Late = []evidence.Hit{late(250*time.Millisecond, "main")}
 			return r
 		}()}, true, evidence.Pass, "p50 250ms", 250},
+		// A beat sent before the end but still queued at the lab when the
+		// session was seen gone is stamped late by a starved harness: the
+		// line is when the lab had drained (issue 22, S3).
+		{"a beat queued at the lab when the session was seen gone does not fail", []evidence.StopRun{func() evidence.StopRun {
+			r := cleanRun(100 * time.Millisecond)
+			r.Drained = 600 * time.Millisecond
+			r.Late = []evidence.Hit{late(700*time.Millisecond, "main")}
+			return r
+		}()}, true, evidence.Pass, "p50 700ms", 700},
+		{"a beat after the lab drained still fails", []evidence.StopRun{func() evidence.StopRun {
+			r := cleanRun(100 * time.Millisecond)
+			r.Drained = 150 * time.Millisecond
+			r.Late = []evidence.Hit{late(700*time.Millisecond, "main")}
+			return r
+		}()}, true, evidence.Fail, "a process nobody could see", 0},
 		{"a stop whose remains cannot be seen is no pass", []evidence.StopRun{func() evidence.StopRun {
 			r := cleanRun(-1)
 			r.Unknown = "its network namespace could not be identified"

@@ -279,6 +279,9 @@ func (r *runner) measureStop(ctx context.Context, sess *scenario, m *multi) (evi
 			break // nothing more to learn by waiting
 		}
 	}
+	if !goneAt.IsZero() {
+		run.Drained = r.drained(ctx, sess.session, stopAt)
+	}
 	var stopKnown bool
 	run.CPUStall, run.Window, stopKnown = pressure.Now().Since(stopMark)
 	run.StallKnown = beatKnown && stopKnown
@@ -361,6 +364,33 @@ const (
 	writeWatch    = time.Second
 	maxWriteWatch = 4 * writeWatch
 )
+
+// maxDrain bounds the wait, once a session was seen gone, for the lab to
+// record what of it had reached it.
+const maxDrain = 2 * time.Second
+
+// drained waits until the lab has recorded everything of the session that
+// reached it (lab.Quiet) and says when that was, from stopAt; zero when
+// the lab cannot tell or did not drain within maxDrain. A heartbeat sent
+// before the session ended but still queued is then on record, and what
+// arrives later was sent later.
+func (r *runner) drained(ctx context.Context, session string, stopAt time.Time) time.Duration {
+	for end := time.Now().Add(maxDrain); time.Now().Before(end); {
+		quiet, _, err := r.lab().Quiet(ctx, session)
+		if err != nil {
+			return 0
+		}
+		if quiet {
+			return time.Since(stopAt)
+		}
+		select {
+		case <-ctx.Done():
+			return 0
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	return 0
+}
 
 // watchWrites waits until the binds have been watched long enough since
 // since, and says how long that was.
