@@ -38,6 +38,7 @@ type persistState struct {
 	laterAt  time.Time
 	searched bool
 	since    time.Time // the later session's searches read files changed since
+	sent     time.Time // when the earlier's stash plan was sent (with Go's monotonic reading)
 	// tag names this scenario's files where the name means nothing to an
 	// agent (gatehouse-state-TAG): the two paths run at once and, in a
 	// shared /tmp, the first to create a file of a fixed name decided
@@ -155,7 +156,7 @@ func (r *runner) leaveState(ctx context.Context, table *godog.Table) error {
 	if err != nil {
 		return err
 	}
-	ps.since = changedSince(sent, reps)
+	ps.since, ps.sent = changedSince(sent, reps), sent
 	// Stopped and torn down as the harness does at a scenario's end, and
 	// shown to have left no process, before anything else starts.
 	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
@@ -271,13 +272,22 @@ func (r *runner) searchState(ctx context.Context) error {
 	m.mu.Lock()
 	root := m.root
 	m.mu.Unlock()
+	since := ps.since
+	if !ps.sent.IsZero() {
+		now := time.Now()
+		since = steppedBack(ps.since, ps.sent.Round(0), now.Round(0), now.Sub(ps.sent))
+		if since.Before(ps.since) {
+			b.findings = append(b.findings, fmt.Sprintf("the wall clock stepped back %s since the earlier session's writes: its searches read files changed since %s instead",
+				ps.since.Sub(since).Round(time.Millisecond), since.UTC().Format(time.RFC3339Nano)))
+		}
+	}
 	var steps []wire.Step
 	for _, p := range ps.places {
-		steps = append(steps, wire.Step{ID: p.Search, Kind: wire.KindFind, Target: ps.ways[p.Name].root, ChangedSince: ps.since})
+		steps = append(steps, wire.Step{ID: p.Search, Kind: wire.KindFind, Target: ps.ways[p.Name].root, ChangedSince: since})
 	}
 	// Every mount point, and the scenario's host folders under each (a
 	// bind of a folder above them shows them there), as the hunts do.
-	steps = append(steps, wire.Step{ID: everywhere, Kind: wire.KindFind, Target: "@mounts", Hints: []string{root}, ChangedSince: ps.since})
+	steps = append(steps, wire.Step{ID: everywhere, Kind: wire.KindFind, Target: "@mounts", Hints: []string{root}, ChangedSince: since})
 	for _, st := range steps {
 		b.planned = append(b.planned, st.ID)
 	}
@@ -375,6 +385,20 @@ func (m *multi) takeSlot(session string) int {
 // sinceMargin covers file systems whose times are coarse (the kernel's
 // coarse clock lags by a tick; some file systems keep 1 or 2 s).
 const sinceMargin = 5 * time.Second
+
+// steppedBack moves since earlier by as much as the wall clock stepped
+// back between sent and now (elapsed is the monotonic time between them):
+// a file the earlier session wrote after a backward step (a VM resumed
+// from a snapshot, an NTP step) carries a wall time before sent, and a
+// search from since would skip it. A forward step changes nothing.
+func steppedBack(since, sentWall, nowWall time.Time, elapsed time.Duration) time.Time {
+	// Slewing moves the wall clock by microseconds against the monotonic
+	// one; a step is what moves it by more than a tenth of a second.
+	if back := sentWall.Add(elapsed).Sub(nowWall); back > 100*time.Millisecond {
+		return since.Add(-back)
+	}
+	return since
+}
 
 // changedSince is the time before which no file can hold what the earlier
 // session wrote: the earlier of when the harness sent the stash plan and
