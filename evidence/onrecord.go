@@ -13,10 +13,14 @@ var fileKinds = map[string]bool{"read": true, "list": true, "write": true, "stas
 // shortOf are the error texts (Go's own for these errnos, and the probe's
 // for a panic) that say the machine ran short of something while the
 // attempt ran, not that the sandbox decided: EIO, ENOMEM, EINTR, EAGAIN,
-// EMFILE/ENFILE, ENOBUFS.
+// EMFILE/ENFILE, ENOBUFS, and for writes ENOSPC and EDQUOT (a neighbour
+// filled the disk: both sessions' writes fail, and the place would pass
+// as writable by neither without ever being tested). A file system that
+// answers EIO or EAGAIN by design never PASSes: fail-closed.
 var shortOf = []string{
 	"input/output error", "cannot allocate memory", "interrupted system call",
 	"resource temporarily unavailable", "too many open files", "no buffer space available",
+	"no space left on device", "disk quota exceeded",
 	"attempt panicked",
 }
 

@@ -41,6 +41,8 @@ func TestAttemptOnRecord(t *testing.T) {
 		{"read", "error", "open /h/nonce: too many open files", false},
 		{"stash", "error", "write /x: resource temporarily unavailable", false},
 		{"read", "error", "probe: attempt panicked: runtime error", false},
+		{"stash", "error", "write /tmp/x: no space left on device", false},
+		{"write", "error", "write /tmp/x: disk quota exceeded", false},
 		{"http", "timeout", "", true},
 	}
 	for _, tt := range tests {

@@ -219,7 +219,12 @@ func (l *Lab) noteDrops(end bool) {
 		return
 	}
 	if end {
-		l.dropsEnd = m
+		if l.dropsEnd == nil {
+			l.dropsEnd = map[string]uint64{}
+		}
+		for k, v := range m {
+			l.dropsEnd[k] = max(l.dropsEnd[k], v)
+		}
 	} else {
 		l.dropsBase = m
 	}

@@ -63,6 +63,35 @@ func TestKernelDropsAtTheLabsSockets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A raw socket has no namespace-wide counter, only its own, read
+	// while it is open: one nobody reads overflows on pings.
+	err = lab.InNetns(lab.NetnsPath(l.Name()), func() error {
+		fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_RAW, syscall.IPPROTO_ICMP)
+		if err != nil {
+			return err
+		}
+		defer syscall.Close(fd)
+		if err := syscall.SetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096); err != nil {
+			return err
+		}
+		pc, err := net.ListenPacket("ip4:icmp", "127.0.0.1")
+		if err != nil {
+			return err
+		}
+		defer pc.Close()
+		echo := []byte{8, 0, 0xf7, 0xff, 0, 0, 0, 0} // type 8, checksum for an all-zero rest
+		for i := 0; i < 200; i++ {
+			_, _ = pc.WriteTo(echo, &net.IPAddr{IP: net.IPv4(127, 0, 0, 1)})
+		}
+		got, err := l.KernelDrops()
+		if err != nil || !strings.Contains(strings.Join(got, " "), "raw:drops +") {
+			t.Errorf("with an overflowing raw socket open: drops %q, %v; want raw:drops", got, err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	got, err := l.KernelDrops()
 	if err != nil || !strings.Contains(strings.Join(got, " "), "Udp:RcvbufErrors +") {
 		t.Fatalf("after an unread socket overflowed: drops %q, %v; want Udp:RcvbufErrors", got, err)

@@ -254,14 +254,20 @@ func (l *Lab) close(ctx context.Context) error {
 	var errs []error
 	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
+	if l.created && l.rtnl != nil {
+		// Before the endpoints stop: raw sockets' drops are per socket and
+		// go with them.
+		l.noteDrops(true)
+	}
 	for i := len(l.stops) - 1; i >= 0; i-- {
 		if err := l.stops[i](sctx); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	if l.created && l.rtnl != nil {
-		// Every endpoint stopped, the namespace still there: what the
-		// kernel dropped at the lab's sockets, to the end.
+		// Every endpoint stopped, the namespace still there: the
+		// namespace-wide counters, to the end (the larger of the two
+		// readings is kept, key by key).
 		l.noteDrops(true)
 	}
 	l.mu.Lock()

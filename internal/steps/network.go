@@ -293,7 +293,7 @@ func (r *runner) probePlan(ctx context.Context, s *scenario, p wire.Plan, lim wi
 				if f := watch.finding(); f != "" {
 					s.findings = append(s.findings, f)
 				}
-				s.settledArrived = append(s.settledArrived, watch.recheck(context.WithoutCancel(ctx))...)
+				watch.keepSettled(s)
 			}()
 		}
 	}

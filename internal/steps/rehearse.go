@@ -356,7 +356,7 @@ func (r *runner) judgeRehearsal(ctx context.Context) error {
 	obs := evidence.Observation{
 		Session: s.session, Canary: s.canary, Control: s.control, Planned: s.planned, Attempts: s.attempts,
 		Allowed: append(append([]string(nil), allowedEndpoints...), "intake"),
-		Emitted: s.emitted, Dests: s.dests, AcctError: s.acctErr, Since: s.start, SettledArrived: s.settledArrived,
+		Emitted: s.emitted, Dests: s.dests, AcctError: s.acctErr, Since: s.start, SettledArrived: settledArrived(ctx, r.lab(), s),
 	}
 	var hits []evidence.Hit
 	hits, obs.NotReady = r.labHits(ctx)

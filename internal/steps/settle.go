@@ -294,28 +294,40 @@ func blockedFlow(f lab.Flow, ev lab.FlowEvidence, before uint64, planned, waitin
 	return early && sent >= uint64(planned)
 }
 
-// recheck reads the flows once more after the run: a settled attempt of
-// whose flow a packet reached the lab after all was settled wrongly (a SYN
-// held in a starved softirq longer than the settle's margin), and the lab
-// may have missed what it carried. It lists such attempts with their
-// flow; nil when none, or nothing was settled. A reading that fails
-// cannot clear a settle: every settled attempt is then listed.
-func (w *settleWatch) recheck(ctx context.Context) []string {
+// keepSettled notes on the scenario the attempts settled in this run and
+// the flow each was stuck on, for settledArrived at the verdict.
+func (w *settleWatch) keepSettled(s *scenario) {
 	w.mu.Lock()
-	ids := make([]string, 0, len(w.settled))
+	defer w.mu.Unlock()
 	for id := range w.settled {
-		ids = append(ids, id)
+		if s.settled == nil {
+			s.settled = map[string]lab.Flow{}
+		}
+		fs := w.flows[id]
+		s.settled[id] = fs[len(fs)-1]
 	}
-	w.mu.Unlock()
-	if len(ids) == 0 {
+}
+
+// settledArrived reads the session's flows again when the scenario is
+// judged (the lab quiet by then): a settled attempt of whose flow a packet
+// reached the lab after all was settled wrongly (a SYN held in a starved
+// softirq longer than the settle's margin, which met a closed socket), and
+// the lab may have missed what it carried. It lists such attempts with
+// their flow; nil when none, or nothing was settled. A reading that fails
+// cannot clear a settle: every settled attempt is then listed.
+func settledArrived(ctx context.Context, fl Lab, s *scenario) []string {
+	if len(s.settled) == 0 {
 		return nil
 	}
+	ids := make([]string, 0, len(s.settled))
+	for id := range s.settled {
+		ids = append(ids, id)
+	}
 	sort.Strings(ids)
-	ev, err := w.fl.Flows(ctx, w.s.session)
+	ev, err := fl.Flows(ctx, s.session)
 	var out []string
 	for _, id := range ids {
-		fs := w.flows[id]
-		f := fs[len(fs)-1]
+		f := s.settled[id]
 		switch {
 		case err != nil:
 			out = append(out, fmt.Sprintf("%s (%s: the flows could not be read again: %v)", id, f, err))

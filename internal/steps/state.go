@@ -11,6 +11,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/detect"
 	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/internal/lab"
 	"github.com/gatehouse-dev/gatehouse/internal/minted"
 	"github.com/gatehouse-dev/gatehouse/internal/probe/wire"
 	"github.com/gatehouse-dev/gatehouse/targets"
@@ -41,11 +42,11 @@ type scenario struct {
 	emitted map[string]uint64
 	dests   map[string]string
 	acctErr string
-	// settledArrived: attempts settled early of whose flow a packet
-	// reached the lab afterwards (settle.go recheck).
-	settledArrived []string
-	findings       []string
-	corpus         []string
+	// settled: the attempts settled early, with the flow each was stuck on
+	// (settle.go), read again when the scenario is judged.
+	settled  map[string]lab.Flow
+	findings []string
+	corpus   []string
 	// tries are the attempt steps run so far; takedown is what root in the
 	// guest did to the controls before trying them again (assume-breach).
 	tries    []tried

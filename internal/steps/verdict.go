@@ -58,7 +58,7 @@ func (r *runner) judge(ctx context.Context) error {
 		Since:     s.start,
 		Takedown:  s.takedown,
 
-		SettledArrived: s.settledArrived,
+		SettledArrived: settledArrived(ctx, r.lab(), s),
 	}
 	if s.gate == allowanceGate {
 		obs.Allowance = &evidence.Allowance{Endpoints: allowedDestination, Declared: r.cfg.Allow}
