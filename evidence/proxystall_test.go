@@ -19,21 +19,25 @@ func TestProxyTimeoutIsNoAttempt(t *testing.T) {
 		{Attempt{Session: "s1", ID: "proxy-rebind", Kind: "proxy", Outcome: "completed"}, true, false},
 		{Attempt{Session: "s1", ID: "proxy-rebind", Kind: "proxy", Outcome: "no-proxy"}, true, false},
 		{Attempt{Session: "s1", ID: "tcp-callback", Kind: "tcp", Outcome: "timeout"}, true, false},
-		// A gateway error says the proxy let the request through and its
-		// own lookup or connect onward failed (issue 22, C3): on a loaded
-		// machine, the lab's resolver answered late. No refusal, no proof.
-		{Attempt{Session: "s1", ID: "proxy-rebind", Kind: "proxy", Outcome: "denied", Status: 502, Error: "proxy refused: CONNECT answered 502"}, false, true},
-		{Attempt{Session: "s1", ID: "proxy-rebind", Kind: "proxy", Outcome: "denied", Status: 503, Error: "proxy refused: CONNECT answered 503"}, false, true},
-		{Attempt{Session: "s1", ID: "proxy-rebind", Kind: "proxy", Outcome: "completed", Status: 504}, false, true},
-		{Attempt{Session: "s1", ID: "proxy-socks", Kind: "proxy", Outcome: "denied", Error: "proxy refused: socks5 reply 1"}, false, true},
-		{Attempt{Session: "s1", ID: "proxy-socks", Kind: "proxy", Outcome: "denied", Error: "proxy refused: socks5 reply 4"}, false, true},
-		// A refusal stays a refusal: 403, 407, SOCKS5 reply 2 (not
-		// allowed by ruleset), 5 (connection refused by the target).
-		{Attempt{Session: "s1", ID: "proxy-rebind", Kind: "proxy", Outcome: "denied", Status: 403, Error: "proxy refused: CONNECT answered 403"}, true, false},
-		{Attempt{Session: "s1", ID: "proxy-rebind", Kind: "proxy", Outcome: "denied", Status: 407}, true, false},
-		{Attempt{Session: "s1", ID: "proxy-socks", Kind: "proxy", Outcome: "denied", Error: "proxy refused: socks5 reply 2"}, true, false},
-		{Attempt{Session: "s1", ID: "proxy-socks", Kind: "proxy", Outcome: "denied", Error: "proxy refused: socks5 reply 5"}, true, false},
-		{Attempt{Session: "s1", ID: "http-callback", Kind: "http", Outcome: "completed", Status: 502}, true, false},
+		// A slow gateway error says the proxy went onward and its own
+		// lookup or connect failed (issue 22, C3): on a loaded machine,
+		// the lab's resolver answered late. No refusal, no proof.
+		{Attempt{Session: "s1", ID: "proxy-rebind", Kind: "proxy", Outcome: "denied", Status: 502, DurationMS: 2500, Error: "proxy refused: CONNECT answered 502"}, false, true},
+		{Attempt{Session: "s1", ID: "proxy-rebind", Kind: "proxy", Outcome: "denied", Status: 503, DurationMS: 1000, Error: "proxy refused: CONNECT answered 503"}, false, true},
+		{Attempt{Session: "s1", ID: "proxy-rebind", Kind: "proxy", Outcome: "completed", Status: 504, DurationMS: 5000}, false, true},
+		{Attempt{Session: "s1", ID: "proxy-socks", Kind: "proxy", Outcome: "denied", DurationMS: 4000, Error: "proxy refused: socks5 reply 1"}, false, true},
+		{Attempt{Session: "s1", ID: "proxy-socks", Kind: "proxy", Outcome: "denied", DurationMS: 4000, Error: "proxy refused: socks5 reply 4"}, false, true},
+		// A fast one is the proxy's own decision: some answer denials
+		// with 503, minimal SOCKS5 servers with reply 1.
+		{Attempt{Session: "s1", ID: "proxy-rebind", Kind: "proxy", Outcome: "denied", Status: 503, DurationMS: 12, Error: "proxy refused: CONNECT answered 503"}, true, false},
+		{Attempt{Session: "s1", ID: "proxy-socks", Kind: "proxy", Outcome: "denied", DurationMS: 3, Error: "proxy refused: socks5 reply 1"}, true, false},
+		// A refusal stays a refusal however long it took: 403, 407,
+		// SOCKS5 reply 2 (not allowed by ruleset), 5 (refused by the target).
+		{Attempt{Session: "s1", ID: "proxy-rebind", Kind: "proxy", Outcome: "denied", Status: 403, DurationMS: 3000, Error: "proxy refused: CONNECT answered 403"}, true, false},
+		{Attempt{Session: "s1", ID: "proxy-rebind", Kind: "proxy", Outcome: "denied", Status: 407, DurationMS: 3000}, true, false},
+		{Attempt{Session: "s1", ID: "proxy-socks", Kind: "proxy", Outcome: "denied", DurationMS: 3000, Error: "proxy refused: socks5 reply 2"}, true, false},
+		{Attempt{Session: "s1", ID: "proxy-socks", Kind: "proxy", Outcome: "denied", DurationMS: 3000, Error: "proxy refused: socks5 reply 5"}, true, false},
+		{Attempt{Session: "s1", ID: "http-callback", Kind: "http", Outcome: "completed", Status: 502, DurationMS: 3000}, true, false},
 	}
 	for _, tt := range tests {
 		if got := AttemptMade(tt.a); got != tt.made {

@@ -273,14 +273,22 @@ func proxyTimeout(a Attempt) bool {
 	return a.Kind == "proxy" && (a.Outcome == "timeout" || proxyGateway(a))
 }
 
+// gatewaySlow is how long a gateway answer must have taken to be read as
+// an onward step that failed rather than the proxy's own decision.
+const gatewaySlow = time.Second
+
 // proxyGateway: a 502, 503 or 504, or a SOCKS5 reply 1 (general failure),
-// 3 (network unreachable), 4 (host unreachable) or 6 (TTL expired). The
-// probe reports these as the proxy's no, but the proxy did not refuse:
-// its onward step failed, and on a loaded machine that is the lab's
-// resolver or callback answering late (issue 22). Proof of nothing, tried
-// again like a timeout. 403, 407 and SOCKS5 2 (not allowed by ruleset)
-// stay refusals.
+// 3 (network unreachable), 4 (host unreachable) or 6 (TTL expired), that
+// came after gatewaySlow or more. The probe reports these as the proxy's
+// no, but a proxy that took that long went onward, and its lookup or
+// connect failed: on a loaded machine, the lab's resolver answering late
+// (issue 22). Proof of nothing, tried again like a timeout. A fast one is
+// the proxy's own decision (some proxies answer their denials with 503,
+// minimal SOCKS5 servers with reply 1), as are 403, 407 and SOCKS5 2.
 func proxyGateway(a Attempt) bool {
+	if a.DurationMS < float64(gatewaySlow/time.Millisecond) {
+		return false
+	}
 	switch a.Status {
 	case 502, 503, 504:
 		return true

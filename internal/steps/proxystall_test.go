@@ -53,7 +53,8 @@ func TestStalledProxyAttemptsAreTriedAgainNeverPassed(t *testing.T) {
 						if n <= tt.stalls {
 							rep.Outcome = "timeout"
 							if tt.gateway {
-								rep.Outcome, rep.Status, rep.Error = "denied", 502, "proxy refused: CONNECT answered 502"
+								// After the proxy's own lookup timed out.
+								rep.Outcome, rep.Status, rep.Error, rep.DurationMS = "denied", 502, "proxy refused: CONNECT answered 502", 2500
 							}
 							break
 						}
