@@ -50,25 +50,40 @@ func Reading(total time.Duration, at time.Time) Mark { return Mark{cpu: total, a
 // Known says whether the kernel told the stall.
 func (m Mark) Known() bool { return m.ok }
 
+// Stalls are the wall time some task waited for each resource.
+type Stalls struct{ CPU, IO, Memory time.Duration }
+
+// Max is the longest of the three: the waits overlap, so not their sum.
+func (s Stalls) Max() time.Duration { return max(s.CPU, s.IO, s.Memory) }
+
+// SinceEach is the stall of each resource between an earlier mark and
+// now, and the wall time between them; ok is false when the CPU reading
+// of either knows nothing. A resource the kernel did not tell both times
+// stalled zero.
+func (m Mark) SinceEach(earlier Mark) (s Stalls, window time.Duration, ok bool) {
+	window = m.at.Sub(earlier.at)
+	if !m.ok || !earlier.ok || m.cpu < earlier.cpu {
+		return Stalls{}, window, false
+	}
+	s.CPU = m.cpu - earlier.cpu
+	if m.ioOK && earlier.ioOK && m.io >= earlier.io {
+		s.IO = m.io - earlier.io
+	}
+	if m.memoryOK && earlier.memoryOK && m.mem >= earlier.mem {
+		s.Memory = m.mem - earlier.mem
+	}
+	return s, window, true
+}
+
 // Since is the stall between an earlier mark and now, and the wall time
 // between them; ok is false when either reading knows nothing. The stall
 // is the longest of the three: the wall time some task waited for a CPU,
 // for I/O (a slow disk under a neighbour's build: container removal and
 // its fsyncs wait there while CPU pressure stays low, issue 22) or for
-// memory. Not their sum: the waits overlap.
+// memory.
 func (m Mark) Since(earlier Mark) (stall, window time.Duration, ok bool) {
-	window = m.at.Sub(earlier.at)
-	if !m.ok || !earlier.ok || m.cpu < earlier.cpu {
-		return 0, window, false
-	}
-	stall = m.cpu - earlier.cpu
-	if m.ioOK && earlier.ioOK && m.io >= earlier.io {
-		stall = max(stall, m.io-earlier.io)
-	}
-	if m.memoryOK && earlier.memoryOK && m.mem >= earlier.mem {
-		stall = max(stall, m.mem-earlier.mem)
-	}
-	return stall, window, true
+	s, window, ok := m.SinceEach(earlier)
+	return s.Max(), window, ok
 }
 
 // readSome parses the "some ... total=MICROSECONDS" line.

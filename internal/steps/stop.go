@@ -227,8 +227,8 @@ func (r *runner) measureStop(ctx context.Context, sess *scenario, m *multi) (evi
 			break
 		}
 	}
-	var beatKnown bool
-	run.BeatStall, run.BeatWait, beatKnown = pressure.Now().Since(beatMark)
+	beatEach, beatWait, beatKnown := pressure.Now().SinceEach(beatMark)
+	run.BeatStall, run.BeatWait = beatEach.Max(), beatWait
 
 	stopAt := time.Now()
 	stopMark := pressure.Now()
@@ -282,8 +282,8 @@ func (r *runner) measureStop(ctx context.Context, sess *scenario, m *multi) (evi
 	if !goneAt.IsZero() {
 		run.Drained = r.drained(ctx, sess.session, stopAt)
 	}
-	var stopKnown bool
-	run.CPUStall, run.Window, stopKnown = pressure.Now().Since(stopMark)
+	stopEach, window, stopKnown := pressure.Now().SinceEach(stopMark)
+	run.CPUStall, run.Window = stopStall(stopEach, beatEach, beatWait), window
 	run.StallKnown = beatKnown && stopKnown
 	// Keep watching one more moment: what was seen gone must stay gone.
 	if err := r.settle(ctx); err != nil {
@@ -364,6 +364,22 @@ const (
 	writeWatch    = time.Second
 	maxWriteWatch = 4 * writeWatch
 )
+
+// stopStall is the wait the stop's load allowance may count: the CPU's
+// always; I/O's and memory's only when the machine already waited on them
+// for a quarter of the wait for the first beats, before the stop. I/O
+// pressure is machine-wide, and the sandbox's own teardown (an overlay's
+// removal, fsyncs) waits on I/O: it must not excuse its own slowness.
+func stopStall(stop, before pressure.Stalls, beatWait time.Duration) time.Duration {
+	d := stop.CPU
+	if beatWait > 0 && before.IO*4 >= beatWait {
+		d = max(d, stop.IO)
+	}
+	if beatWait > 0 && before.Memory*4 >= beatWait {
+		d = max(d, stop.Memory)
+	}
+	return d
+}
 
 // maxDrain bounds the wait, once a session was seen gone, for the lab to
 // record what of it had reached it.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/gatehouse-dev/gatehouse/internal/pressure"
 )
 
 // The binds are searched only once they were watched writeWatch since the
@@ -27,5 +29,29 @@ func TestWatchWritesWaitsOutItsWatch(t *testing.T) {
 	cancel()
 	if _, err := watchWrites(ctx, time.Now()); err == nil {
 		t.Error("a cancelled run went on watching")
+	}
+}
+
+// The stop's allowance counts I/O and memory waits only when the machine
+// already waited on them before the stop: a sandbox whose own teardown
+// waits on the disk must not excuse its slowness (machine-wide I/O
+// pressure counts the sandbox's own tasks too).
+func TestStopStall(t *testing.T) {
+	beat := 400 * time.Millisecond
+	for _, tc := range []struct {
+		name         string
+		stop, before pressure.Stalls
+		want         time.Duration
+	}{
+		{"cpu counts always", pressure.Stalls{CPU: 3 * time.Second}, pressure.Stalls{}, 3 * time.Second},
+		{"io on a quiet machine is the sandbox's own", pressure.Stalls{CPU: 100 * time.Millisecond, IO: 6 * time.Second}, pressure.Stalls{IO: 10 * time.Millisecond}, 100 * time.Millisecond},
+		{"io under a neighbour's disk load counts", pressure.Stalls{CPU: 100 * time.Millisecond, IO: 6 * time.Second}, pressure.Stalls{IO: 300 * time.Millisecond}, 6 * time.Second},
+		{"memory likewise", pressure.Stalls{Memory: 2 * time.Second}, pressure.Stalls{Memory: 100 * time.Millisecond}, 2 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := stopStall(tc.stop, tc.before, beat); got != tc.want {
+				t.Errorf("stopStall = %s, want %s", got, tc.want)
+			}
+		})
 	}
 }
