@@ -2,6 +2,7 @@ package evidence
 
 import (
 	"fmt"
+	"path"
 	"regexp"
 	"sort"
 	"strings"
@@ -30,6 +31,16 @@ type HostSocket struct {
 	Path   string `json:"path"`
 	ID     string `json:"id"`
 	Answer string `json:"answer,omitempty"` // e.g. "docker version=20.10.24,api=1.41"; "" if not an engine
+	// Silent: it took the harness's question and said nothing in time.
+	Silent bool `json:"silent,omitempty"`
+}
+
+// engineSocketNames are the file names engines give their API socket: a
+// host socket by such a name, silent to the probe and to the harness, may
+// be a starved engine, and cannot be called no engine.
+var engineSocketNames = map[string]bool{
+	"docker.sock": true, "containerd.sock": true, "podman.sock": true, "crio.sock": true,
+	"cri-dockerd.sock": true, "buildkitd.sock": true,
 }
 
 // engineTypes are the probe's engine answers that prove an engine's API.
@@ -47,6 +58,7 @@ type hostView struct {
 	visible []string // host root or home visible inside: FAIL
 	engines []string // a container engine API answered inside: FAIL
 	exposed []string // findings
+	unknown []string // could not be judged: no PASS
 }
 
 // viewHost reads this session's "mnt" and "engine" lines.
@@ -98,6 +110,8 @@ func viewHost(session string, attempts []Attempt, paths []HostPath, socks []Host
 				case !ok:
 				case engineTypes[strings.SplitN(hs.Answer, " ", 2)[0]]:
 					add(&v.engines, fmt.Sprintf("a container engine's socket is reachable inside at %s: the host's socket %s (same device:inode %s), which answered the harness as %s (silent to the probe in time)", at, hs.Path, id, hs.Answer))
+				case hs.Silent && engineSocketNames[path.Base(hs.Path)]:
+					add(&v.unknown, fmt.Sprintf("the host's socket %s is reachable inside at %s (same device:inode %s) and answered neither the probe nor the harness in time: a starved engine cannot be told from none", hs.Path, at, id))
 				default:
 					add(&v.exposed, fmt.Sprintf("exposed: the host's socket %s is reachable inside at %s (same device:inode %s); it did not answer as a container engine", hs.Path, at, id))
 				}
@@ -127,6 +141,7 @@ func viewHost(session string, attempts []Attempt, paths []HostPath, socks []Host
 	sort.Strings(v.visible)
 	sort.Strings(v.engines)
 	sort.Strings(v.exposed)
+	sort.Strings(v.unknown)
 	return v
 }
 

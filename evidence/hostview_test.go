@@ -19,6 +19,7 @@ func TestJudgeHostReadsScansAgainstTheHost(t *testing.T) {
 	}
 	socks := []evidence.HostSocket{
 		{Path: "/tmp/t/docker.sock", ID: "254:0:777", Answer: "docker version=20.10.24,api=1.41"},
+		{Path: "/run/starved/docker.sock", ID: "254:0:888", Silent: true},
 	}
 	scan := func(lines ...string) evidence.HostObservation {
 		return evidence.HostObservation{
@@ -54,6 +55,8 @@ func TestJudgeHostReadsScansAgainstTheHost(t *testing.T) {
 		// device:inode answered the harness: FAIL.
 		{"a host engine silent to the probe fails", []string{"silent 254:0:777 /var/run/docker.sock"}, evidence.Fail,
 			"a container engine's socket is reachable inside at /var/run/docker.sock: the host's socket /tmp/t/docker.sock (same device:inode 254:0:777), which answered the harness as docker", ""},
+		{"a host engine socket silent to the probe and the harness is no pass", []string{"silent 254:0:888 /var/run/docker.sock"}, evidence.Inconclusive,
+			"answered neither the probe nor the harness in time", ""},
 		{"a silent socket that is not the host's is nothing", []string{"silent 0:50:12 /tmp/ssh-agent.sock"}, evidence.Pass, "", ""},
 		{"a malformed silent line proves nothing", []string{"silent  /var/run/docker.sock", "silent 254:0:777"}, evidence.Pass, "", ""},
 		{"malformed lines prove nothing", []string{"mnt 254:0:2", "mnt x /rootfs", "engine docker"}, evidence.Pass, "", ""},

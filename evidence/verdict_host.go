@@ -171,6 +171,8 @@ func JudgeHost(o HostObservation) HostJudgement {
 		j.Verdict, j.Reason = Inconclusive, "no host nonce planted or no attempt planned, so nothing was tested"
 	case len(j.Missing) > 0:
 		j.Verdict, j.Reason = Inconclusive, "no proof of attempt for "+strings.Join(j.Missing, ", ")
+	case len(v.unknown) > 0:
+		j.Verdict, j.Reason = Inconclusive, strings.Join(v.unknown, "; ")
 	case read == 0 || len(o.Host) == 0:
 		j.Verdict, j.Reason = Inconclusive, "the sandbox's namespaces could not be read back and compared with the host's"
 	case len(unread) > 0:

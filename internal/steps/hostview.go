@@ -122,9 +122,11 @@ func hostSockets(ctx context.Context, attempts []evidence.Attempt) []evidence.Ho
 			// Three seconds a question, where the probe had one: an
 			// engine silent inside on a loaded machine answers here.
 			actx, cancel := context.WithTimeout(unixsock.WithAskTimeout(ctx, hostAskTimeout), 3*hostAskTimeout)
-			if ans, _ := unixsock.AskEngine(actx, p); ans.Engine() {
+			ans, _ := unixsock.AskEngine(actx, p)
+			if ans.Engine() {
 				hs.Answer = ans.Type + " " + ans.Detail
 			}
+			hs.Silent = ans.Silent
 			cancel()
 		}
 		out = append(out, hs)

@@ -80,8 +80,33 @@ func TestHostSocketsAsksSilentClaimsWithMoreTime(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := hostSockets(context.Background(), []evidence.Attempt{{Excerpt: "ok: no container engine API answered on 1 sockets\nsilent " + id.String() + " /var/run/docker.sock"}})
-	if len(got) != 1 || got[0].Path != p || !strings.HasPrefix(got[0].Answer, "docker ") {
+	if len(got) != 1 || got[0].Path != p || !strings.HasPrefix(got[0].Answer, "docker ") || got[0].Silent {
 		t.Errorf("hostSockets = %+v, want %s answering as docker", got, p)
+	}
+	// One silent to the harness too is said to be: the verdict cannot
+	// call a socket by an engine's name no engine then.
+	q := filepath.Join(t.TempDir(), "docker.sock")
+	mute, err := net.Listen("unix", q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mute.Close()
+	go func() {
+		for {
+			c, err := mute.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+		}
+	}()
+	qid, err := wire.StatID(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = hostSockets(context.Background(), []evidence.Attempt{{Excerpt: "silent " + qid.String() + " /var/run/docker.sock"}})
+	if len(got) != 1 || got[0].Path != q || got[0].Answer != "" || !got[0].Silent {
+		t.Errorf("hostSockets = %+v, want %s silent", got, q)
 	}
 }
 
