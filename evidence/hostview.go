@@ -110,7 +110,7 @@ func viewHost(session string, attempts []Attempt, paths []HostPath, socks []Host
 				case !ok:
 				case engineTypes[strings.SplitN(hs.Answer, " ", 2)[0]]:
 					add(&v.engines, fmt.Sprintf("a container engine's socket is reachable inside at %s: the host's socket %s (same device:inode %s), which answered the harness as %s (silent to the probe in time)", at, hs.Path, id, hs.Answer))
-				case hs.Silent && engineSocketNames[path.Base(hs.Path)]:
+				case hs.Silent && (engineSocketNames[path.Base(hs.Path)] || engineSocketNames[path.Base(at)]):
 					add(&v.unknown, fmt.Sprintf("the host's socket %s is reachable inside at %s (same device:inode %s) and answered neither the probe nor the harness in time: a starved engine cannot be told from none", hs.Path, at, id))
 				default:
 					add(&v.exposed, fmt.Sprintf("exposed: the host's socket %s is reachable inside at %s (same device:inode %s); it did not answer as a container engine", hs.Path, at, id))

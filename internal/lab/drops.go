@@ -219,12 +219,15 @@ func (l *Lab) noteDrops(end bool) {
 		return
 	}
 	if end {
-		if l.dropsEnd == nil {
-			l.dropsEnd = map[string]uint64{}
+		// A new map: KernelDrops reads the old one outside the lock.
+		merged := make(map[string]uint64, len(m))
+		for k, v := range l.dropsEnd {
+			merged[k] = v
 		}
 		for k, v := range m {
-			l.dropsEnd[k] = max(l.dropsEnd[k], v)
+			merged[k] = max(merged[k], v)
 		}
+		l.dropsEnd = merged
 	} else {
 		l.dropsBase = m
 	}

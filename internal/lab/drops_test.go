@@ -104,3 +104,42 @@ func TestKernelDropsAtTheLabsSockets(t *testing.T) {
 		t.Errorf("after Close: drops %q, %v; want %q, read at the close", after, err, got)
 	}
 }
+
+// A raw socket's drops are its own and go with it: an endpoint's raw
+// socket that overflowed is counted at Close, read before the endpoints
+// stop (the reading after would find the socket gone and nothing dropped).
+func TestKernelDropsOfARawEndpointCountAtClose(t *testing.T) {
+	needLab(t)
+	ctx := context.Background()
+	l := upLab(t)
+	err := lab.InNetns(lab.NetnsPath(l.Name()), func() error {
+		fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_RAW, syscall.IPPROTO_ICMP)
+		if err != nil {
+			return err
+		}
+		lab.AddStop(l, func(context.Context) error { return syscall.Close(fd) })
+		if err := syscall.SetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096); err != nil {
+			return err
+		}
+		pc, err := net.ListenPacket("ip4:icmp", "127.0.0.1")
+		if err != nil {
+			return err
+		}
+		echo := []byte{8, 0, 0xf7, 0xff, 0, 0, 0, 0}
+		for i := 0; i < 200; i++ {
+			_, _ = pc.WriteTo(echo, &net.IPAddr{IP: net.IPv4(127, 0, 0, 1)})
+		}
+		lab.AddStop(l, func(context.Context) error { return pc.Close() })
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got, err := l.KernelDrops()
+	if err != nil || !strings.Contains(strings.Join(got, " "), "raw:drops +") {
+		t.Errorf("after Close: drops %q, %v; want raw:drops from the endpoint closed at Close", got, err)
+	}
+}

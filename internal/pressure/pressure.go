@@ -26,6 +26,18 @@ type Mark struct {
 	cpu, io, mem       time.Duration
 	ok, ioOK, memoryOK bool
 	at                 time.Time
+	// The kernel's "some avg10" for I/O and memory: the share (percent)
+	// of the last ten seconds some task waited on them.
+	ioAvg10, memAvg10 float64
+}
+
+// Avg10 is the share, in percent, of the ten seconds before the mark that
+// some task waited for I/O and for memory (0 when the kernel did not tell).
+func (m Mark) Avg10() (io, memory float64) { return m.ioAvg10, m.memAvg10 }
+
+// Avg10Reading is a mark that knows only those averages (a test's).
+func Avg10Reading(io, memory float64) Mark {
+	return Mark{ok: true, ioOK: true, memoryOK: true, ioAvg10: io, memAvg10: memory}
 }
 
 // Now reads the stall totals. A kernel without PSI gives a Mark that knows
@@ -36,9 +48,9 @@ func Now() Mark {
 	var err error
 	m.cpu, err = readSome(cpuFile)
 	m.ok = err == nil
-	m.io, err = readSome(ioFile)
+	m.io, m.ioAvg10, err = readSomeAvg(ioFile)
 	m.ioOK = err == nil
-	m.mem, err = readSome(memoryFile)
+	m.mem, m.memAvg10, err = readSomeAvg(memoryFile)
 	m.memoryOK = err == nil
 	return m
 }
@@ -84,6 +96,48 @@ func (m Mark) SinceEach(earlier Mark) (s Stalls, window time.Duration, ok bool) 
 func (m Mark) Since(earlier Mark) (stall, window time.Duration, ok bool) {
 	s, window, ok := m.SinceEach(earlier)
 	return s.Max(), window, ok
+}
+
+// readSomeAvg reads a pressure file's "some" total and avg10.
+func readSomeAvg(p string) (time.Duration, float64, error) {
+	b, err := readFile(p)
+	if err != nil {
+		return 0, 0, err
+	}
+	total, err := parseSome(b)
+	if err != nil {
+		return 0, 0, err
+	}
+	return total, parseAvg10(b), nil
+}
+
+// parseAvg10 reads "avg10=X" from the "some" line; 0 when absent or odd.
+func parseAvg10(b []byte) float64 {
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		fields := bytes.Fields(line)
+		if len(fields) == 0 || string(fields[0]) != "some" {
+			continue
+		}
+		for _, f := range fields[1:] {
+			if v, ok := bytes.CutPrefix(f, []byte("avg10=")); ok {
+				x, err := strconv.ParseFloat(string(v), 64)
+				if err != nil || x < 0 || x > 100 {
+					return 0
+				}
+				return x
+			}
+		}
+	}
+	return 0
+}
+
+func readFile(p string) ([]byte, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, 4096))
 }
 
 // readSome parses the "some ... total=MICROSECONDS" line.

@@ -104,3 +104,17 @@ func TestSinceTakesTheLongestWait(t *testing.T) {
 		})
 	}
 }
+
+func TestParseAvg10(t *testing.T) {
+	for in, want := range map[string]float64{
+		"some avg10=37.50 avg60=1.00 avg300=0.00 total=5\nfull avg10=99.00 avg60=0 avg300=0 total=1\n": 37.5,
+		"some avg60=1.00 total=5\n":  0,
+		"some avg10=x total=5\n":     0,
+		"some avg10=180.0 total=5\n": 0,
+		"full avg10=50.00 total=5\n": 0,
+	} {
+		if got := parseAvg10([]byte(in)); got != want {
+			t.Errorf("parseAvg10(%q) = %v, want %v", in, got, want)
+		}
+	}
+}

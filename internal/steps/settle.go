@@ -314,7 +314,9 @@ func (w *settleWatch) keepSettled(s *scenario) {
 // softirq longer than the settle's margin, which met a closed socket), and
 // the lab may have missed what it carried. It lists such attempts with
 // their flow; nil when none, or nothing was settled. A reading that fails
-// cannot clear a settle: every settled attempt is then listed.
+// cannot clear a settle: every settled attempt is then listed. (The lab
+// keeps an arrival for ten minutes after its last packet; a scenario is
+// judged long before.)
 func settledArrived(ctx context.Context, fl Lab, s *scenario) []string {
 	if len(s.settled) == 0 {
 		return nil

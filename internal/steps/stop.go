@@ -227,8 +227,8 @@ func (r *runner) measureStop(ctx context.Context, sess *scenario, m *multi) (evi
 			break
 		}
 	}
-	beatEach, beatWait, beatKnown := pressure.Now().SinceEach(beatMark)
-	run.BeatStall, run.BeatWait = beatEach.Max(), beatWait
+	beatEach, beatWin, beatKnown := pressure.Now().SinceEach(beatMark)
+	run.BeatStall, run.BeatWait = beatEach.Max(), beatWin
 
 	stopAt := time.Now()
 	stopMark := pressure.Now()
@@ -279,11 +279,13 @@ func (r *runner) measureStop(ctx context.Context, sess *scenario, m *multi) (evi
 			break // nothing more to learn by waiting
 		}
 	}
-	if !goneAt.IsZero() {
+	if !goneAt.IsZero() && sess.attached {
+		// Only a session of its own in the lab can be told drained: for
+		// one that is not, Quiet has no address to look at.
 		run.Drained = r.drained(ctx, sess.session, stopAt)
 	}
 	stopEach, window, stopKnown := pressure.Now().SinceEach(stopMark)
-	run.CPUStall, run.Window = stopStall(stopEach, beatEach, beatWait), window
+	run.CPUStall, run.Window = stopStall(stopEach, stopMark), window
 	run.StallKnown = beatKnown && stopKnown
 	// Keep watching one more moment: what was seen gone must stay gone.
 	if err := r.settle(ctx); err != nil {
@@ -366,16 +368,18 @@ const (
 )
 
 // stopStall is the wait the stop's load allowance may count: the CPU's
-// always; I/O's and memory's only when the machine already waited on them
-// for a quarter of the wait for the first beats, before the stop. I/O
-// pressure is machine-wide, and the sandbox's own teardown (an overlay's
-// removal, fsyncs) waits on I/O: it must not excuse its own slowness.
-func stopStall(stop, before pressure.Stalls, beatWait time.Duration) time.Duration {
+// always; I/O's and memory's only when the machine was already waiting on
+// them before the stop (the kernel's ten-second average at the stop, a
+// quarter or more). I/O pressure is machine-wide, and the sandbox's own
+// teardown (an overlay's removal, fsyncs) waits on I/O: it must not
+// excuse its own slowness.
+func stopStall(stop pressure.Stalls, atStop pressure.Mark) time.Duration {
 	d := stop.CPU
-	if beatWait > 0 && before.IO*4 >= beatWait {
+	io, mem := atStop.Avg10()
+	if io >= 25 {
 		d = max(d, stop.IO)
 	}
-	if beatWait > 0 && before.Memory*4 >= beatWait {
+	if mem >= 25 {
 		d = max(d, stop.Memory)
 	}
 	return d

@@ -33,23 +33,24 @@ func TestWatchWritesWaitsOutItsWatch(t *testing.T) {
 }
 
 // The stop's allowance counts I/O and memory waits only when the machine
-// already waited on them before the stop: a sandbox whose own teardown
-// waits on the disk must not excuse its slowness (machine-wide I/O
-// pressure counts the sandbox's own tasks too).
+// was already waiting on them before the stop (the kernel's ten-second
+// average): a sandbox whose own teardown waits on the disk must not excuse
+// its slowness (machine-wide I/O pressure counts the sandbox's own tasks).
 func TestStopStall(t *testing.T) {
-	beat := 400 * time.Millisecond
 	for _, tc := range []struct {
-		name         string
-		stop, before pressure.Stalls
-		want         time.Duration
+		name    string
+		stop    pressure.Stalls
+		io, mem float64 // avg10 at the stop, percent
+		want    time.Duration
 	}{
-		{"cpu counts always", pressure.Stalls{CPU: 3 * time.Second}, pressure.Stalls{}, 3 * time.Second},
-		{"io on a quiet machine is the sandbox's own", pressure.Stalls{CPU: 100 * time.Millisecond, IO: 6 * time.Second}, pressure.Stalls{IO: 10 * time.Millisecond}, 100 * time.Millisecond},
-		{"io under a neighbour's disk load counts", pressure.Stalls{CPU: 100 * time.Millisecond, IO: 6 * time.Second}, pressure.Stalls{IO: 300 * time.Millisecond}, 6 * time.Second},
-		{"memory likewise", pressure.Stalls{Memory: 2 * time.Second}, pressure.Stalls{Memory: 100 * time.Millisecond}, 2 * time.Second},
+		{"cpu counts always", pressure.Stalls{CPU: 3 * time.Second}, 0, 0, 3 * time.Second},
+		{"io on a quiet machine is the sandbox's own", pressure.Stalls{CPU: 100 * time.Millisecond, IO: 6 * time.Second}, 3, 0, 100 * time.Millisecond},
+		{"io under a neighbour's disk load counts", pressure.Stalls{CPU: 100 * time.Millisecond, IO: 6 * time.Second}, 80, 0, 6 * time.Second},
+		{"memory likewise", pressure.Stalls{Memory: 2 * time.Second}, 0, 40, 2 * time.Second},
+		{"memory on a quiet machine does not", pressure.Stalls{Memory: 2 * time.Second}, 0, 10, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := stopStall(tc.stop, tc.before, beat); got != tc.want {
+			if got := stopStall(tc.stop, pressure.Avg10Reading(tc.io, tc.mem)); got != tc.want {
 				t.Errorf("stopStall = %s, want %s", got, tc.want)
 			}
 		})
