@@ -203,8 +203,16 @@ func (r *runner) measureStop(ctx context.Context, sess *scenario, m *multi) (evi
 	}
 
 	hbCtx, hbCancel := context.WithTimeout(context.WithoutCancel(ctx), 60*time.Second)
-	defer hbCancel()
 	hbDone := make(chan struct{})
+	// The heartbeat plan's runPlan appends to sess's findings and attempts
+	// from its goroutine: what this function notes meanwhile waits in
+	// notes, and goes in once that goroutine is done, on every return.
+	var notes []string
+	defer func() {
+		hbCancel()
+		<-hbDone
+		sess.findings = append(sess.findings, notes...)
+	}()
 	plan := wire.Plan{TimeoutMS: 1000, Steps: []wire.Step{{
 		ID: "heartbeat", Kind: wire.KindHeartbeat, Escape: true, DurationMS: 50_000, UseProxy: true,
 		Target: "http://" + inferenceAddr + "/v1/complete?hb=" + sess.canary,
@@ -238,7 +246,7 @@ func (r *runner) measureStop(ctx context.Context, sess *scenario, m *multi) (evi
 	}
 	over, err := r.stopCommand(ctx, sess, netns, limit)
 	if err != nil {
-		sess.findings = append(sess.findings, "the profile's stop command failed: "+err.Error())
+		notes = append(notes, "the profile's stop command failed: "+err.Error())
 	}
 	run.StopCommandOver = over
 	stopped := make(chan error, 1)
@@ -262,7 +270,7 @@ func (r *runner) measureStop(ctx context.Context, sess *scenario, m *multi) (evi
 			case err := <-stopped:
 				returned, returnedAt = true, time.Now()
 				if err != nil {
-					sess.findings = append(sess.findings, "stop: "+err.Error())
+					notes = append(notes, "stop: "+err.Error())
 				}
 			default:
 			}
@@ -322,7 +330,7 @@ func (r *runner) measureStop(ctx context.Context, sess *scenario, m *multi) (evi
 			run.Left = append(run.Left, fmt.Sprintf("%d write(s) after the session was seen gone: %s", len(ws.own), strings.Join(firstN(ws.own, 3), ", ")))
 		}
 		if len(ws.other) > 0 {
-			sess.findings = append(sess.findings, fmt.Sprintf("%d write(s) after %s was seen gone carry no mark of it (another session's, or the host's): not counted against it: %s",
+			notes = append(notes, fmt.Sprintf("%d write(s) after %s was seen gone carry no mark of it (another session's, or the host's): not counted against it: %s",
 				len(ws.other), sess.session, strings.Join(firstN(ws.other, 3), ", ")))
 		}
 		run.Unsearched = append(run.Unsearched, ws.unsearched...)
@@ -332,7 +340,7 @@ func (r *runner) measureStop(ctx context.Context, sess *scenario, m *multi) (evi
 		_, err := b.Authorize(tok, sess.session, "", time.Now())
 		run.TokenRefused = err != nil
 	} else {
-		sess.findings = append(sess.findings, "broker not available: the token check was not made")
+		notes = append(notes, "broker not available: the token check was not made")
 	}
 	// The monitor's word (builtin): what still ran after the stop. A
 	// finding beside the outside measurement, which decides the verdict.
@@ -342,13 +350,13 @@ func (r *runner) measureStop(ctx context.Context, sess *scenario, m *multi) (evi
 	// without a monitor there is nothing to wait for.
 	if r.det != nil && r.settle(ctx) == nil {
 		if alive := r.aliveAfterStop(sess, stopAt); len(alive) > 0 {
-			sess.findings = append(sess.findings, fmt.Sprintf("the monitor saw %d process(es) of %s still making system calls after the stop: %s", len(alive), sess.session, strings.Join(firstN(alive, 5), ", ")))
+			notes = append(notes, fmt.Sprintf("the monitor saw %d process(es) of %s still making system calls after the stop: %s", len(alive), sess.session, strings.Join(firstN(alive, 5), ", ")))
 		}
 	}
 	select {
 	case <-hbDone:
 	case <-time.After(10 * time.Second):
-		sess.findings = append(sess.findings, "heartbeat probe still running 10 s after reap")
+		notes = append(notes, "heartbeat probe still running 10 s after reap")
 		// Its records must be in before the verdict, never after the seal.
 		hbCancel()
 		<-hbDone
