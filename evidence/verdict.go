@@ -38,6 +38,14 @@ type Observation struct {
 	// flow a packet reached the lab afterwards: a SYN held back on a
 	// loaded machine, which met a closed socket. No PASS then.
 	SettledArrived []string
+	// FlowOf names, for a direct attempt whose flows the harness knew
+	// without a lookup, the flow that decides it ("tcp 203.0.113.10:80");
+	// FlowEmitted counts, by attempt, the opening packets the kernel
+	// counted on that flow while the attempt's plan ran. A timed-out
+	// attempt whose own flow has none is not proven by a sibling that fed
+	// the same destination.
+	FlowOf      map[string]string
+	FlowEmitted map[string]uint64
 	// Since is when the session started: an unattributed forbidden contact
 	// after it may be this session's (see Unattributed).
 	Since time.Time
@@ -126,6 +134,8 @@ func Judge(o Observation) Judgement {
 			}
 			if d := o.Dests[a.ID]; d != "" && o.Emitted[d] == 0 {
 				unproven = append(unproven, fmt.Sprintf("%s (the probe says %s, the kernel counted no packet toward %s)", a.ID, a.Outcome, d))
+			} else if f, ok := o.FlowOf[a.ID]; ok && a.Outcome == "timeout" && o.FlowEmitted[a.ID] == 0 {
+				unproven = append(unproven, fmt.Sprintf("%s (the probe says timeout, the kernel counted no opening packet of its own flow %s: the machine may have been too loaded for it to leave)", a.ID, f))
 			}
 		}
 		sort.Strings(unproven)

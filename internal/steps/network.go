@@ -14,6 +14,7 @@ import (
 	"github.com/cucumber/godog"
 
 	"github.com/gatehouse-dev/gatehouse/evidence"
+	"github.com/gatehouse-dev/gatehouse/internal/lab"
 	"github.com/gatehouse-dev/gatehouse/internal/pressure"
 	"github.com/gatehouse-dev/gatehouse/internal/probe/wire"
 	"github.com/gatehouse-dev/gatehouse/targets"
@@ -78,8 +79,19 @@ func (r *runner) attempt(ctx context.Context, s *scenario, familyName string, na
 		s.dests[st.ID] = destOf(st, addrs, resolverDest(r.cfg.Resolver, addrs))
 	}
 	before, counting := r.countBefore(ctx, s)
+	var flowsBefore *lab.FlowEvidence
+	if counting {
+		if ev, err := r.lab().Flows(ctx, s.session); err == nil {
+			flowsBefore = &ev
+		}
+	}
 	if err := r.runProbe(ctx, s, steps); err != nil {
 		return err
+	}
+	if flowsBefore != nil {
+		if after, err := r.lab().Flows(ctx, s.session); err == nil {
+			noteFlows(s, steps, *flowsBefore, after)
+		}
 	}
 	if counting {
 		after, err := r.lab().Emitted(ctx, s.session)
@@ -103,6 +115,34 @@ func (r *runner) attempt(ctx context.Context, s *scenario, familyName string, na
 		s.findings = append(s.findings, "no kernel-side accounting for this session ("+why+"): proof of attempt is the probe's report")
 	}
 	return nil
+}
+
+// noteFlows notes, for each direct attempt whose flows are known without
+// a lookup (stepFlows), the flow that decides it and how many opening
+// packets the kernel counted on that flow while the attempts ran: a
+// timed-out attempt whose own flow has none never sent its packet (the
+// probe starved before it, or a redirect's second hop never left), and a
+// sibling attempt to the same destination must not stand in for it
+// (issue 22). For a redirect through the lab, the decisive flow is the
+// second hop once the first reached the lab, the first otherwise.
+func noteFlows(s *scenario, steps []wire.Step, before, after lab.FlowEvidence) {
+	if s.flowOf == nil {
+		s.flowOf, s.flowEmitted = map[string]string{}, map[string]uint64{}
+	}
+	for _, st := range steps {
+		fs := stepFlows(st)
+		if len(fs) == 0 {
+			continue
+		}
+		f := fs[len(fs)-1]
+		if len(fs) > 1 && !after.Arrived[fs[0]] {
+			f = fs[0]
+		}
+		// By attempt: a try again after the takedown opens the same flow
+		// and must be proven by its own plan's packets.
+		s.flowOf[st.ID] = f.String()
+		s.flowEmitted[st.ID] = after.Emitted[f] - min(before.Emitted[f], after.Emitted[f])
+	}
 }
 
 func (r *runner) callInference(ctx context.Context) error {

@@ -357,6 +357,7 @@ func (r *runner) judgeRehearsal(ctx context.Context) error {
 		Session: s.session, Canary: s.canary, Control: s.control, Planned: s.planned, Attempts: s.attempts,
 		Allowed: append(append([]string(nil), allowedEndpoints...), "intake"),
 		Emitted: s.emitted, Dests: s.dests, AcctError: s.acctErr, Since: s.start, SettledArrived: settledArrived(ctx, r.lab(), s),
+		FlowOf: s.flowOf, FlowEmitted: s.flowEmitted,
 	}
 	var hits []evidence.Hit
 	hits, obs.NotReady = r.labHits(ctx)

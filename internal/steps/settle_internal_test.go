@@ -308,3 +308,38 @@ func TestControlNeverBlocks(t *testing.T) {
 	require.Equal(t, 1+64, strings.Count(string(b), "\n"))
 	require.True(t, strings.HasPrefix(string(b), "{}\nsettle a0\n"))
 }
+
+// noteFlows keeps, by attempt, the opening packets of the flow that
+// decides it: a redirect's second hop once the first reached the lab, the
+// first hop otherwise; attempts to names are not noted (their flow is the
+// lookup's answer).
+func TestNoteFlows(t *testing.T) {
+	inf := flow("tcp", lab.InferenceV4, 80)
+	cb := flow("tcp", "203.0.113.10", 80)
+	steps := []wire.Step{
+		{ID: "tcp-callback", Kind: wire.KindTCP, Target: "203.0.113.10:80"},
+		{ID: "redirect", Kind: wire.KindHTTP, Follow: true, Target: "http://" + lab.InferenceV4 + "/redirect?to=http://203.0.113.10/x"},
+		{ID: "named", Kind: wire.KindTCP, Target: "callback.lab.gatehouse.test:80"},
+	}
+	before := lab.FlowEvidence{Emitted: map[lab.Flow]uint64{cb: 2}}
+	for _, tc := range []struct {
+		name                  string
+		after                 lab.FlowEvidence
+		redirectFlow          string
+		tcpSent, redirectSent uint64
+	}{
+		{"the first hop arrived: the second decides", lab.FlowEvidence{Emitted: map[lab.Flow]uint64{cb: 3, inf: 1}, Arrived: map[lab.Flow]bool{inf: true}}, cb.String(), 1, 1},
+		{"the first hop did not arrive: it decides", lab.FlowEvidence{Emitted: map[lab.Flow]uint64{cb: 2, inf: 1}, Arrived: map[lab.Flow]bool{}}, inf.String(), 0, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &scenario{}
+			noteFlows(s, steps, before, tc.after)
+			require.Equal(t, cb.String(), s.flowOf["tcp-callback"])
+			require.Equal(t, tc.redirectFlow, s.flowOf["redirect"])
+			require.Equal(t, tc.tcpSent, s.flowEmitted["tcp-callback"])
+			require.Equal(t, tc.redirectSent, s.flowEmitted["redirect"])
+			_, named := s.flowOf["named"]
+			require.False(t, named, "an attempt to a name has no known flow")
+		})
+	}
+}

@@ -42,6 +42,12 @@ type scenario struct {
 	emitted map[string]uint64
 	dests   map[string]string
 	acctErr string
+	// flowOf: for direct attempts whose flows are known without a lookup,
+	// the flow that decides each; flowEmitted: by attempt, the opening
+	// packets the kernel counted on that flow while its plan ran
+	// (noteFlows).
+	flowOf      map[string]string
+	flowEmitted map[string]uint64
 	// settled: the attempts settled early, with the flow each was stuck on
 	// (settle.go), read again when the scenario is judged.
 	settled  map[string]lab.Flow

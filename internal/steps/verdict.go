@@ -59,6 +59,8 @@ func (r *runner) judge(ctx context.Context) error {
 		Takedown:  s.takedown,
 
 		SettledArrived: settledArrived(ctx, r.lab(), s),
+		FlowOf:         s.flowOf,
+		FlowEmitted:    s.flowEmitted,
 	}
 	if s.gate == allowanceGate {
 		obs.Allowance = &evidence.Allowance{Endpoints: allowedDestination, Declared: r.cfg.Allow}
