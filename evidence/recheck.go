@@ -25,15 +25,18 @@ func Recheck(results []Result, hits []Hit, dropped int) int {
 	if dropped <= 0 {
 		return 0
 	}
+	return passesInconclusive(results, fmt.Sprintf("the lab's hit log overflowed (%d hits dropped), so no one can say nothing forbidden arrived", dropped))
+}
+
+// passesInconclusive makes every PASS INCONCLUSIVE for why, and returns
+// how many it changed; other verdicts stand.
+func passesInconclusive(results []Result, why string) int {
 	changed := 0
 	for i := range results {
-		r := &results[i]
-		if r.Verdict != Pass {
-			continue
+		if results[i].Verdict == Pass {
+			results[i].Verdict, results[i].Reason = Inconclusive, why
+			changed++
 		}
-		r.Verdict = Inconclusive
-		r.Reason = fmt.Sprintf("the lab's hit log overflowed (%d hits dropped), so no one can say nothing forbidden arrived", dropped)
-		changed++
 	}
 	return changed
 }
@@ -54,16 +57,7 @@ func RecheckDrops(results []Result, drops []string, err error) int {
 	default:
 		return 0
 	}
-	changed := 0
-	for i := range results {
-		r := &results[i]
-		if r.Verdict != Pass {
-			continue
-		}
-		r.Verdict, r.Reason = Inconclusive, why
-		changed++
-	}
-	return changed
+	return passesInconclusive(results, why)
 }
 
 // RecheckTraces runs once every trace is closed, with the run folder's

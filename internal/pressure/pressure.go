@@ -131,6 +131,7 @@ func parseAvg10(b []byte) float64 {
 	return 0
 }
 
+// readFile reads a pressure file (a few lines; 4 KiB at most).
 func readFile(p string) ([]byte, error) {
 	f, err := os.Open(p)
 	if err != nil {
@@ -142,12 +143,7 @@ func readFile(p string) ([]byte, error) {
 
 // readSome parses the "some ... total=MICROSECONDS" line.
 func readSome(p string) (time.Duration, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, 4096))
+	b, err := readFile(p)
 	if err != nil {
 		return 0, err
 	}
