@@ -7,15 +7,14 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/gatehouse-dev/gatehouse/evidence"
 	"github.com/gatehouse-dev/gatehouse/internal/lab"
 	"github.com/gatehouse-dev/gatehouse/internal/lab/labproxy"
+	"github.com/gatehouse-dev/gatehouse/internal/probe/probetest"
 	"github.com/gatehouse-dev/gatehouse/internal/probe/wire"
 )
 
@@ -25,37 +24,10 @@ import (
 // that hit) and a blocking one does not (no hit, PASS, and the positive
 // control through the same proxy still arrives).
 
-var (
-	probeOnce sync.Once
-	probeBin  string
-	probeErr  error
-)
-
-// probeBinary is GATEHOUSE_PROBE or a static probe built once.
-func probeBinary(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("GATEHOUSE_PROBE"); p != "" {
-		return p
-	}
-	probeOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "gh-probe-")
-		if err != nil {
-			probeErr = err
-			return
-		}
-		probeBin = filepath.Join(dir, "probe")
-		cmd := exec.Command("go", "build", "-o", probeBin, "../../cmd/gatehouse-probe")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			probeErr = err
-			t.Logf("%s", out)
-		}
-	})
-	if probeErr != nil {
-		t.Fatalf("build probe: %v", probeErr)
-	}
-	return probeBin
-}
+// probeBinary is GATEHOUSE_PROBE or the probe built once for this test
+// binary, in the harness's root-only scratch folder (never the shared /tmp,
+// where a sandbox that sees it could swap the binary every session runs).
+func probeBinary(t *testing.T) string { return probetest.Build(t) }
 
 var (
 	allowInference = []string{lab.InferenceLabName}
