@@ -78,6 +78,12 @@ type Attempt struct {
 	// Excerpt is what the probe said it found (capped by the probe's wire
 	// format). A planted value in it proves a read: the probe cannot guess one.
 	Excerpt string `json:"excerpt,omitempty"`
+	// Answered and Dialed: a DNS answer reached the attempt, and the
+	// addresses its connects began toward (the probe's notes, capped by
+	// its wire format). An attempt to a name that timed out is proven by
+	// the kernel's count of opening packets toward these.
+	Answered bool     `json:"answered,omitempty"`
+	Dialed   []string `json:"dialed,omitempty"`
 }
 
 // Verdict is the outcome of one scenario.

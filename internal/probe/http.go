@@ -25,6 +25,8 @@ const (
 // doHTTP makes the step's request, and when Then is set, a second request
 // carrying the first response's body as a header (the IMDSv2 token flow).
 func doHTTP(ctx context.Context, s wire.Step, rep *wire.Report) error {
+	ctx, notes := withNotes(ctx)
+	defer notes.fill(rep)
 	client, redirectCapped := newHTTPClient(s)
 	body, err := request(ctx, client, s.Method, s.Target, s.Headers, bodyOf(s), rep)
 	if err != nil || s.Then == nil {
@@ -52,9 +54,12 @@ func capNote(err error, capped bool) error {
 	return err
 }
 
-// httpDial is the HTTP dialer; tests swap it for one that refuses anything
-// but loopback, so a regression cannot send a packet off the machine.
-var httpDial = (&net.Dialer{}).DialContext
+// httpDial is the HTTP dialer (the attempt's own, dialerFrom); tests swap
+// it for one that refuses anything but loopback, so a regression cannot
+// send a packet off the machine.
+var httpDial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return dialerFrom(ctx).DialContext(ctx, network, addr)
+}
 
 // newHTTPClient never verifies TLS (lab endpoints use throwaway certificates)
 // and reads proxy settings from the environment only when the step asks: an

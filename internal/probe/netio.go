@@ -20,8 +20,9 @@ const udpReplyWait = 500 * time.Millisecond
 // the deadline. A connection that was made is "completed" even when the
 // peer stays silent: reaching it is the fact that matters.
 func doTCP(ctx context.Context, s wire.Step, rep *wire.Report) error {
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", s.Target)
+	ctx, notes := withNotes(ctx)
+	defer notes.fill(rep)
+	conn, err := dialerFrom(ctx).DialContext(ctx, "tcp", s.Target)
 	if err != nil {
 		return err
 	}
@@ -48,8 +49,9 @@ func doTCP(ctx context.Context, s wire.Step, rep *wire.Report) error {
 // doUDP sends the payload and briefly waits for one reply. A send without
 // error is "completed"; a refusal seen on the reply is noted in Error.
 func doUDP(ctx context.Context, s wire.Step, rep *wire.Report) error {
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "udp", s.Target)
+	ctx, notes := withNotes(ctx)
+	defer notes.fill(rep)
+	conn, err := dialerFrom(ctx).DialContext(ctx, "udp", s.Target)
 	if err != nil {
 		return err
 	}

@@ -6,7 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
+	"net/netip"
+	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -15,6 +19,7 @@ import (
 
 	"github.com/gatehouse-dev/gatehouse/evidence"
 	"github.com/gatehouse-dev/gatehouse/internal/lab"
+	"github.com/gatehouse-dev/gatehouse/internal/legacyip"
 	"github.com/gatehouse-dev/gatehouse/internal/pressure"
 	"github.com/gatehouse-dev/gatehouse/internal/probe/wire"
 	"github.com/gatehouse-dev/gatehouse/targets"
@@ -132,6 +137,7 @@ func noteFlows(s *scenario, steps []wire.Step, before, after lab.FlowEvidence) {
 	for _, st := range steps {
 		fs := stepFlows(st)
 		if len(fs) == 0 {
+			noteNamedFlow(s, st, before, after)
 			continue
 		}
 		f := fs[len(fs)-1]
@@ -143,6 +149,88 @@ func noteFlows(s *scenario, steps []wire.Step, before, after lab.FlowEvidence) {
 		s.flowOf[st.ID] = f.String()
 		s.flowEmitted[st.ID] = after.Emitted[f] - min(before.Emitted[f], after.Emitted[f])
 	}
+}
+
+// noteNamedFlow does for a direct attempt to a name what noteFlows does
+// for one to an address, from the probe's notes of its latest report: its
+// flow is where its connects began (Dialed), and its opening packets are
+// those the kernel counted toward any of those in its plan. A lookup that
+// was answered with no connect begun has no flow, and no packet of one
+// (the probe starved between the answer and the connect). An attempt
+// whose lookup got no answer keeps the lookup's packet as its proof:
+// nothing could follow it (docs/verdicts.md says what that leaves open).
+func noteNamedFlow(s *scenario, st wire.Step, before, after lab.FlowEvidence) {
+	proto, port, ok := namedDial(st)
+	if !ok {
+		return
+	}
+	var rep *evidence.Attempt
+	for i := len(s.attempts) - 1; i >= 0; i-- {
+		if a := &s.attempts[i]; a.ID == st.ID && a.Session == s.session {
+			rep = a
+			break
+		}
+	}
+	if rep == nil {
+		return
+	}
+	var flows []string
+	var sent uint64
+	for _, d := range rep.Dialed {
+		ap, err := netip.ParseAddrPort(d)
+		if err != nil || ap.Port() != port {
+			continue // the plan named the port; a note elsewhere is no proof
+		}
+		f := lab.Flow{Addr: ap.Addr().Unmap(), Proto: proto, Port: port}
+		flows = append(flows, f.String())
+		sent += after.Emitted[f] - min(before.Emitted[f], after.Emitted[f])
+	}
+	switch {
+	case len(flows) > 0:
+		s.flowOf[st.ID] = strings.Join(flows, " or ")
+		s.flowEmitted[st.ID] = sent
+	case rep.Answered:
+		s.flowOf[st.ID] = "(its lookup was answered and no connect began)"
+		s.flowEmitted[st.ID] = 0
+	}
+}
+
+// namedDial is the protocol and port of a direct tcp, udp or http(s)
+// attempt to a name (not an address, not through a proxy). An http(s)
+// attempt that follows redirects is left out: where its later hops go is
+// the server's word.
+func namedDial(st wire.Step) (proto string, port uint16, ok bool) {
+	var host, p string
+	switch st.Kind {
+	case wire.KindTCP, wire.KindUDP:
+		h, pp, err := net.SplitHostPort(st.Target)
+		if err != nil {
+			return "", 0, false
+		}
+		host, p, proto = h, pp, st.Kind
+	case wire.KindHTTP:
+		if st.UseProxy || st.Follow {
+			return "", 0, false
+		}
+		u, err := url.Parse(st.Target)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+			return "", 0, false
+		}
+		host, p, proto = u.Hostname(), u.Port(), "tcp"
+		if p == "" {
+			p = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+		}
+	default:
+		return "", 0, false
+	}
+	if _, isAddr := legacyip.Addr(host); isAddr || host == "" {
+		return "", 0, false
+	}
+	n, err := strconv.ParseUint(p, 10, 16)
+	if err != nil || n == 0 {
+		return "", 0, false
+	}
+	return proto, uint16(n), true
 }
 
 func (r *runner) callInference(ctx context.Context) error {

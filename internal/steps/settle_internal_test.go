@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/gatehouse-dev/gatehouse/evidence"
 	"github.com/gatehouse-dev/gatehouse/internal/lab"
 	"github.com/gatehouse-dev/gatehouse/internal/probe/wire"
 )
@@ -340,6 +341,109 @@ func TestNoteFlows(t *testing.T) {
 			require.Equal(t, tc.redirectSent, s.flowEmitted["redirect"])
 			_, named := s.flowOf["named"]
 			require.False(t, named, "an attempt to a name has no known flow")
+		})
+	}
+}
+
+// An attempt to a name that timed out is proven by opening packets toward
+// where its connects began (the probe's Dialed notes), counted in its own
+// plan; a lookup answered with no connect begun is proven by nothing; a
+// lookup with no answer keeps the lookup's packet as its proof (no entry).
+// On the code before, no attempt to a name was noted at all, so a probe
+// starved between the answer and its connect passed as blocked.
+func TestNoteNamedFlows(t *testing.T) {
+	meta := flow("tcp", lab.MetadataV4, 80)
+	meta6 := flow("tcp", lab.MetadataV6, 80)
+	cbUDP := flow("udp", "203.0.113.10", 9001)
+	steps := []wire.Step{
+		{ID: "http-name", Kind: wire.KindHTTP, Target: "http://metadata.gatehouse.test/latest/meta-data/"},
+		{ID: "udp-name", Kind: wire.KindUDP, Target: "callback.lab.gatehouse.test:9001"},
+		{ID: "follows", Kind: wire.KindHTTP, Follow: true, Target: "http://metadata.gatehouse.test/redirect?to=x"},
+		{ID: "proxied", Kind: wire.KindHTTP, UseProxy: true, Target: "http://metadata.gatehouse.test/"},
+	}
+	before := lab.FlowEvidence{Emitted: map[lab.Flow]uint64{meta: 4, cbUDP: 1}}
+	type want struct {
+		flow  string // "" = not noted
+		sent  uint64
+		noted bool
+	}
+	for _, tc := range []struct {
+		name  string
+		reps  []evidence.Attempt
+		after lab.FlowEvidence
+		want  map[string]want
+	}{
+		{
+			name: "its connects' packets were counted: proven",
+			reps: []evidence.Attempt{
+				{ID: "http-name", Outcome: "timeout", Answered: true, Dialed: []string{meta.Addr.String() + ":80", "[" + meta6.Addr.String() + "]:80"}},
+				{ID: "udp-name", Outcome: "timeout", Answered: true, Dialed: []string{"203.0.113.10:9001"}},
+			},
+			after: lab.FlowEvidence{Emitted: map[lab.Flow]uint64{meta: 4, meta6: 1, cbUDP: 3}},
+			want: map[string]want{
+				"http-name": {meta.String() + " or " + meta6.String(), 1, true},
+				"udp-name":  {cbUDP.String(), 2, true},
+			},
+		},
+		{
+			name: "a connect began and no packet of it was counted (a sibling's earlier packet does not count)",
+			reps: []evidence.Attempt{
+				{ID: "http-name", Outcome: "timeout", Answered: true, Dialed: []string{meta.Addr.String() + ":80"}},
+			},
+			after: lab.FlowEvidence{Emitted: map[lab.Flow]uint64{meta: 4}},
+			want:  map[string]want{"http-name": {meta.String(), 0, true}},
+		},
+		{
+			name:  "answered, no connect began: no flow, no packet",
+			reps:  []evidence.Attempt{{ID: "http-name", Outcome: "timeout", Answered: true}},
+			after: lab.FlowEvidence{Emitted: map[lab.Flow]uint64{meta: 9}},
+			want:  map[string]want{"http-name": {"(its lookup was answered and no connect began)", 0, true}},
+		},
+		{
+			name:  "a note on another port than the plan's is no proof",
+			reps:  []evidence.Attempt{{ID: "http-name", Outcome: "timeout", Answered: true, Dialed: []string{meta.Addr.String() + ":8080"}}},
+			after: lab.FlowEvidence{Emitted: map[lab.Flow]uint64{flow("tcp", lab.MetadataV4, 8080): 1}},
+			want:  map[string]want{"http-name": {"(its lookup was answered and no connect began)", 0, true}},
+		},
+		{
+			name:  "no answer: the lookup's packet stays the proof",
+			reps:  []evidence.Attempt{{ID: "http-name", Outcome: "timeout"}},
+			after: lab.FlowEvidence{Emitted: map[lab.Flow]uint64{}},
+			want:  map[string]want{"http-name": {}},
+		},
+		{
+			name: "redirects followed, or through a proxy: not noted",
+			reps: []evidence.Attempt{
+				{ID: "follows", Outcome: "timeout", Answered: true, Dialed: []string{meta.Addr.String() + ":80"}},
+				{ID: "proxied", Outcome: "timeout", Answered: true, Dialed: []string{meta.Addr.String() + ":80"}},
+			},
+			after: lab.FlowEvidence{Emitted: map[lab.Flow]uint64{meta: 5}},
+			want:  map[string]want{"follows": {}, "proxied": {}},
+		},
+		{
+			name: "the latest report of the attempt decides",
+			reps: []evidence.Attempt{
+				{ID: "http-name", Outcome: "timeout", Answered: true, Dialed: []string{meta.Addr.String() + ":80"}},
+				{ID: "http-name", Outcome: "timeout", Answered: true},
+			},
+			after: lab.FlowEvidence{Emitted: map[lab.Flow]uint64{meta: 5}},
+			want:  map[string]want{"http-name": {"(its lookup was answered and no connect began)", 0, true}},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &scenario{session: "s1"}
+			for _, r := range tc.reps {
+				r.Session = "s1"
+				s.attempts = append(s.attempts, r)
+			}
+			s.attempts = append(s.attempts, evidence.Attempt{Session: "other", ID: "udp-name", Outcome: "timeout", Answered: true})
+			noteFlows(s, steps, before, tc.after)
+			for id, w := range tc.want {
+				f, noted := s.flowOf[id]
+				require.Equal(t, w.noted, noted, id)
+				require.Equal(t, w.flow, f, id)
+				require.Equal(t, w.sent, s.flowEmitted[id], id)
+			}
 		})
 	}
 }

@@ -42,10 +42,10 @@ type scenario struct {
 	emitted map[string]uint64
 	dests   map[string]string
 	acctErr string
-	// flowOf: for direct attempts whose flows are known without a lookup,
-	// the flow that decides each; flowEmitted: by attempt, the opening
-	// packets the kernel counted on that flow while its plan ran
-	// (noteFlows).
+	// flowOf: for direct attempts whose flows are known (without a lookup,
+	// or for a name from where the probe began its connects), the flow that
+	// decides each; flowEmitted: by attempt, the opening packets the
+	// kernel counted on that flow while its plan ran (noteFlows).
 	flowOf      map[string]string
 	flowEmitted map[string]uint64
 	// settled: the attempts settled early, with the flow each was stuck on
@@ -248,6 +248,7 @@ func toAttempts(s *scenario, reps []wire.Report) []evidence.Attempt {
 			Session: s.session, Scenario: s.gate + "/" + string(s.path), ID: r.ID, Kind: r.Kind,
 			Target: r.Target, Outcome: r.Outcome, Error: r.Error, Status: r.Status, Excerpt: r.Excerpt,
 			Start: r.Start, DurationMS: r.DurationMS, ActiveFrom: r.ActiveFrom, ActiveTo: r.ActiveTo,
+			Answered: r.Answered, Dialed: r.Dialed,
 		})
 	}
 	return out

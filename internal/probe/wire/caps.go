@@ -29,3 +29,10 @@ const (
 
 // wroteKinds are the kinds whose reports may list paths written.
 var wroteKinds = map[string]bool{KindStash: true, KindSend: true, KindReceive: true, KindWrite: true}
+
+// Caps of Report.Dialed: a dialer tries each address of an answer in turn
+// (and one family racing the other), so a few suffice.
+const (
+	MaxDialed    = 8  // addresses a report lists
+	MaxDialedLen = 64 // bytes of one ("[v6 address%zone]:port")
+)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"path/filepath"
 	"strings"
 	"unicode/utf8"
@@ -18,6 +19,7 @@ var reportKeys = map[string]bool{
 	"id": true, "kind": true, "target": true, "outcome": true, "error": true,
 	"status": true, "bytes": true, "excerpt": true, "start": true, "duration_ms": true,
 	"active_from": true, "active_to": true, "wrote": true, "made": true,
+	"answered": true, "dialed": true,
 }
 
 var outcomes = map[string]bool{
@@ -102,8 +104,37 @@ func (d *decoder) check(rep Report) error {
 	case rep.ActiveTo.Before(rep.ActiveFrom):
 		return errors.New("active window ends before it starts")
 	}
+	if err := checkDialed(rep); err != nil {
+		return err
+	}
 	return checkWrote(rep)
 }
+
+// checkDialed holds a report's dial notes to the caps: only the kinds that
+// dial carry them, each address a host:port with a literal IP.
+func checkDialed(rep Report) error {
+	if !rep.Answered && len(rep.Dialed) == 0 {
+		return nil
+	}
+	if !dialKinds[rep.Kind] {
+		return fmt.Errorf("a %s attempt carries dial notes", rep.Kind)
+	}
+	if len(rep.Dialed) > MaxDialed {
+		return fmt.Errorf("more than %d addresses dialed", MaxDialed)
+	}
+	for _, a := range rep.Dialed {
+		if len(a) > MaxDialedLen {
+			return fmt.Errorf("address dialed longer than %d bytes", MaxDialedLen)
+		}
+		if _, err := netip.ParseAddrPort(a); err != nil {
+			return fmt.Errorf("address dialed %s is not an IP and port", quote([]byte(a)))
+		}
+	}
+	return nil
+}
+
+// dialKinds are the kinds whose reports may carry dial notes.
+var dialKinds = map[string]bool{KindTCP: true, KindUDP: true, KindHTTP: true}
 
 // checkWrote holds a report's written paths to the caps: only writing
 // kinds list any, each an absolute clean path.

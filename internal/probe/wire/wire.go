@@ -197,6 +197,14 @@ type Report struct {
 	// there): the only folders the harness may take back with it. Within
 	// the same caps as Wrote, together.
 	Made []string `json:"made,omitempty"`
+	// Answered and Dialed, for tcp, udp and http attempts: a DNS answer
+	// reached the attempt, and the addresses (host:port) its connects
+	// began toward, noted just before each connect. For an attempt to a
+	// name they say where its opening packet had to go, so that a timeout
+	// is proven by that packet and not by the lookup's alone. Capped
+	// (MaxDialed, MaxDialedLen); hostile, like the rest.
+	Answered bool     `json:"answered,omitempty"`
+	Dialed   []string `json:"dialed,omitempty"`
 }
 
 // Outcomes a report may carry.
