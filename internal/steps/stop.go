@@ -325,7 +325,11 @@ func (r *runner) measureStop(ctx context.Context, sess *scenario, m *multi) (evi
 		if run.WriteWatch, err = watchWrites(ctx, since); err != nil {
 			return run, stopAt, err
 		}
+		now := time.Now()
 		ws := writes(ctx, binds, since, sess.canary)
+		if gap := clockStepWrites(ctx, binds, since, goneAt.Round(0), now.Round(0), now.Sub(goneAt), sess.canary, len(ws.own)); gap != "" {
+			run.Unsearched = append(run.Unsearched, gap)
+		}
 		if len(ws.own) > 0 {
 			run.Left = append(run.Left, fmt.Sprintf("%d write(s) after the session was seen gone: %s", len(ws.own), strings.Join(firstN(ws.own, 3), ", ")))
 		}
@@ -362,6 +366,29 @@ func (r *runner) measureStop(ctx context.Context, sess *scenario, m *multi) (evi
 		<-hbDone
 	}
 	return run, stopAt, nil
+}
+
+// clockStepWrites says which of the session's writes a backward step of
+// the wall clock after it was seen gone leaves undecided: file times are
+// wall times, and after such a step a write made later than since carries
+// an earlier time and the search misses it (a false PASS). The search is
+// made again from since moved back by the step (steppedBack, as the
+// reusable-state search does); the session's writes found only then may be
+// from before it was seen gone or after, so they are said, never counted
+// either way: INCONCLUSIVE. goneWall and nowWall are wall readings,
+// elapsed the monotonic time between them; own is how many writes the
+// search from since found.
+func clockStepWrites(ctx context.Context, b bindRoots, since, goneWall, nowWall time.Time, elapsed time.Duration, canary string, own int) string {
+	from := steppedBack(since, goneWall, nowWall, elapsed)
+	if !from.Before(since) {
+		return ""
+	}
+	wider := writes(ctx, b, from, canary)
+	if extra := len(wider.own) - own; extra > 0 {
+		return fmt.Sprintf("the wall clock stepped back %s after the session was seen gone, and %d write(s) of the session carry a time within that step, so they may be from before or after it: %s",
+			since.Sub(from).Round(time.Millisecond), extra, strings.Join(firstN(wider.own, 3), ", "))
+	}
+	return ""
 }
 
 // A session's binds are searched for writes as it made after it was seen

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/gatehouse-dev/gatehouse/internal/probe/wire"
 	"github.com/gatehouse-dev/gatehouse/targets"
 )
@@ -303,4 +305,33 @@ func TestStorageLeftFollowsNoLink(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A backward step of the wall clock after the session was seen gone makes
+// its later writes carry earlier times: those that fall within the step
+// are said (INCONCLUSIVE), never missed, and without a step nothing is.
+func TestWritesWithinAClockStepAreUndecided(t *testing.T) {
+	dir := t.TempDir()
+	goneWall := time.Now().Add(-time.Minute)
+	since := goneWall.Add(2 * wire.HeartbeatEvery)
+	// Written after the stop, stamped 3 s before since: the clock stepped
+	// back 5 s meanwhile.
+	writeAt(t, filepath.Join(dir, wire.HeartbeatName(ownCanary)+"-child"), wire.BeatLine(ownCanary), since.Add(-3*time.Second))
+	// Well before the step's reach: the session's own, from before the stop.
+	writeAt(t, filepath.Join(dir, "older"), ownCanary+"\n", since.Add(-time.Hour))
+	b := openBinds(targets.Config{Target: "bwrap", Argv: []string{"bwrap", "--bind", dir, "/workspace", "--"}}, time.Now(), nil)
+	defer b.Close()
+	ctx := testCtx(t)
+	own := len(writes(ctx, b, since, ownCanary).own)
+	require.Zero(t, own, "the search from since misses the write: the false PASS this guards")
+
+	// 10 s went by on the monotonic clock, 5 s on the wall clock: it
+	// stepped back 5 s.
+	gap := clockStepWrites(ctx, b, since, goneWall, goneWall.Add(5*time.Second), 10*time.Second, ownCanary, own)
+	require.Contains(t, gap, "stepped back 5s")
+	require.Contains(t, gap, "1 write(s)")
+	require.NotContains(t, gap, "older")
+
+	// No step: nothing is said.
+	require.Empty(t, clockStepWrites(ctx, b, since, goneWall, goneWall.Add(10*time.Second), 10*time.Second, ownCanary, own))
 }
