@@ -45,7 +45,7 @@ func TestFirejailNetworkGates(t *testing.T) {
 			}
 			for _, res := range r.results {
 				if res.Verdict != tc.want {
-					t.Errorf("%s/%s: %s (%s), want %s", res.Gate, res.Path, res.Verdict, res.Reason, tc.want)
+					wrongVerdict(t, res, tc.want)
 				}
 				if tc.want == evidence.Fail && len(res.Hits) == 0 {
 					t.Errorf("%s/%s: FAIL without a proving hit", res.Gate, res.Path)

@@ -30,7 +30,7 @@ func TestHostNetworkFailsWhatItBreaks(t *testing.T) {
 	}
 	for _, res := range r.results {
 		if res.Verdict != want[res.Gate] {
-			t.Errorf("%s/%s: %s (%s), want %s", res.Gate, res.Path, res.Verdict, res.Reason, want[res.Gate])
+			wrongVerdict(t, res, want[res.Gate])
 		}
 		for _, h := range res.Hits {
 			if h.Session != res.Session {

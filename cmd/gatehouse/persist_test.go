@@ -37,7 +37,7 @@ func TestReusableStateOnBwrapProfiles(t *testing.T) {
 			}
 			for _, res := range r.results {
 				if res.Verdict != tt.want {
-					t.Errorf("%s/%s: %s (%s), want %s", res.Gate, res.Path, res.Verdict, res.Reason, tt.want)
+					wrongVerdict(t, res, tt.want)
 				}
 				checkPersisted(t, res, tt.persist)
 			}

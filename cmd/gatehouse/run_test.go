@@ -103,6 +103,14 @@ func keepFailedRun(t *testing.T, out string) {
 
 // runProfileAt runs a profile given by its path (a testdata profile), with
 // extra run flags, and reads back its results and run.json.
+// wrongVerdict reports a result whose verdict is not want, with its
+// findings: a CI run keeps no run folder, and the reason alone did not say
+// why a whole plan went unreported.
+func wrongVerdict(t *testing.T, res evidence.Result, want evidence.Verdict) {
+	t.Helper()
+	t.Errorf("%s/%s: %s (%s), want %s; findings: %q", res.Gate, res.Path, res.Verdict, res.Reason, want, res.Findings)
+}
+
 func runProfileAt(t *testing.T, path string, gates string, extra ...string) runOutput {
 	t.Helper()
 	out := t.TempDir()
@@ -153,7 +161,7 @@ func TestNetworkGatesOnBwrapProfiles(t *testing.T) {
 			}
 			for _, res := range r.results {
 				if res.Verdict != tt.want {
-					t.Errorf("%s/%s: %s (%s), want %s", res.Gate, res.Path, res.Verdict, res.Reason, tt.want)
+					wrongVerdict(t, res, tt.want)
 				}
 				if tt.want == evidence.Fail && len(res.Hits) == 0 {
 					t.Errorf("%s/%s: FAIL without the hit that proves it", res.Gate, res.Path)

@@ -36,7 +36,7 @@ func TestTeamFeatureWithItsOwnProfile(t *testing.T) {
 			for _, res := range r.results {
 				paths = append(paths, res.Path)
 				if res.Gate != "no-phone-home" || res.Verdict != tt.want {
-					t.Errorf("%s/%s: %s (%s), want %s", res.Gate, res.Path, res.Verdict, res.Reason, tt.want)
+					wrongVerdict(t, res, tt.want)
 				}
 				if tt.want == evidence.Fail && len(res.Hits) == 0 {
 					t.Errorf("%s/%s FAILed with no proving hit", res.Gate, res.Path)

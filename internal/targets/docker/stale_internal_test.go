@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/gatehouse-dev/gatehouse/internal/hostproc"
 )
@@ -32,6 +33,17 @@ func TestIsDaemonOf(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { p.Close() })
+		// Start returns once the exec has begun (its close-on-exec pipe
+		// closed); the new program's arguments are in place a moment later,
+		// and until then /proc/PID/cmdline reads empty (seen once in CI).
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+			if argv, err := p.Cmdline(); err == nil && argv[0] != "" {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("pid %d: no command line 5 s after it started", p.PID)
+			}
+		}
 		return p
 	}
 	flags := func(d string) []string {
