@@ -3,6 +3,7 @@ package probe
 import (
 	"context"
 	"net"
+	"strings"
 	"sync"
 	"syscall"
 
@@ -40,15 +41,24 @@ func dialerFrom(ctx context.Context) *net.Dialer {
 		// The probe is static, so Go's own resolver answers anyway; Dial
 		// only lets it see the answer arrive.
 		Resolver: &net.Resolver{PreferGo: true, Dial: n.dialDNS},
-		// Called with the resolved address just before connect(2).
-		Control: func(_, address string, _ syscall.RawConn) error {
-			n.mu.Lock()
-			if len(n.dialed) < wire.MaxDialed && len(address) <= wire.MaxDialedLen {
-				n.dialed = append(n.dialed, address)
+		// Called with the resolved address just before connect(2), which
+		// sends a TCP SYN. A UDP connect sends nothing: doUDP notes its
+		// address once the datagram is written (noteSent).
+		Control: func(network, address string, _ syscall.RawConn) error {
+			if !strings.HasPrefix(network, "udp") {
+				n.noteSent(address)
 			}
-			n.mu.Unlock()
 			return nil
 		},
+	}
+}
+
+// noteSent notes an address an opening packet went (or is going) toward.
+func (n *dialNotes) noteSent(address string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if len(n.dialed) < wire.MaxDialed && len(address) <= wire.MaxDialedLen {
+		n.dialed = append(n.dialed, address)
 	}
 }
 

@@ -119,3 +119,15 @@ func TestResolverConnsNoteTheAnswer(t *testing.T) {
 		})
 	}
 }
+
+// An attempt's duration comes from the monotonic clock: after a backward
+// step of the wall clock its Start is later than now, and the duration
+// measured from it was negative, which the harness drops as out of range.
+func TestDurationIgnoresWallClockSteps(t *testing.T) {
+	began := time.Now()
+	rep := wire.Report{ID: "a", Kind: wire.KindTCP, Start: began.UTC().Add(time.Hour)}
+	rep = finish(rep, nil, began)
+	if rep.DurationMS < 0 || rep.DurationMS > 60_000 {
+		t.Fatalf("duration %v ms, want the monotonic time since the attempt began", rep.DurationMS)
+	}
+}

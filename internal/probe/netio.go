@@ -59,6 +59,7 @@ func doUDP(ctx context.Context, s wire.Step, rep *wire.Report) error {
 	if _, err := conn.Write(dataOf(s)); err != nil {
 		return err
 	}
+	notes.noteSent(conn.RemoteAddr().String())
 	wait := time.Now().Add(udpReplyWait)
 	if dl, ok := ctx.Deadline(); ok && dl.Before(wait) {
 		wait = dl

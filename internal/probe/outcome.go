@@ -118,13 +118,16 @@ func clip(s string, n int) string {
 	return string(out)
 }
 
-// finish stamps the outcome, error and duration on a report.
-func finish(rep wire.Report, err error) wire.Report {
+// finish stamps the outcome, error and duration on a report. The duration
+// is measured on the monotonic clock from began: a step of the wall clock
+// during the attempt once made it negative, and the harness dropped the
+// report as out of range.
+func finish(rep wire.Report, err error, began time.Time) wire.Report {
 	rep.Outcome = classify(err)
 	if err != nil {
 		rep.Error = clip(err.Error(), wire.MaxErrorLen)
 	}
 	rep.Excerpt = clip(rep.Excerpt, wire.ExcerptCap(rep.Kind))
-	rep.DurationMS = float64(time.Since(rep.Start).Microseconds()) / 1000
+	rep.DurationMS = float64(time.Since(began).Microseconds()) / 1000
 	return rep
 }

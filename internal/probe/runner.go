@@ -76,7 +76,8 @@ type runner struct {
 // do runs one step. A panic in an attempt becomes an error report rather
 // than a lost line: the harness would otherwise see a silent gap.
 func (r runner) do(ctx context.Context, s wire.Step) (rep wire.Report) {
-	rep = wire.Report{ID: s.ID, Kind: s.Kind, Target: s.Target, Start: time.Now().UTC()}
+	began := time.Now() // keeps the monotonic reading that Start's UTC() drops
+	rep = wire.Report{ID: s.ID, Kind: s.Kind, Target: s.Target, Start: began.UTC()}
 	ctx, cancel := context.WithTimeout(withAttempt(withTag(ctx, r.tag), s.ID), r.timeout)
 	defer cancel()
 	if r.settler != nil {
@@ -87,7 +88,7 @@ func (r runner) do(ctx context.Context, s wire.Step) (rep wire.Report) {
 	}
 	defer func() {
 		if p := recover(); p != nil {
-			rep = finish(rep, fmt.Errorf("probe: attempt panicked: %v", p))
+			rep = finish(rep, fmt.Errorf("probe: attempt panicked: %v", p), began)
 		}
 	}()
 	defer func() {
@@ -158,7 +159,7 @@ func (r runner) do(ctx context.Context, s wire.Step) (rep wire.Report) {
 	default:
 		err = fmt.Errorf("unknown kind %q", s.Kind)
 	}
-	return finish(rep, err)
+	return finish(rep, err, began)
 }
 
 // active sets a read's or search's active window: from its start to now.

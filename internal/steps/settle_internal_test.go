@@ -334,7 +334,7 @@ func TestNoteFlows(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := &scenario{}
-			noteFlows(s, steps, before, tc.after)
+			noteFlows(s, steps, before, tc.after, nil)
 			require.Equal(t, cb.String(), s.flowOf["tcp-callback"])
 			require.Equal(t, tc.redirectFlow, s.flowOf["redirect"])
 			require.Equal(t, tc.tcpSent, s.flowEmitted["tcp-callback"])
@@ -360,6 +360,8 @@ func TestNoteNamedFlows(t *testing.T) {
 		{ID: "udp-name", Kind: wire.KindUDP, Target: "callback.lab.gatehouse.test:9001"},
 		{ID: "follows", Kind: wire.KindHTTP, Follow: true, Target: "http://metadata.gatehouse.test/redirect?to=x"},
 		{ID: "proxied", Kind: wire.KindHTTP, UseProxy: true, Target: "http://metadata.gatehouse.test/"},
+		{ID: "then", Kind: wire.KindHTTP, Target: "http://metadata.gatehouse.test/token", Then: &wire.Chain{Target: "http://metadata.gatehouse.test/creds"}},
+		{ID: "port53", Kind: wire.KindUDP, Target: "callback.lab.gatehouse.test:53"},
 	}
 	before := lab.FlowEvidence{Emitted: map[lab.Flow]uint64{meta: 4, cbUDP: 1}}
 	type want struct {
@@ -397,13 +399,13 @@ func TestNoteNamedFlows(t *testing.T) {
 			name:  "answered, no connect began: no flow, no packet",
 			reps:  []evidence.Attempt{{ID: "http-name", Outcome: "timeout", Answered: true}},
 			after: lab.FlowEvidence{Emitted: map[lab.Flow]uint64{meta: 9}},
-			want:  map[string]want{"http-name": {"(its lookup was answered and no connect began)", 0, true}},
+			want:  map[string]want{"http-name": {"(its lookup was answered and no packet began toward port 80)", 0, true}},
 		},
 		{
 			name:  "a note on another port than the plan's is no proof",
 			reps:  []evidence.Attempt{{ID: "http-name", Outcome: "timeout", Answered: true, Dialed: []string{meta.Addr.String() + ":8080"}}},
 			after: lab.FlowEvidence{Emitted: map[lab.Flow]uint64{flow("tcp", lab.MetadataV4, 8080): 1}},
-			want:  map[string]want{"http-name": {"(its lookup was answered and no connect began)", 0, true}},
+			want:  map[string]want{"http-name": {"(its lookup was answered and no packet began toward port 80)", 0, true}},
 		},
 		{
 			name:  "no answer: the lookup's packet stays the proof",
@@ -421,13 +423,28 @@ func TestNoteNamedFlows(t *testing.T) {
 			want:  map[string]want{"follows": {}, "proxied": {}},
 		},
 		{
+			name: "a second request, or port 53 (the lookup's own), is not noted",
+			reps: []evidence.Attempt{
+				{ID: "then", Outcome: "timeout", Answered: true, Dialed: []string{meta.Addr.String() + ":80"}},
+				{ID: "port53", Outcome: "timeout", Answered: true, Dialed: []string{"203.0.113.10:53"}},
+			},
+			after: lab.FlowEvidence{Emitted: map[lab.Flow]uint64{meta: 5}},
+			want:  map[string]want{"then": {}, "port53": {}},
+		},
+		{
+			name:  "an address noted twice is one flow, counted once",
+			reps:  []evidence.Attempt{{ID: "http-name", Outcome: "timeout", Answered: true, Dialed: []string{meta.Addr.String() + ":80", meta.Addr.String() + ":80"}}},
+			after: lab.FlowEvidence{Emitted: map[lab.Flow]uint64{meta: 5}},
+			want:  map[string]want{"http-name": {meta.String(), 1, true}},
+		},
+		{
 			name: "the latest report of the attempt decides",
 			reps: []evidence.Attempt{
 				{ID: "http-name", Outcome: "timeout", Answered: true, Dialed: []string{meta.Addr.String() + ":80"}},
 				{ID: "http-name", Outcome: "timeout", Answered: true},
 			},
 			after: lab.FlowEvidence{Emitted: map[lab.Flow]uint64{meta: 5}},
-			want:  map[string]want{"http-name": {"(its lookup was answered and no connect began)", 0, true}},
+			want:  map[string]want{"http-name": {"(its lookup was answered and no packet began toward port 80)", 0, true}},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -437,13 +454,39 @@ func TestNoteNamedFlows(t *testing.T) {
 				s.attempts = append(s.attempts, r)
 			}
 			s.attempts = append(s.attempts, evidence.Attempt{Session: "other", ID: "udp-name", Outcome: "timeout", Answered: true})
-			noteFlows(s, steps, before, tc.after)
+			noteFlows(s, steps, before, tc.after, s.attempts)
 			for id, w := range tc.want {
 				f, noted := s.flowOf[id]
 				require.Equal(t, w.noted, noted, id)
 				require.Equal(t, w.flow, f, id)
 				require.Equal(t, w.sent, s.flowEmitted[id], id)
 			}
+		})
+	}
+}
+
+// Flow records that could not be read around a plan in which attempts
+// timed out leave the accounting in error (INCONCLUSIVE): those attempts
+// would otherwise stand on a packet toward their destination, which a
+// sibling may have sent. Before, the failure was dropped silently.
+func TestFlowsUnreadLeaveNoPass(t *testing.T) {
+	timedOut := []evidence.Attempt{{ID: "a", Outcome: "refused"}, {ID: "b", Outcome: "timeout"}}
+	for _, tc := range []struct {
+		name    string
+		err     error
+		reps    []evidence.Attempt
+		wantErr bool
+	}{
+		{"read", nil, timedOut, false},
+		{"a lab without flow records (a fake)", fmt.Errorf("fake: %w", ErrUnsupported), timedOut, false},
+		{"unreadable, nothing timed out", errors.New("the accounting table cannot be read"), timedOut[:1], false},
+		{"unreadable, an attempt timed out", errors.New("the accounting table cannot be read"), timedOut, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &scenario{session: "s1"}
+			flowsUnread(s, tc.err, tc.reps)
+			require.Equal(t, tc.wantErr, s.acctErr != "", s.acctErr)
+			require.Equal(t, tc.wantErr, len(s.findings) == 1, s.findings)
 		})
 	}
 }

@@ -325,8 +325,9 @@ func (r *runner) measureStop(ctx context.Context, sess *scenario, m *multi) (evi
 		if run.WriteWatch, err = watchWrites(ctx, since); err != nil {
 			return run, stopAt, err
 		}
-		now := time.Now()
 		ws := writes(ctx, binds, since, sess.canary)
+		// Read after the search: a step during it must be seen too.
+		now := time.Now()
 		if gap := clockStepWrites(ctx, binds, since, goneAt.Round(0), now.Round(0), now.Sub(goneAt), sess.canary, len(ws.own)); gap != "" {
 			run.Unsearched = append(run.Unsearched, gap)
 		}

@@ -148,6 +148,9 @@ func (s *server) exec(c conn, req Request, fds []int) {
 	}
 	s.mu.Unlock()
 	if err != nil {
+		// On the command's stderr too, as for 127: the host reads the exit
+		// code and stderr, and a bare 126 did not say why.
+		_, _ = syscall.Write(fds[2], []byte(fmt.Sprintf("init: fork/exec %s: %v\n", path, err)))
 		send(c, Reply{Exited: true, Code: 126, Error: err.Error()})
 		return
 	}
